@@ -1,0 +1,66 @@
+# Everything a developer or CI needs: `make run` and `make test` set up the rest.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+include test/tools/versions.env
+
+TOOLS_CACHE ?= $(or $(TERRASEED_TOOLS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/terraseed/tools)
+export TERRASEED_TOOLS_CACHE := $(TOOLS_CACHE)
+export KUBEBUILDER_ASSETS := $(TOOLS_CACHE)/kube-$(KUBERNETES_VERSION)-etcd-$(ETCD_VERSION)
+export TERRASEED_TERRAFORM := $(TOOLS_CACHE)/terraform-$(TERRAFORM_VERSION)/terraform
+export TERRASEED_PROVIDER_MIRROR := $(TOOLS_CACHE)/provider-mirror
+CONTROLLER_GEN := $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
+HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
+export CONTROLLER_GEN HELM
+
+GO_TEST_FLAGS ?= -count=1 -timeout 45m
+
+.PHONY: all
+all: build
+
+.PHONY: tools
+tools: ## Build every pinned tool into the cache (seconds when cached).
+	@bash test/tools/bootstrap.sh
+
+.PHONY: env
+env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
+	@echo "export KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
+	@echo "export TERRASEED_TERRAFORM=$(TERRASEED_TERRAFORM)"
+	@echo "export TERRASEED_PROVIDER_MIRROR=$(TERRASEED_PROVIDER_MIRROR)"
+	@echo "export CONTROLLER_GEN=$(CONTROLLER_GEN)"
+	@echo "export HELM=$(HELM)"
+
+.PHONY: generate
+generate: ## Regenerate deepcopy functions.
+	@bash test/tools/bootstrap.sh controller-gen
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Regenerate the CRDs into the Helm chart.
+	@bash test/tools/bootstrap.sh controller-gen
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=charts/terraseed/crds
+
+.PHONY: verify
+verify: ## Fail when generated files are stale, code is unformatted or vet complains.
+	@bash test/tools/bootstrap.sh controller-gen
+	bash test/tools/verify-generated.sh .
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	go vet ./...
+	cd test/compat && go vet ./...
+
+.PHONY: build
+build:
+	go build ./...
+
+.PHONY: test
+test: tools verify ## Run every test against real components.
+	go test $(GO_TEST_FLAGS) ./...
+	cd test/compat && go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+.PHONY: run
+run: tools ## Run terraseed on an embedded local control plane.
+	go run ./cmd/infrastructure-controller local

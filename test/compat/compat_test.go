@@ -1,0 +1,159 @@
+package compat_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+func gardenerInfrastructure() *gardenextensionsv1alpha1.Infrastructure {
+	now := metav1.NewTime(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
+	class := gardenextensionsv1alpha1.ExtensionClassShoot
+	return &gardenextensionsv1alpha1.Infrastructure{
+		TypeMeta: metav1.TypeMeta{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "Infrastructure"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "infrastructure", Namespace: "shoot--foobar--aws",
+			Annotations: map[string]string{"gardener.cloud/operation": "reconcile"},
+		},
+		Spec: gardenextensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: gardenextensionsv1alpha1.DefaultSpec{
+				Type:           "aws",
+				Class:          &class,
+				ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureConfig","networks":{"vpc":{"cidr":"10.250.0.0/16"}}}`)},
+			},
+			Region:       "eu-west-1",
+			SecretRef:    corev1.SecretReference{Name: "cloudprovider", Namespace: "shoot--foobar--aws"},
+			SSHPublicKey: []byte("ssh-rsa AAAA terraseed"),
+		},
+		Status: gardenextensionsv1alpha1.InfrastructureStatus{
+			DefaultStatus: gardenextensionsv1alpha1.DefaultStatus{
+				ProviderStatus: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","vpc":{"id":"vpc-0815"}}`)},
+				Conditions: []gardencorev1beta1.Condition{{
+					Type: "Ready", Status: gardencorev1beta1.ConditionFalse,
+					LastTransitionTime: now, LastUpdateTime: now,
+					Reason: "ReconcileFailed", Message: "quota", Codes: []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorInfraQuotaExceeded},
+				}},
+				LastError: &gardencorev1beta1.LastError{
+					Description: "Error: VpcLimitExceeded", TaskID: ptr("task"),
+					Codes:          []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorInfraQuotaExceeded},
+					LastUpdateTime: &now,
+				},
+				LastOperation: &gardencorev1beta1.LastOperation{
+					Description: "reconciling", LastUpdateTime: now, Progress: 50,
+					State: gardencorev1beta1.LastOperationStateError, Type: gardencorev1beta1.LastOperationTypeReconcile,
+				},
+				ObservedGeneration: 3,
+				State:              &runtime.RawExtension{Raw: []byte(`{"data":{"vpcID":"vpc-0815"}}`)},
+				Resources: []gardencorev1beta1.NamedResourceReference{{
+					Name:        "state",
+					ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "infrastructure.infra.tf-state"},
+				}},
+			},
+			NodesCIDR:   ptr("10.250.0.0/16"),
+			EgressCIDRs: []string{"52.1.2.3/32"},
+			Networking: &gardenextensionsv1alpha1.InfrastructureStatusNetworking{
+				Pods: []string{"100.96.0.0/11"}, Nodes: []string{"10.250.0.0/16"}, Services: []string{"100.64.0.0/13"},
+			},
+		},
+	}
+}
+
+func gardenerCluster() *gardenextensionsv1alpha1.Cluster {
+	return &gardenextensionsv1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "shoot--foobar--aws"},
+		Spec: gardenextensionsv1alpha1.ClusterSpec{
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{"kind":"CloudProfile"}`)},
+			Seed:         runtime.RawExtension{Raw: []byte(`{"kind":"Seed"}`)},
+			Shoot:        runtime.RawExtension{Raw: []byte(`{"kind":"Shoot","spec":{"networking":{"pods":"100.96.0.0/11"}}}`)},
+		},
+	}
+}
+
+// roundTrip encodes theirs, strictly decodes it into ours, encodes ours and strictly
+// decodes that into a fresh value of their type.
+func roundTrip(g Gomega, theirs, ours, back any) {
+	wire, err := json.Marshal(theirs)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strictDecode(wire, ours)).To(Succeed(), "Gardener's JSON decodes into terraseed's types")
+	wire2, err := json.Marshal(ours)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wire2).To(MatchJSON(wire), "terraseed encodes the same JSON")
+	g.Expect(strictDecode(wire2, back)).To(Succeed(), "terraseed's JSON decodes into Gardener's types")
+	g.Expect(back).To(Equal(theirs))
+}
+
+func TestInfrastructureIsWireCompatible(t *testing.T) {
+	g := NewWithT(t)
+	theirs := gardenerInfrastructure()
+	g.Expect(unsetFields(reflect.ValueOf(theirs).Elem(), "Infrastructure")).To(BeEmpty(), "the fixture must set every field Gardener has")
+	roundTrip(g, theirs, &extensionsv1alpha1.Infrastructure{}, &gardenextensionsv1alpha1.Infrastructure{})
+}
+
+func TestClusterIsWireCompatible(t *testing.T) {
+	g := NewWithT(t)
+	theirs := gardenerCluster()
+	g.Expect(unsetFields(reflect.ValueOf(theirs.Spec), "Cluster.spec")).To(BeEmpty())
+	roundTrip(g, theirs, &extensionsv1alpha1.Cluster{}, &gardenextensionsv1alpha1.Cluster{})
+}
+
+func strictDecode(data []byte, into any) error {
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	return decoder.Decode(into)
+}
+
+// unsetFields lists the zero-valued fields of the spec and status, so that a field Gardener
+// adds in a later version cannot slip past this test unset. Object metadata is not ours.
+func unsetFields(v reflect.Value, path string) []string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []string{path}
+		}
+		return unsetFields(v.Elem(), path)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(metav1.Time{}) || v.Type() == reflect.TypeOf(runtime.RawExtension{}) {
+			if v.IsZero() {
+				return []string{path}
+			}
+			return nil
+		}
+		var unset []string
+		for i := 0; i < v.NumField(); i++ {
+			field := v.Type().Field(i)
+			if field.Type == reflect.TypeOf(metav1.TypeMeta{}) || field.Type == reflect.TypeOf(metav1.ObjectMeta{}) {
+				continue
+			}
+			unset = append(unset, unsetFields(v.Field(i), path+"."+field.Name)...)
+		}
+		return unset
+	case reflect.Slice, reflect.Map:
+		if v.Len() == 0 {
+			return []string{path}
+		}
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct {
+			return unsetFields(v.Index(0), path+"[0]")
+		}
+		return nil
+	default:
+		if v.IsZero() {
+			return []string{path}
+		}
+		return nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds every tool the tests and `make run` need from the Go module proxy, at pinned
+# versions, into a cache outside the clone keyed by version. A tool already in the cache
+# costs nothing; a build lands in its final place only when it completed.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache=${TERRASEED_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terraseed/tools}
+mkdir -p "$cache"
+
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# build NAME DIR CHECKFILE COMMAND...: runs COMMAND with $out set to a scratch directory
+# and moves it to DIR when it succeeds.
+build() {
+  local name=$1 dir=$2 check=$3; shift 3
+  if [[ -x "$dir/$check" ]]; then
+    log "$name: cached ($dir)"
+    return
+  fi
+  log "$name: building..."
+  local start=$SECONDS
+  out=$(mktemp -d "$cache/.build.XXXXXX")
+  if ! (export out; "$@"); then
+    rm -rf "$out"
+    log "$name: build failed"
+    return 1
+  fi
+  rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  mv "$out" "$dir"
+  log "$name: built in $((SECONDS - start))s"
+}
+
+build_terraform() {
+  (cd "$out" && GOBIN="$out" go install "github.com/hashicorp/terraform@v$TERRAFORM_VERSION")
+}
+
+# The provider lands in a terraform filesystem mirror (unpacked layout), so that runs
+# never download it.
+build_kubectl_provider() {
+  (cd "$out" && GOBIN="$out" go install "github.com/gavinbunney/terraform-provider-kubectl@v$KUBECTL_PROVIDER_VERSION")
+  mv "$out/terraform-provider-kubectl" "$out/terraform-provider-kubectl_v$KUBECTL_PROVIDER_VERSION"
+}
+
+build_control_plane() {
+  (cd "$here" && go build -trimpath -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  (cd "$here" && go build -trimpath -o "$out/etcd" ./etcd)
+}
+
+build_controller_gen() {
+  (cd "$here" && go build -trimpath -o "$out/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
+}
+
+build_helm() {
+  (cd "$out" && GOBIN="$out" go install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION")
+}
+
+want=${*:-terraform kubectl-provider control-plane controller-gen helm}
+for tool in $want; do
+  case $tool in
+    terraform) build terraform "$cache/terraform-$TERRAFORM_VERSION" terraform build_terraform ;;
+    kubectl-provider) build "kubectl provider" \
+      "$cache/provider-mirror/registry.terraform.io/gavinbunney/kubectl/$KUBECTL_PROVIDER_VERSION/linux_amd64" \
+      "terraform-provider-kubectl_v$KUBECTL_PROVIDER_VERSION" build_kubectl_provider ;;
+    control-plane) build "kube-apiserver + etcd" "$cache/kube-$KUBERNETES_VERSION-etcd-$ETCD_VERSION" etcd build_control_plane ;;
+    controller-gen) build controller-gen "$cache/controller-gen-$CONTROLLER_TOOLS_VERSION" controller-gen build_controller_gen ;;
+    helm) build helm "$cache/helm-$HELM_VERSION" helm build_helm ;;
+    *) log "unknown tool $tool"; exit 2 ;;
+  esac
+done

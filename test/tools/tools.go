@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the versions of the binaries the tests and code generation need.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
+)
