@@ -64,7 +64,7 @@ type DefaultStatus struct {
 
 // NamedResourceReference is a named reference to a resource.
 type NamedResourceReference struct {
-	Name        string                                   `json:"name"`
+	Name        string                                    `json:"name"`
 	ResourceRef autoscalingv1.CrossVersionObjectReference `json:"resourceRef"`
 }
 
