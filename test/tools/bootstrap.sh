@@ -15,26 +15,41 @@ export CGO_ENABLED=0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
-# build NAME DIR CHECKFILE COMMAND...: runs COMMAND with $out set to a scratch directory
-# and moves it to DIR when it succeeds.
+# build NAME DIR CHECKFILE FUNCTION: starts FUNCTION in the background with $out set to a
+# scratch directory, which becomes DIR when FUNCTION succeeds. The builds run side by side
+# so that downloads of one overlap with compiling another; `finish` waits for them.
+pids=() names=() logs=() dirs=() outs=() starts=()
 build() {
-  local name=$1 dir=$2 check=$3; shift 3
+  local name=$1 dir=$2 check=$3 fn=$4
   if [[ -x "$dir/$check" ]]; then
     log "$name: cached ($dir)"
     return
   fi
   log "$name: building..."
-  local start=$SECONDS
+  local out logfile
   out=$(mktemp -d "$cache/.build.XXXXXX")
-  if ! (export out; "$@"); then
-    rm -rf "$out"
-    log "$name: build failed"
-    return 1
-  fi
-  rm -rf "$dir"
-  mkdir -p "$(dirname "$dir")"
-  mv "$out" "$dir"
-  log "$name: built in $((SECONDS - start))s"
+  logfile="$out.log"
+  (export out; "$fn") >"$logfile" 2>&1 &
+  pids+=($!) names+=("$name") logs+=("$logfile") dirs+=("$dir") outs+=("$out") starts+=("$SECONDS")
+}
+
+finish() {
+  local failed=0 i
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then
+      rm -rf "${dirs[$i]}"
+      mkdir -p "$(dirname "${dirs[$i]}")"
+      mv "${outs[$i]}" "${dirs[$i]}"
+      rm -f "${logs[$i]}"
+      log "${names[$i]}: built in $((SECONDS - starts[i]))s"
+    else
+      log "${names[$i]}: build failed; its output:"
+      tail -40 "${logs[$i]}" >&2
+      rm -rf "${outs[$i]}" "${logs[$i]}"
+      failed=1
+    fi
+  done
+  return $failed
 }
 
 build_terraform() {
@@ -74,3 +89,4 @@ for tool in $want; do
     *) log "unknown tool $tool"; exit 2 ;;
   esac
 done
+finish
