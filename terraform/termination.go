@@ -15,6 +15,8 @@ type terminationMessage struct {
 	Codes     []extensionsv1alpha1.ErrorCode `json:"codes,omitempty"`
 	Message   string                         `json:"message"`
 	Retryable bool                           `json:"retryable"`
+	// InProgress marks a run refused because another one holds the Infrastructure.
+	InProgress bool `json:"inProgress,omitempty"`
 }
 
 const terminationMessageLimit = 4096
@@ -24,7 +26,7 @@ func WriteTerminationMessage(path string, runErr error) error {
 	msg := terminationMessage{Message: runErr.Error(), Retryable: true}
 	var re *RunError
 	if errors.As(runErr, &re) {
-		msg = terminationMessage{Command: re.Command, Codes: re.Codes, Message: re.Message, Retryable: re.Retryable}
+		msg = terminationMessage{Command: re.Command, Codes: re.Codes, Message: re.Message, Retryable: re.Retryable, InProgress: errors.Is(runErr, ErrRunInProgress)}
 	}
 	for {
 		data, err := json.Marshal(msg)
@@ -45,5 +47,9 @@ func parseTerminationMessage(data string) (*RunError, bool) {
 	if err := json.Unmarshal([]byte(data), &msg); err != nil || msg.Message == "" {
 		return nil, false
 	}
-	return &RunError{Command: msg.Command, Codes: msg.Codes, Message: msg.Message, Retryable: msg.Retryable, err: ErrTerraformFailed}, true
+	cause := ErrTerraformFailed
+	if msg.InProgress {
+		cause = ErrRunInProgress
+	}
+	return &RunError{Command: msg.Command, Codes: msg.Codes, Message: msg.Message, Retryable: msg.Retryable, err: cause}, true
 }

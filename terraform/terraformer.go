@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,6 +110,13 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the working directory: %w", err)
 	}
+	// The lock outlives a controller restart with the process holding it, so a second
+	// run cannot start in the same working directory while the first still runs.
+	runLock := flock.New(filepath.Join(t.WorkDir, ".terraseed-run.lock"))
+	if locked, err := runLock.TryLock(); err != nil || !locked {
+		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Retryable: true, err: errors.Join(ErrRunInProgress, err)}
+	}
+	defer func() { _ = runLock.Unlock() }()
 	if t.Command.ownsState() {
 		if err := t.Objects.AddFinalizers(ctx, t.Client); err != nil {
 			return nil, err
