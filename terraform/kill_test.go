@@ -34,6 +34,16 @@ func (f *fixture) waitForItems(n int) {
 	}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Millisecond).Should(Succeed())
 }
 
+// descendants returns pid and every process below it: the terraformer, terraform and
+// its provider plugins.
+func descendants(pid int) []int {
+	all := []int{pid}
+	for _, kid := range children(pid) {
+		all = append(all, descendants(kid)...)
+	}
+	return all
+}
+
 // children returns the processes whose parent is pid.
 func children(pid int) []int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -62,7 +72,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	for _, killAt := range []int{1, 7, 14} {
 		cmd, _ := f.startTerraformer(Apply)
 		f.waitForItems(killAt)
-		victims := append(children(cmd.Process.Pid), cmd.Process.Pid)
+		victims := descendants(cmd.Process.Pid)
 		for _, pid := range victims {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
