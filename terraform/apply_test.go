@@ -12,11 +12,7 @@ func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 
 	result, err := f.run(Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	items := f.items(g)
-	g.Expect(items).To(HaveLen(20))
-	stateNames, ids := f.stateItems(g)
-	g.Expect(stateNames).To(Equal(items))
-	g.Expect(ids).To(Equal(20))
+	items := f.expectEachItemOnceInState(g, 20)
 
 	g.Expect(result.Outputs).To(HaveKeyWithValue("namespace", f.namespace))
 	g.Expect(result.Outputs).To(HaveKeyWithValue("resources", float64(20)))
@@ -28,10 +24,7 @@ func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 
 	_, err = f.run(Destroy)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.items(g)).To(BeEmpty())
-	stateNames, ids = f.stateItems(g)
-	g.Expect(stateNames).To(BeEmpty())
-	g.Expect(ids).To(BeZero())
+	f.expectEachItemOnceInState(g, 0)
 	g.Expect(f.finalizers(g)).To(HaveEach(BeEmpty()))
 }
 
@@ -41,4 +34,15 @@ func anySlice(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// expectEachItemOnceInState checks that n objects exist and the stored state lists
+// exactly them, and returns their names.
+func (f *fixture) expectEachItemOnceInState(g Gomega, n int) []string {
+	items := f.items(g)
+	g.Expect(items).To(HaveLen(n))
+	stateNames, ids := f.stateItems(g)
+	g.Expect(stateNames).To(Equal(items))
+	g.Expect(ids).To(Equal(n))
+	return items
 }

@@ -87,11 +87,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 
 	_, err := f.run(Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	items := f.items(g)
-	g.Expect(items).To(HaveLen(20))
-	stateNames, ids := f.stateItems(g)
-	g.Expect(stateNames).To(Equal(items))
-	g.Expect(ids).To(Equal(20))
+	f.expectEachItemOnceInState(g, 20)
 }
 
 func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
