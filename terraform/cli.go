@@ -117,6 +117,9 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
+	// client-go's default of 5 requests a second would make state writes queue behind
+	// each other; a run makes one write per resource at most.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, errors.Join(errors.New("creating the API client"), err)

@@ -29,7 +29,7 @@ func (f *fixture) startTerraformer(command Command) (*exec.Cmd, string) {
 // waitForItems waits until at least n of the test's ConfigMaps exist.
 func (f *fixture) waitForItems(n int) {
 	f.t.Helper()
-	Eventually(func(g Gomega) {
+	NewWithT(f.t).Eventually(func(g Gomega) {
 		g.Expect(len(f.items(g))).To(BeNumerically(">=", n))
 	}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Millisecond).Should(Succeed())
 }
@@ -105,14 +105,16 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	runErr := runFailure(Apply, termination, "", nil)
 	g.Expect(runErr.Error()).To(ContainSubstring("interrupted"))
 	g.Expect(runErr.(*RunError).Retryable).To(BeTrue())
-	// terraform finished what it had started and recorded it: the state matches the cluster.
+	// terraform finished what it had started and the state records it; a create the
+	// provider itself abandoned on the interrupt may be missing, at most the one in flight.
 	created := f.items(g)
 	g.Expect(len(created)).To(BeNumerically("<", 20))
 	stateNames, _ := f.stateItems(g)
-	g.Expect(stateNames).To(Equal(created))
+	g.Expect(created).To(ContainElements(stateNames))
+	g.Expect(len(created) - len(stateNames)).To(BeNumerically("<=", 1))
 	g.Expect(f.output.String()).To(ContainSubstring("Interrupt received"))
 
 	_, err := f.run(Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.items(g)).To(HaveLen(20))
+	f.expectEachItemOnceInState(g, 20)
 }

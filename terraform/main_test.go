@@ -76,7 +76,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 	g.Expect(err).NotTo(HaveOccurred())
 	f.kubeconfig = string(kubeconfig)
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("TERRASEED_TEST_OUTPUT") != "" {
 			t.Logf("terraformer output:\n%s", f.output.String())
 		}
 	})

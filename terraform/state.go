@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -62,6 +61,9 @@ type StateStore struct {
 	mu     sync.Mutex
 	known  stateMeta
 	writes int
+	// last is the object as this store last wrote it: a save starts from it instead of
+	// reading the object again, and a conflict sends it back to reading.
+	last *corev1.ConfigMap
 }
 
 // stateMeta is what orders two snapshots of a state.
@@ -127,7 +129,7 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	}
 	written := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := s.getOrNew(ctx)
+		cm, err := s.cachedOrGet(ctx)
 		if err != nil {
 			return err
 		}
@@ -194,6 +196,15 @@ func (s *StateStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", s.Objects.StateName(), err)
 	}
 	return cm, nil
+}
+
+func (s *StateStore) cachedOrGet(ctx context.Context) (*corev1.ConfigMap, error) {
+	if s.last != nil {
+		cm := s.last.DeepCopy()
+		s.last = nil
+		return cm, nil
+	}
+	return s.getOrNew(ctx)
 }
 
 func (s *StateStore) getOrNew(ctx context.Context) (*corev1.ConfigMap, error) {
@@ -298,6 +309,7 @@ func digest(b []byte) string {
 // write stores state into cm and its parts. New parts are written under a new generation
 // before the main object points to them, so a crash in between leaves the old state whole.
 func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
+	wasSplit := cm.Annotations[AnnotationStateGeneration] != ""
 	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, annotationSerial, annotationLineage} {
 		delete(cm.Annotations, key)
 	}
@@ -346,6 +358,10 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 		return fmt.Errorf("writing ConfigMap %s: %w", cm.Name, err)
 	}
 	s.writes++
+	s.last = cm.DeepCopy()
+	if !wasSplit && generation == "" {
+		return nil
+	}
 	return s.deleteStaleParts(ctx, generation)
 }
 
@@ -405,4 +421,3 @@ func (s *StateStore) deleteStaleParts(ctx context.Context, current string) error
 	return nil
 }
 
-var _ = metav1.Now
