@@ -1,0 +1,2 @@
+// Command terraformer runs one terraform command for one Infrastructure, keeping its state in the API server.
+package main

@@ -1,0 +1,42 @@
+package terraform
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// boxedOutput is terraform's coloured output of two resources failing alike.
+const boxedOutput = "\x1b[31m╷\x1b[0m\x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\x1b[1m\x1b[31mError: \x1b[0m\x1b[0m\x1b[1mfailed to create kubernetes rest client for update of resource: Unauthorized\x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\x1b[0m  with kubectl_manifest.item[0],\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m  on main.tf line 31, in resource \"kubectl_manifest\" \"item\":\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m  31: resource \"kubectl_manifest\" \"item\" \x1b[4m{\x1b[0m\x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0mobject item-6f1c2a3e-0b1d-4c5e-8f90-1a2b3c4d5e6f failed\n" +
+	"\x1b[31m╵\x1b[0m\x1b[0m\n" +
+	"\x1b[31m╷\x1b[0m\x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\x1b[1m\x1b[31mError: \x1b[0m\x1b[0m\x1b[1mfailed to create kubernetes rest client for update of resource: Unauthorized\x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\n" +
+	"\x1b[31m│\x1b[0m \x1b[0m\x1b[0m  with kubectl_manifest.item[1],\n" +
+	"\x1b[31m│\x1b[0m \x1b[0mobject item-0a9b8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d failed\n" +
+	"\x1b[31m╵\x1b[0m\x1b[0m\n"
+
+func TestErrorBlocksAreShortCleanAndDeduplicated(t *testing.T) {
+	g := NewWithT(t)
+	blocks := ErrorBlocks(boxedOutput)
+	g.Expect(blocks).To(Equal([]string{"failed to create kubernetes rest client for update of resource: Unauthorized: object item-<id> failed"}))
+	g.Expect(Classify(blocks)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorInfraUnauthenticated, extensionsv1alpha1.ErrorInfraUnauthorized}))
+}
+
+func TestTerraformConfigurationErrorsAreNotReadAsCloudErrors(t *testing.T) {
+	g := NewWithT(t)
+	// "Invalid character" would match Gardener's unauthenticated pattern.
+	g.Expect(Classify([]string{"Invalid character: This character is not used within the language."})).
+		To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+	g.Expect(retryable([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorInfraRateLimitsExceeded})).To(BeTrue())
+	g.Expect(retryable([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem})).To(BeFalse())
+}

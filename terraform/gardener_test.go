@@ -1,0 +1,46 @@
+package terraform
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	_, err := f.run(Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	before := f.items(g)
+	g.Expect(before).To(HaveLen(2))
+
+	// Make the objects look as Gardener's terraformer leaves them: a plain state without
+	// our annotations, and variables in HCL under terraform.tfvars.
+	state := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.StateName()}, state)).To(Succeed())
+	state.Annotations, state.Labels, state.Finalizers = nil, nil, nil
+	g.Expect(env.Client.Update(ctx, state)).To(Succeed())
+	vars := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.VarsName()}, vars)).To(Succeed())
+	vars.Data = map[string][]byte{VarsHCLKey: fmt.Appendf(nil, "namespace = %q\nresources = 3\n", f.namespace)}
+	g.Expect(env.Client.Update(ctx, vars)).To(Succeed())
+
+	_, err = f.run(Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	after := f.items(g)
+	g.Expect(after).To(HaveLen(3))
+	g.Expect(after).To(ContainElements(before), "the existing objects were known from the Gardener state")
+
+	updated := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), updated)).To(Succeed())
+	g.Expect(updated.UID).To(Equal(state.UID))
+	g.Expect(updated.Data[StateKey]).NotTo(Equal(state.Data[StateKey]))
+	g.Expect(updated.BinaryData).To(BeEmpty())
+	names, _ := f.stateItems(g)
+	g.Expect(names).To(Equal(after))
+}

@@ -1,0 +1,191 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// LocalExecutor runs the terraformer as a child process on this machine, in a working
+// directory private to each Infrastructure that outlives the run, so that a state a
+// killed run could not save is recovered by the next.
+type LocalExecutor struct {
+	// Client reads the saved state; Config is what the terraformer connects with.
+	Client client.Client
+	Config *rest.Config
+	// Terraformer is the command line that starts the terraformer, e.g. {"/usr/bin/terraformer"}.
+	Terraformer []string
+	// TerraformPath is the terraform binary of the pinned version.
+	TerraformPath string
+	Plugins       Plugins
+	// BaseDir holds one directory per Infrastructure.
+	BaseDir     string
+	Parallelism int
+	// Output receives terraform's output and the terraformer's log; discarded when nil.
+	Output io.Writer
+	// StopTimeout is how long a cancelled run may take to stop before it is killed.
+	StopTimeout time.Duration
+
+	guard runGuard
+}
+
+var _ Executor = (*LocalExecutor)(nil)
+
+// Run starts the terraformer and waits for it. Cancelling ctx sends it SIGTERM, which
+// it relays to terraform, and waits for it to save the state.
+func (e *LocalExecutor) Run(ctx context.Context, req Request) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if len(e.Terraformer) == 0 {
+		return nil, invalidInput("terraformer", "must name the terraformer command")
+	}
+	release, err := e.guard.acquire(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	cmd, termination, err := e.command(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	output := &tailBuffer{limit: 64 << 10}
+	cmd.Stdout = io.MultiWriter(orDiscard(e.Output), output)
+	cmd.Stderr = cmd.Stdout
+	ctrl.LoggerFrom(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
+	runErr := cmd.Run()
+	if runErr != nil {
+		return nil, runFailure(req.Command, termination, output.String(), runErr)
+	}
+	return resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+}
+
+// command prepares the terraformer's process and returns it with the path of its termination message.
+func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, string, error) {
+	dir := filepath.Join(e.BaseDir, req.Namespace, req.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("creating the run directory: %w", err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(e.Config, kubeconfig); err != nil {
+		return nil, "", err
+	}
+	termination := filepath.Join(dir, "termination-message")
+	if err := os.Remove(termination); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, "", err
+	}
+	args := append(e.Terraformer[1:len(e.Terraformer):len(e.Terraformer)], string(req.Command),
+		"--namespace", req.Namespace, "--name", req.Name,
+		"--kubeconfig", kubeconfig,
+		"--work-dir", filepath.Join(dir, "work"),
+		"--terraform", e.TerraformPath,
+		"--plugin-mirror", e.Plugins.Mirror,
+		"--plugin-cache-dir", e.Plugins.CacheDir,
+		"--allow-provider-download="+strconv.FormatBool(e.Plugins.AllowDownload),
+		"--parallelism", strconv.Itoa(e.Parallelism),
+		"--termination-message-path", termination,
+	)
+	cmd := exec.CommandContext(ctx, e.Terraformer[0], args...)
+	cmd.Env = runEnv(req.Env)
+	cmd.Dir = dir
+	// If this process dies, the terraformer is told to stop, and saves the state.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = e.StopTimeout
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = DefaultStopTimeout
+	}
+	return cmd, termination, nil
+}
+
+// runFailure rebuilds a run's error from its termination message, or from its output
+// when it died before writing one.
+func runFailure(command Command, terminationPath, output string, cause error) error {
+	if data, err := os.ReadFile(terminationPath); err == nil {
+		if re, ok := parseTerminationMessage(string(data)); ok {
+			return re
+		}
+	}
+	return NewRunError(string(command), output, cause)
+}
+
+func resultFromState(ctx context.Context, store *StateStore, command Command) (*Result, error) {
+	if command == Validate {
+		return &Result{Outputs: map[string]any{}}, nil
+	}
+	state, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := Outputs(state)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Outputs: outputs}, nil
+}
+
+// runEnv is the terraformer's environment: what a process needs to run, and the
+// request's credentials; never the controller's own environment.
+func runEnv(credentials map[string]string) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range credentials {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	if cfg == nil {
+		return invalidInput("config", "must be set")
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["api"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientCertificate: cfg.CertFile,
+		ClientKeyData: cfg.KeyData, ClientKey: cfg.KeyFile,
+		Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		Username: cfg.Username, Password: cfg.Password,
+	}
+	kc.Contexts["run"] = &clientcmdapi.Context{Cluster: "api", AuthInfo: "user"}
+	kc.CurrentContext = "run"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing the run's kubeconfig: %w", err)
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// tailBuffer keeps the last limit bytes written to it: enough for terraform's errors.
+type tailBuffer struct {
+	limit int
+	buf   bytes.Buffer
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf.Write(p)
+	if over := b.buf.Len() - b.limit; over > 0 {
+		b.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string { return b.buf.String() }

@@ -1,0 +1,174 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+var (
+	env *testenv.Environment
+	// pluginCache is shared by every run of the test binary, as runs share it on a seed.
+	pluginCache string
+)
+
+func TestMain(m *testing.M) {
+	// The local executor runs the terraformer as a child process; in tests that child is
+	// this binary, so the tests need no separately built terraformer.
+	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
+		os.Exit(Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	dir, err := os.MkdirTemp("", "terraseed-plugin-cache-")
+	if err != nil {
+		panic(err)
+	}
+	pluginCache = dir
+	code := testenv.Run(m, &env)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture is one Infrastructure in its own namespace, with the test configuration
+// written to its run objects and a local executor for it.
+type fixture struct {
+	t          testing.TB
+	namespace  string
+	objects    RunObjects
+	executor   *LocalExecutor
+	kubeconfig string
+	output     *syncBuffer
+}
+
+func newFixture(t testing.TB, resources int) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	f := &fixture{t: t, namespace: ns, objects: RunObjects{Namespace: ns, Name: "infra"}, output: &syncBuffer{}}
+	f.writeConfig("testdata/kubectl")
+	vars, err := json.Marshal(map[string]any{"namespace": ns, "resources": resources})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.objects.WriteVars(context.Background(), env.Client, vars)).To(Succeed())
+
+	f.executor = &LocalExecutor{
+		Client:        env.Client,
+		Config:        env.Config,
+		Terraformer:   []string{os.Args[0], "terraformer"},
+		TerraformPath: testenv.Terraform(t),
+		Plugins:       Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
+		BaseDir:       t.TempDir(),
+		Output:        f.output,
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(writeKubeconfig(env.Config, path)).To(Succeed())
+	kubeconfig, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	f.kubeconfig = string(kubeconfig)
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("TERRASEED_TEST_OUTPUT") != "" {
+			t.Logf("terraformer output:\n%s", f.output.String())
+		}
+	})
+	return f
+}
+
+func (f *fixture) writeConfig(dir string) {
+	f.t.Helper()
+	entries, err := os.ReadDir(dir)
+	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+	files := map[string]string{}
+	for _, e := range entries {
+		content, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+		files[e.Name()] = string(content)
+	}
+	NewWithT(f.t).Expect(f.objects.WriteConfig(context.Background(), env.Client, files)).To(Succeed())
+}
+
+func (f *fixture) request(command Command) Request {
+	return Request{Namespace: f.namespace, Name: f.objects.Name, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": f.kubeconfig}}
+}
+
+func (f *fixture) run(command Command) (*Result, error) {
+	return f.executor.Run(context.Background(), f.request(command))
+}
+
+// items are the names of the ConfigMaps the test configuration created.
+func (f *fixture) items(g Gomega) []string {
+	list := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(f.namespace), client.MatchingLabels{"terraseed-test": "item"})).To(Succeed())
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// stateItems are the names of the ConfigMaps the stored state lists, and the number of
+// terraform_data instances it holds.
+func (f *fixture) stateItems(g Gomega) (names []string, ids int) {
+	state, err := f.objects.ReadState(context.Background(), env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	if len(state) == 0 {
+		return nil, 0
+	}
+	var file struct {
+		Resources []struct {
+			Type      string `json:"type"`
+			Instances []struct {
+				Attributes map[string]any `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	g.Expect(json.Unmarshal(state, &file)).To(Succeed())
+	for _, r := range file.Resources {
+		for _, inst := range r.Instances {
+			switch r.Type {
+			case "kubectl_manifest":
+				names = append(names, fmt.Sprint(inst.Attributes["name"]))
+			case "terraform_data":
+				ids++
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, ids
+}
+
+func (f *fixture) finalizers(g Gomega) [][]string {
+	var all [][]string
+	for _, obj := range f.objects.objects() {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		all = append(all, obj.GetFinalizers())
+	}
+	return all
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,198 @@
+package terraform
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+const (
+	// StateKey is the key of the state file in the state ConfigMap, as Gardener's terraformer writes it.
+	StateKey = "terraform.tfstate"
+	// VarsJSONKey is the key of the variables file in the vars Secret.
+	VarsJSONKey = "terraform.tfvars.json"
+	// VarsHCLKey is the key Gardener's terraformer uses for its variables file.
+	VarsHCLKey = "terraform.tfvars"
+
+	// Finalizer keeps the run objects while a run owns them; removed after a successful destroy.
+	Finalizer = "terraseed.gardener.cloud/terraformer"
+
+	labelPrefix = "terraseed.gardener.cloud/"
+	// LabelInfrastructure names the Infrastructure a run object or pod belongs to.
+	LabelInfrastructure = labelPrefix + "infrastructure"
+	// LabelPurpose says what a run object or pod is for.
+	LabelPurpose = labelPrefix + "purpose"
+	// PurposeInfra is the purpose of everything belonging to an Infrastructure's terraform run.
+	PurposeInfra = "infra"
+)
+
+// RunObjects names the three objects of an Infrastructure's terraform run and reads and writes them.
+type RunObjects struct {
+	Namespace string
+	// Name is the Infrastructure's name, from which the object names derive.
+	Name string
+	// Config, Vars and State override the derived object names, for runs whose objects
+	// another tool named.
+	Config, Vars, State string
+}
+
+// ConfigName is the ConfigMap holding the terraform files.
+func (o RunObjects) ConfigName() string { return orDefault(o.Config, o.Name+".infra.tf-config") }
+
+// VarsName is the Secret holding the variables.
+func (o RunObjects) VarsName() string { return orDefault(o.Vars, o.Name+".infra.tf-vars") }
+
+// StateName is the ConfigMap holding the state.
+func (o RunObjects) StateName() string { return orDefault(o.State, o.Name+".infra.tf-state") }
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+// Validate names the missing field, so that a bad request fails before anything is created.
+func (o RunObjects) Validate() error {
+	if o.Namespace == "" {
+		return invalidInput("namespace", "must not be empty")
+	}
+	if o.Name == "" {
+		return invalidInput("name", "must not be empty")
+	}
+	return nil
+}
+
+func (o RunObjects) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: o.Namespace, Name: name}
+}
+
+func (o RunObjects) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: o.Namespace,
+		Name:      name,
+		Labels:    map[string]string{LabelInfrastructure: o.Name, LabelPurpose: PurposeInfra},
+	}
+}
+
+// WriteConfig creates or replaces the terraform files (file name to content).
+func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[string]string) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return invalidInput("files", "must hold at least one terraform file")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		cm.Data = maps.Clone(files)
+		cm.BinaryData = nil
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing ConfigMap %s: %w", o.ConfigName(), err)
+	}
+	return nil
+}
+
+// WriteVars creates or replaces the variables as terraform.tfvars.json. Any
+// terraform.tfvars written by Gardener's terraformer is dropped so only one applies.
+func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []byte) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = map[string][]byte{VarsJSONKey: varsJSON}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing Secret %s: %w", o.VarsName(), err)
+	}
+	return nil
+}
+
+// ReadState returns the stored state, reassembled and decoded; nil when there is none yet.
+func (o RunObjects) ReadState(ctx context.Context, c client.Client) ([]byte, error) {
+	return o.StateStore(c).Load(ctx)
+}
+
+// WriteState stores a state as is, replacing whatever is stored (used to restore a migrated state).
+func (o RunObjects) WriteState(ctx context.Context, c client.Client, state []byte) error {
+	return o.StateStore(c).Replace(ctx, state)
+}
+
+// StateStore returns the store of this run's state.
+func (o RunObjects) StateStore(c client.Client) *StateStore {
+	return &StateStore{Client: c, Objects: o, Limit: DefaultObjectLimit}
+}
+
+// files reads the terraform files and the variables of a run.
+func (o RunObjects) files(ctx context.Context, c client.Client) (map[string][]byte, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, o.key(o.ConfigName()), cm); err != nil {
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", o.ConfigName(), err)
+	}
+	files := map[string][]byte{}
+	for name, content := range cm.Data {
+		files[name] = []byte(content)
+	}
+	for name, content := range cm.BinaryData {
+		files[name] = content
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, o.key(o.VarsName()), secret); err != nil {
+		return nil, fmt.Errorf("reading Secret %s: %w", o.VarsName(), err)
+	}
+	for _, key := range []string{VarsJSONKey, VarsHCLKey} {
+		if v, ok := secret.Data[key]; ok {
+			files[key] = v
+		}
+	}
+	return files, nil
+}
+
+// objects returns the three run objects, empty but for their names.
+func (o RunObjects) objects() []client.Object {
+	return []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.ConfigName()}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.VarsName()}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.StateName()}},
+	}
+}
+
+// AddFinalizers marks the run objects as owned by a run. The state ConfigMap is created
+// empty when it does not exist yet, so that a state can be written back at any time.
+func (o RunObjects) AddFinalizers(ctx context.Context, c client.Client) error {
+	if err := o.StateStore(c).ensure(ctx); err != nil {
+		return err
+	}
+	return o.patchFinalizers(ctx, c, controllerutil.AddFinalizer)
+}
+
+// RemoveFinalizers releases the run objects.
+func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error {
+	return o.patchFinalizers(ctx, c, controllerutil.RemoveFinalizer)
+}
+
+func (o RunObjects) patchFinalizers(ctx context.Context, c client.Client, change func(client.Object, string) bool) error {
+	for _, obj := range o.objects() {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		if !change(obj, Finalizer) {
+			continue
+		}
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("updating the finalizers of %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Command is a terraform command a run executes.
+type Command string
+
+const (
+	Apply    Command = "apply"
+	Destroy  Command = "destroy"
+	Plan     Command = "plan"
+	Validate Command = "validate"
+)
+
+// Commands are the commands a run accepts.
+var Commands = []Command{Apply, Destroy, Plan, Validate}
+
+// ParseCommand accepts one of Commands.
+func ParseCommand(s string) (Command, error) {
+	if !slices.Contains(Commands, Command(s)) {
+		return "", invalidInput("command", fmt.Sprintf("%q is not one of %v", s, Commands))
+	}
+	return Command(s), nil
+}
+
+// ownsState says whether the command writes state, and so must keep it safe.
+func (c Command) ownsState() bool { return c == Apply || c == Destroy }
+
+// DefaultFinalSaveTimeout bounds the retries of the last state save after terraform exits.
+const DefaultFinalSaveTimeout = 2 * time.Minute
+
+// DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
+const DefaultStopTimeout = 10 * time.Minute
+
+// Terraformer runs one terraform command for one Infrastructure in a working directory.
+// It is what cmd/terraformer executes; a process runs at most one Terraformer, because
+// Run points the process environment at the run's own CLI configuration.
+type Terraformer struct {
+	Client  client.Client
+	Objects RunObjects
+	Command Command
+	// WorkDir is private to this Infrastructure; a state left there by a killed run is
+	// recovered when it is newer than the stored one.
+	WorkDir string
+	// TerraformPath is the terraform binary (see FindTerraform).
+	TerraformPath string
+	Plugins       Plugins
+	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
+	Parallelism int
+	// Stdout and Stderr receive terraform's output.
+	Stdout, Stderr io.Writer
+	// StateFallback receives the state when it cannot be saved to the API server.
+	StateFallback io.Writer
+	// FinalSaveTimeout bounds the last save; DefaultFinalSaveTimeout when zero.
+	FinalSaveTimeout time.Duration
+	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
+	StopTimeout time.Duration
+
+	store *StateStore
+}
+
+// Result is the outcome of a successful run.
+type Result struct {
+	// Outputs are the root module outputs of the saved state, JSON-typed.
+	Outputs map[string]any
+	// Changes is whether a plan found changes to make.
+	Changes bool
+	// StateWrites is how many times the state was written to the API server.
+	StateWrites int
+}
+
+// Run executes the command. Cancelling ctx interrupts terraform, which then stops
+// cleanly; the state is saved in any case.
+func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
+	if err := t.Objects.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := ParseCommand(string(t.Command)); err != nil {
+		return nil, err
+	}
+	if t.WorkDir == "" {
+		return nil, invalidInput("workDir", "must not be empty")
+	}
+	if t.TerraformPath == "" {
+		return nil, invalidInput("terraformPath", "must not be empty")
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("command", t.Command, "infrastructure", t.Objects.Namespace+"/"+t.Objects.Name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	// API calls that must finish even after an interrupt use this context.
+	persistCtx := context.WithoutCancel(ctx)
+	t.store = t.Objects.StateStore(t.Client)
+
+	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the working directory: %w", err)
+	}
+	// The lock outlives a controller restart with the process holding it, so a second
+	// run cannot start in the same working directory while the first still runs.
+	runLock := flock.New(filepath.Join(t.WorkDir, ".terraseed-run.lock"))
+	if locked, err := runLock.TryLock(); err != nil || !locked {
+		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Retryable: true, err: errors.Join(ErrRunInProgress, err)}
+	}
+	defer func() { _ = runLock.Unlock() }()
+	if t.Command.ownsState() {
+		if err := t.Objects.AddFinalizers(ctx, t.Client); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.writeFiles(ctx); err != nil {
+		return nil, err
+	}
+	if t.Command != Validate {
+		if err := t.prepareState(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tf, stderr, err := t.terraform()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.init(ctx, tf); err != nil {
+		return nil, NewRunError("init", stderr.String(), err)
+	}
+
+	var watcher *stateWatcher
+	if t.Command.ownsState() {
+		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
+			return nil, fmt.Errorf("watching the state file: %w", err)
+		}
+	}
+	log.Info("terraformStarted")
+	result := &Result{}
+	runErr := t.execute(ctx, tf, result)
+	if watcher != nil {
+		watcher.stop()
+		if err := t.finalSave(persistCtx); err != nil {
+			return nil, errors.Join(err, runErr)
+		}
+	}
+	result.StateWrites = t.store.Writes()
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return nil, &RunError{Command: string(t.Command), Message: "interrupted; the state was saved", Retryable: true, err: errors.Join(ctx.Err(), runErr)}
+		}
+		var validation *RunError
+		if errors.As(runErr, &validation) {
+			return nil, validation
+		}
+		return nil, NewRunError(string(t.Command), stderr.String(), runErr)
+	}
+	if t.Command != Validate {
+		state, err := os.ReadFile(t.statePath())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("reading the state file: %w", err)
+		}
+		if result.Outputs, err = Outputs(state); err != nil {
+			return nil, err
+		}
+	}
+	if t.Command == Destroy {
+		if err := t.Objects.RemoveFinalizers(persistCtx, t.Client); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
+	return result, nil
+}
+
+func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, StateKey) }
+
+// writeFiles replaces the terraform files of the working directory by the configured ones.
+func (t *Terraformer) writeFiles(ctx context.Context) error {
+	files, err := t.Objects.files(ctx, t.Client)
+	if err != nil {
+		return err
+	}
+	for name := range files {
+		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == StateKey {
+			return invalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), name), "must be a plain terraform file name")
+		}
+	}
+	old, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf*"))
+	if err != nil {
+		return err
+	}
+	for _, path := range old {
+		if base := filepath.Base(path); base != StateKey && !strings.HasPrefix(base, StateKey+".") {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(t.WorkDir, name), content, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// prepareState puts the newest known state into the working directory: the stored one,
+// or the one a killed run left behind when that is newer and of the same lineage.
+func (t *Terraformer) prepareState(ctx context.Context) error {
+	stored, err := t.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	local, err := os.ReadFile(t.statePath())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the state file: %w", err)
+	}
+	if localMeta, err := parseStateMeta(local); err == nil {
+		storedMeta, _ := parseStateMeta(stored)
+		if stale, err := olderOrSame(localMeta, storedMeta); err == nil && !stale {
+			ctrl.LoggerFrom(ctx).Info("recoveringLocalState", "serial", localMeta.Serial, "storedSerial", storedMeta.Serial)
+			if _, err := t.store.Save(ctx, local); err != nil {
+				return fmt.Errorf("%w: %w", ErrStateNotSaved, err)
+			}
+			return nil
+		}
+	}
+	if len(stored) == 0 {
+		if err := os.Remove(t.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(t.statePath(), stored, 0o600)
+}
+
+func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
+	tf, err := tfexec.NewTerraform(t.WorkDir, t.TerraformPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
+	}
+	stderr := &bytes.Buffer{}
+	tf.SetStdout(orDiscard(t.Stdout))
+	tf.SetStderr(io.MultiWriter(orDiscard(t.Stderr), stderr))
+	stop := t.StopTimeout
+	if stop == 0 {
+		stop = DefaultStopTimeout
+	}
+	if err := tf.SetWaitDelay(stop); err != nil {
+		return nil, nil, err
+	}
+	cliConfig, err := t.Plugins.writeCLIConfig(t.WorkDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	// tfexec passes the process environment on, credentials (TF_VAR_*) included; it
+	// refuses to be given TF_VAR_* explicitly.
+	if err := os.Setenv("TF_CLI_CONFIG_FILE", cliConfig); err != nil {
+		return nil, nil, err
+	}
+	return tf, stderr, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
+	unlock, err := t.Plugins.lockCache(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return tf.Init(ctx, tfexec.Upgrade(false))
+}
+
+func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
+	switch t.Command {
+	case Apply:
+		var opts []tfexec.ApplyOption
+		if t.Parallelism > 0 {
+			opts = append(opts, tfexec.Parallelism(t.Parallelism))
+		}
+		return tf.Apply(ctx, opts...)
+	case Destroy:
+		var opts []tfexec.DestroyOption
+		if t.Parallelism > 0 {
+			opts = append(opts, tfexec.Parallelism(t.Parallelism))
+		}
+		return tf.Destroy(ctx, opts...)
+	case Plan:
+		changes, err := tf.Plan(ctx, tfexec.Lock(false))
+		result.Changes = changes
+		return err
+	case Validate:
+		out, err := tf.Validate(ctx)
+		if err != nil {
+			return err
+		}
+		var blocks []string
+		for _, d := range out.Diagnostics {
+			if d.Severity == "error" {
+				blocks = append(blocks, cleanText(d.Summary+": "+d.Detail))
+			}
+		}
+		if len(blocks) > 0 {
+			codes := Classify(blocks)
+			return &RunError{Command: string(Validate), Codes: codes, Message: truncate(strings.Join(blocks, "; "), maxMessage), Retryable: retryable(codes), err: ErrTerraformFailed}
+		}
+		return nil
+	}
+	return invalidInput("command", string(t.Command))
+}
+
+// finalSave writes the state once more after terraform exited, retrying until the
+// deadline; if that fails the state goes to StateFallback so that it is not lost.
+func (t *Terraformer) finalSave(ctx context.Context) error {
+	state, err := os.ReadFile(t.statePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading the state file: %w", ErrStateNotSaved, err)
+	}
+	timeout := t.FinalSaveTimeout
+	if timeout == 0 {
+		timeout = DefaultFinalSaveTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 10 * time.Second}
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		_, lastErr = t.store.Save(ctx, state)
+		if errors.Is(lastErr, ErrInvalidState) || errors.Is(lastErr, ErrLineageMismatch) {
+			return false, lastErr
+		}
+		return lastErr == nil, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if lastErr == nil {
+		lastErr = err
+	}
+	if t.StateFallback != nil {
+		fmt.Fprintf(t.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, state, StateFallbackEnd)
+	}
+	return fmt.Errorf("%w: %w", ErrStateNotSaved, lastErr)
+}
+
+// The state printed when it cannot be saved is framed by these lines.
+const (
+	StateFallbackBegin = "----- BEGIN TERRAFORM STATE -----"
+	StateFallbackEnd   = "----- END TERRAFORM STATE -----"
+)
