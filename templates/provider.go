@@ -50,6 +50,9 @@ type Credential struct {
 	Variable string `json:"variable,omitempty"`
 	// Optional keys may be absent; an absent optional variable is the empty string.
 	Optional bool `json:"optional,omitempty"`
+	// Sensitive marks the variable sensitive (the default); an endpoint URL is not a secret,
+	// and terraform refuses sensitive values in for_each.
+	Sensitive *bool `json:"sensitive,omitempty"`
 }
 
 // EnvName is the environment variable that carries the credential.

@@ -159,7 +159,7 @@ func (p *Provider) variablesTF(vars map[string]any) string {
 		if c.Variable == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\nvariable %q {\n  type      = string\n  sensitive = true\n", c.Variable)
+		fmt.Fprintf(&b, "\nvariable %q {\n  type      = string\n  sensitive = %t\n", c.Variable, c.Sensitive == nil || *c.Sensitive)
 		if c.Optional {
 			b.WriteString("  default   = \"\"\n")
 		}
