@@ -54,7 +54,11 @@ func (p *Provider) Render(in Input) (*Rendered, error) {
 	if err := p.validate(doc); err != nil {
 		return nil, err
 	}
+	return p.render(doc)
+}
 
+func (p *Provider) render(doc *input) (*Rendered, error) {
+	var err error
 	state := &renderState{vars: map[string]any{}}
 	data := map[string]any{
 		"infrastructure": doc.infrastructure,
@@ -186,4 +190,14 @@ func terraformType(v any) string {
 	default:
 		return "any"
 	}
+}
+
+// RenderUnvalidated renders without the schema and network checks; it exists to prove
+// that templates are safe even on input validation would have rejected.
+func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
+	doc, err := p.decode(in)
+	if err != nil {
+		return nil, err
+	}
+	return p.render(doc)
 }

@@ -297,16 +297,24 @@ func (n NetworkChecks) check(data map[string]any) field.ErrorList {
 	nodes := cidrs(n.Nodes...)
 	workers := cidrs(n.Workers...)
 
-	for i, s := range subnets {
+	// A subnet that is already wrong is left out of the overlap checks, so one mistake
+	// yields one error.
+	var placed []cidrField
+	for _, s := range subnets {
 		if len(containers) > 0 && !contains(containers[0].prefix, s.prefix) {
 			errs = append(errs, field.Invalid(s.path, s.value, "must lie inside "+containers[0].describe()))
 			continue
 		}
-		for _, earlier := range subnets[:i] {
+		overlapping := false
+		for _, earlier := range placed {
 			if earlier.prefix.Overlaps(s.prefix) {
 				errs = append(errs, field.Invalid(s.path, s.value, "overlaps "+earlier.describe()))
+				overlapping = true
 				break
 			}
+		}
+		if !overlapping {
+			placed = append(placed, s)
 		}
 	}
 	if len(nodes) > 0 {
