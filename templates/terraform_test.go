@@ -140,4 +140,3 @@ func TestAWSLive(t *testing.T) {
 	g.Expect(status.NodesCIDR).To(HaveValue(Equal("10.250.0.0/16")))
 	g.Expect(status.EgressCIDRs).To(HaveLen(1))
 }
-
