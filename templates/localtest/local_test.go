@@ -183,4 +183,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
