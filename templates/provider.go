@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -247,12 +249,7 @@ func (n NetworkChecks) all() []string {
 
 // Templates lists the terraform files the provider renders (without variables.tf).
 func (p *Provider) Templates() []string {
-	names := make([]string, 0, len(p.templates))
-	for name := range p.templates {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(p.templates))
 }
 
 func compactSorted(s []string) []string {

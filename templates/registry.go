@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -97,10 +98,5 @@ func (r *Registry) Provider(infraType string) (*Provider, error) {
 
 // Types lists the provider types, sorted.
 func (r *Registry) Types() []string {
-	types := make([]string, 0, len(r.providers))
-	for t := range r.providers {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	return types
+	return slices.Sorted(maps.Keys(r.providers))
 }

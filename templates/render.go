@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -151,12 +152,7 @@ func (p *Provider) credentialReferences() map[string]any {
 func (p *Provider) variablesTF(vars map[string]any) string {
 	var b strings.Builder
 	b.WriteString("# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.\n")
-	names := make([]string, 0, len(vars))
-	for name := range vars {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		fmt.Fprintf(&b, "\nvariable %q {\n  type = %s\n}\n", name, terraformType(vars[name]))
 	}
 	for _, c := range p.Manifest.Credentials {

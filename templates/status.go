@@ -3,7 +3,8 @@ package templates
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,12 +35,7 @@ func (p *Provider) Status(outputs map[string]any) (*Status, error) {
 		"apiVersion": mapping.ProviderStatus.APIVersion,
 		"kind":       mapping.ProviderStatus.Kind,
 	}
-	fields := make([]string, 0, len(mapping.ProviderStatus.Fields))
-	for f := range mapping.ProviderStatus.Fields {
-		fields = append(fields, f)
-	}
-	sort.Strings(fields)
-	for _, f := range fields {
+	for _, f := range slices.Sorted(maps.Keys(mapping.ProviderStatus.Fields)) {
 		output := mapping.ProviderStatus.Fields[f]
 		value, ok := outputs[output]
 		if !ok {
