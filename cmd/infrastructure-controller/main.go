@@ -13,6 +13,7 @@ const usage = `usage: infrastructure-controller <command> [flags]
 
 commands:
   local   start an embedded local control plane with the CRDs installed and keep it running
+  render  print the terraform files and tfvars for an Infrastructure: render -f infra.yaml [--cluster c.yaml] [--providers dir]
 `
 
 func main() {
@@ -27,6 +28,8 @@ func main() {
 	switch os.Args[1] {
 	case "local":
 		err = runLocal(ctx, os.Args[2:])
+	case "render":
+		err = runRender(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

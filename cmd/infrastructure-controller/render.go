@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/templates"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// runRender prints what terraform would run for an Infrastructure, like `helm template`:
+// the rendered files, the tfvars, and the environment credentials would fill (redacted).
+func runRender(args []string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("render", flag.ContinueOnError)
+	infraFile := flags.String("f", "", "the Infrastructure to render (YAML or JSON)")
+	clusterFile := flags.String("cluster", "", "the Cluster of the shoot (optional)")
+	var providerDirs stringList
+	flags.Var(&providerDirs, "providers", "a directory of providers that adds to or overrides the embedded ones (repeatable)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *infraFile == "" {
+		return fmt.Errorf("-f is required: the Infrastructure to render")
+	}
+	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}}
+	if err := readObject(*infraFile, in.Infrastructure); err != nil {
+		return err
+	}
+	if *clusterFile != "" {
+		in.Cluster = &extensionsv1alpha1.Cluster{}
+		if err := readObject(*clusterFile, in.Cluster); err != nil {
+			return err
+		}
+	}
+	registry, err := templates.NewRegistry(providerDirs...)
+	if err != nil {
+		return err
+	}
+	provider, err := registry.Provider(in.Infrastructure.Spec.Type)
+	if err != nil {
+		return err
+	}
+	out, err := provider.Render(in)
+	if err != nil {
+		return err
+	}
+
+	names := make([]string, 0, len(out.Files))
+	for name := range out.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(stdout, "# ---- %s\n%s\n", name, out.Files[name])
+	}
+	fmt.Fprintf(stdout, "# ---- terraform.tfvars.json\n%s\n", out.TFVarsJSON)
+	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", in.Infrastructure.Spec.SecretRef.Namespace, in.Infrastructure.Spec.SecretRef.Name)
+	for _, c := range provider.Manifest.Credentials {
+		optional := ""
+		if c.Optional {
+			optional = " (optional)"
+		}
+		fmt.Fprintf(stdout, "# %s=<redacted: key %q>%s\n", c.EnvName(), c.Key, optional)
+	}
+	return nil
+}
+
+func readObject(path string, into any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return nil
+}

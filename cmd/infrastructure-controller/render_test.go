@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+const cases = "../../templates/testdata/cases"
+
+// TestRender prints the same files the golden tests hold, and names credentials only.
+func TestRender(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	dir := filepath.Join(cases, "aws", "three-zones")
+	g.Expect(runRender([]string{"-f", filepath.Join(dir, "infrastructure.yaml"), "--cluster", filepath.Join(dir, "cluster.yaml")}, &out)).To(Succeed())
+	golden := filepath.Join("..", "..", "templates", "testdata", "golden", "aws", "three-zones")
+	for _, name := range []string{"main.tf", "outputs.tf", "variables.tf", "terraform.tfvars.json"} {
+		want, err := os.ReadFile(filepath.Join(golden, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.String()).To(ContainSubstring("# ---- " + name + "\n" + string(want)))
+	}
+	g.Expect(out.String()).To(ContainSubstring(`# AWS_SECRET_ACCESS_KEY=<redacted: key "secretAccessKey">`))
+	g.Expect(out.String()).To(ContainSubstring(`# TF_VAR_endpoint=<redacted: key "endpoint"> (optional)`))
+}
+
+func TestRenderErrors(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(runRender(nil, &bytes.Buffer{})).To(MatchError(ContainSubstring("-f is required")))
+
+	bad := filepath.Join(t.TempDir(), "infra.yaml")
+	data, err := os.ReadFile(filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(data), "workers: 10.250.0.0/19", "workers: 10.250.1.0/19", 1)), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.networks.zones[0].workers")))
+
+	var out bytes.Buffer
+	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--providers", "../../templates/testdata/providers"}, &out)).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("kubectl_manifest"))
+}

@@ -1,0 +1,272 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+)
+
+// The fixed names inside a provider directory.
+const (
+	manifestFile  = "provider.yaml"
+	schemaFile    = "schema.json"
+	templateExt   = ".tf.tpl"
+	variablesFile = "variables.tf"
+)
+
+// Manifest is a provider's provider.yaml: everything about a provider that is not HCL.
+type Manifest struct {
+	// Type is the Infrastructure spec.type this provider serves.
+	Type string `json:"type"`
+	// Description says in one line what the provider creates.
+	Description string `json:"description,omitempty"`
+	// Credentials maps keys of the secret referenced by spec.secretRef to environment variables.
+	Credentials []Credential `json:"credentials,omitempty"`
+	// Networks names the CIDR fields of the input for the checks every provider needs.
+	Networks NetworkChecks `json:"networks,omitempty"`
+	// Resources lists the terraform resource and data source types the templates may declare.
+	Resources []string `json:"resources,omitempty"`
+	// Status maps terraform outputs into the Infrastructure status.
+	Status StatusMapping `json:"status"`
+}
+
+// Credential maps one key of the credentials secret to the environment of terraform.
+type Credential struct {
+	// Key is the key in the secret's data.
+	Key string `json:"key"`
+	// Env is an environment variable the provider plugin reads itself (AWS_ACCESS_KEY_ID).
+	Env string `json:"env,omitempty"`
+	// Variable is a sensitive terraform variable that receives the value via TF_VAR_<name>;
+	// the engine declares it in variables.tf.
+	Variable string `json:"variable,omitempty"`
+	// Optional keys may be absent; an absent optional variable is the empty string.
+	Optional bool `json:"optional,omitempty"`
+	// Sensitive marks the variable sensitive (the default); an endpoint URL is not a secret,
+	// and terraform refuses sensitive values in for_each.
+	Sensitive *bool `json:"sensitive,omitempty"`
+}
+
+// EnvName is the environment variable that carries the credential.
+func (c Credential) EnvName() string {
+	if c.Variable != "" {
+		return "TF_VAR_" + c.Variable
+	}
+	return c.Env
+}
+
+// NetworkChecks names input fields by path ("providerConfig.networks.zones[*].workers";
+// roots are providerConfig, shoot, seed and cloudProfile). Absent fields are skipped.
+type NetworkChecks struct {
+	// CIDRs must parse and be canonical (no host bits set).
+	CIDRs []string `json:"cidrs,omitempty"`
+	// Container is the network (a VPC CIDR) every subnet must lie inside.
+	Container string `json:"container,omitempty"`
+	// Subnets must lie inside Container and must not overlap each other.
+	Subnets []string `json:"subnets,omitempty"`
+	// Nodes are candidates for the nodes CIDR; the first present one must cover Workers.
+	Nodes []string `json:"nodes,omitempty"`
+	// Workers are the subnets the nodes run in.
+	Workers []string `json:"workers,omitempty"`
+}
+
+// StatusMapping declares how terraform outputs become status fields.
+type StatusMapping struct {
+	ProviderStatus ProviderStatusMapping `json:"providerStatus"`
+	// NodesCIDR is the output holding the nodes CIDR, if the provider reports one.
+	NodesCIDR string `json:"nodesCIDR,omitempty"`
+	// EgressCIDRs is the output holding a list of egress CIDRs, if the provider reports them.
+	EgressCIDRs string `json:"egressCIDRs,omitempty"`
+}
+
+// ProviderStatusMapping builds providerStatus: apiVersion and kind, then each field
+// (a dotted path such as "vpc.id") set from the named terraform output.
+type ProviderStatusMapping struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Fields     map[string]string `json:"fields"`
+}
+
+// Outputs lists every terraform output the mapping reads, sorted.
+func (s StatusMapping) Outputs() []string {
+	var names []string
+	for _, output := range s.ProviderStatus.Fields {
+		names = append(names, output)
+	}
+	for _, output := range []string{s.NodesCIDR, s.EgressCIDRs} {
+		if output != "" {
+			names = append(names, output)
+		}
+	}
+	sort.Strings(names)
+	return compactSorted(names)
+}
+
+// Provider is one loaded provider directory.
+type Provider struct {
+	Manifest Manifest
+	// Source says where the provider came from (embedded, or a directory) for messages.
+	Source    string
+	schema    *jsonschema.Schema
+	templates map[string]string // output file name -> template text
+}
+
+// ProviderError says a provider directory is broken; it is the provider author's mistake,
+// not the user's.
+type ProviderError struct {
+	Source string
+	Err    error
+}
+
+func (e *ProviderError) Error() string { return fmt.Sprintf("provider %s: %v", e.Source, e.Err) }
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+var (
+	variableName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	envName      = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+)
+
+// LoadProvider reads one provider directory from fsys and checks it is complete.
+func LoadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
+	p, err := loadProvider(fsys, dir, source)
+	if err != nil {
+		return nil, &ProviderError{Source: source, Err: err}
+	}
+	return p, nil
+}
+
+func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
+	raw, err := fs.ReadFile(fsys, path.Join(dir, manifestFile))
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{Source: source, templates: map[string]string{}}
+	if err := yaml.UnmarshalStrict(raw, &p.Manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if err := p.Manifest.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+
+	rawSchema, err := fs.ReadFile(fsys, path.Join(dir, schemaFile))
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(rawSchema))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaFile, err)
+	}
+	compiler := jsonschema.NewCompiler()
+	compiler.AssertFormat()
+	if err := compiler.AddResource(schemaFile, doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaFile, err)
+	}
+	if p.schema, err = compiler.Compile(schemaFile); err != nil {
+		return nil, fmt.Errorf("%s: %w", schemaFile, err)
+	}
+
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, entry := range entries {
+		name := entry.Name()
+		if entry.IsDir() || !strings.HasSuffix(name, templateExt) {
+			continue
+		}
+		file := strings.TrimSuffix(name, ".tpl")
+		if file == variablesFile {
+			return nil, fmt.Errorf("%s: the engine writes %s from the tfvar calls and credentials; rename the template", name, variablesFile)
+		}
+		text, err := fs.ReadFile(fsys, path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		// Parse once here so a broken template fails when the provider loads, not on first use.
+		if _, err := template.New(name).Funcs(funcMap(nil)).Parse(string(text)); err != nil {
+			return nil, err
+		}
+		p.templates[file] = string(text)
+	}
+	if len(p.templates) == 0 {
+		return nil, fmt.Errorf("no *%s files", templateExt)
+	}
+	return p, nil
+}
+
+func (m *Manifest) check() error {
+	if m.Type == "" {
+		return fmt.Errorf("type is required")
+	}
+	for i, c := range m.Credentials {
+		switch {
+		case c.Key == "":
+			return fmt.Errorf("credentials[%d].key is required", i)
+		case (c.Env == "") == (c.Variable == ""):
+			return fmt.Errorf("credentials[%d]: set exactly one of env and variable", i)
+		case c.Variable != "" && !variableName.MatchString(c.Variable):
+			return fmt.Errorf("credentials[%d].variable %q is not a terraform identifier", i, c.Variable)
+		case c.Env != "" && !envName.MatchString(c.Env):
+			return fmt.Errorf("credentials[%d].env %q is not an environment variable name", i, c.Env)
+		}
+	}
+	for _, p := range m.Networks.all() {
+		if _, err := parseFieldPath(p); err != nil {
+			return fmt.Errorf("networks: %w", err)
+		}
+	}
+	ps := m.Status.ProviderStatus
+	if ps.APIVersion == "" || ps.Kind == "" {
+		return fmt.Errorf("status.providerStatus needs apiVersion and kind")
+	}
+	for field := range ps.Fields {
+		if field == "apiVersion" || field == "kind" || strings.HasPrefix(field, ".") || strings.HasSuffix(field, ".") || strings.Contains(field, "..") {
+			return fmt.Errorf("status.providerStatus.fields: %q is not a field path", field)
+		}
+	}
+	return nil
+}
+
+func (n NetworkChecks) all() []string {
+	all := append([]string{}, n.CIDRs...)
+	if n.Container != "" {
+		all = append(all, n.Container)
+	}
+	all = append(all, n.Subnets...)
+	all = append(all, n.Nodes...)
+	return append(all, n.Workers...)
+}
+
+// Templates lists the terraform files the provider renders (without variables.tf).
+func (p *Provider) Templates() []string {
+	return slices.Sorted(maps.Keys(p.templates))
+}
+
+func compactSorted(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// mustJSON is for values this package built itself.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

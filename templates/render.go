@@ -1,0 +1,199 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// Input is what a provider renders from.
+type Input struct {
+	Infrastructure *extensionsv1alpha1.Infrastructure
+	// Cluster may be nil; templates then see empty shoot, seed and cloudProfile objects.
+	Cluster *extensionsv1alpha1.Cluster
+}
+
+// Rendered is a terraform configuration ready to run.
+type Rendered struct {
+	// Files are terraform files by name (main.tf, variables.tf, ...), all for one directory.
+	Files map[string]string
+	// TFVarsJSON is the content of terraform.tfvars.json: every user-supplied value.
+	TFVarsJSON []byte
+}
+
+// RenderError says a provider's templates failed on an input that passed validation: the
+// provider author's mistake or a gap in the provider's schema.
+type RenderError struct {
+	Type string
+	File string
+	Err  error
+}
+
+func (e *RenderError) Error() string {
+	return fmt.Sprintf("rendering %s for provider %q: %v", e.File, e.Type, e.Err)
+}
+func (e *RenderError) Unwrap() error { return e.Err }
+
+// Render validates the input and renders the provider's terraform files and tfvars.
+func (p *Provider) Render(in Input) (*Rendered, error) {
+	doc, err := p.decode(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.validate(doc); err != nil {
+		return nil, err
+	}
+	return p.render(doc)
+}
+
+func (p *Provider) render(doc *input) (*Rendered, error) {
+	var err error
+	state := &renderState{vars: map[string]any{}}
+	data := map[string]any{
+		"infrastructure": doc.infrastructure,
+		"cluster":        doc.cluster,
+		"credentials":    p.credentialReferences(),
+	}
+	out := &Rendered{Files: map[string]string{}}
+	for _, file := range p.Templates() {
+		text, err := p.execute(file, data, state)
+		if err != nil {
+			return nil, &RenderError{Type: p.Manifest.Type, File: file, Err: err}
+		}
+		out.Files[file] = text
+	}
+	out.Files[variablesFile] = p.variablesTF(state.vars)
+	if out.TFVarsJSON, err = json.MarshalIndent(state.vars, "", "  "); err != nil {
+		return nil, &RenderError{Type: p.Manifest.Type, File: "terraform.tfvars.json", Err: err}
+	}
+	out.TFVarsJSON = append(out.TFVarsJSON, '\n')
+	return out, nil
+}
+
+func (p *Provider) execute(file string, data any, state *renderState) (string, error) {
+	tpl, err := template.New(file).Option("missingkey=error").Funcs(funcMap(state)).Parse(p.templates[file])
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := tpl.Execute(&buf, data); err != nil {
+		return "", err
+	}
+	// Rendered text must be HCL; catching it here names the provider file instead of
+	// leaving terraform to fail later in a pod.
+	if _, diags := hclsyntax.ParseConfig(buf.Bytes(), file, hcl.InitialPos); diags.HasErrors() {
+		return "", fmt.Errorf("the template produced invalid HCL: %s", diags.Error())
+	}
+	return string(hclwrite.Format(buf.Bytes())), nil
+}
+
+// renderState collects the tfvars the templates ask for during one render.
+type renderState struct {
+	vars map[string]any
+}
+
+// tfvar records value as terraform variable name and returns the reference to it, so a
+// template can use a user's value without pasting it into HCL.
+func (s *renderState) tfvar(name string, value any) (string, error) {
+	if !variableName.MatchString(name) {
+		return "", fmt.Errorf("tfvar: %q is not a terraform identifier", name)
+	}
+	if value == nil {
+		return "", fmt.Errorf("tfvar %q: the value is missing (guard optional fields with hasKey)", name)
+	}
+	if old, ok := s.vars[name]; ok && !reflect.DeepEqual(old, value) {
+		return "", fmt.Errorf("tfvar %q is set twice with different values", name)
+	}
+	s.vars[name] = value
+	return "var." + name, nil
+}
+
+// funcMap is sprig's text functions without those that read the machine (environment
+// variables hold credentials) or the network, plus tfvar.
+func funcMap(state *renderState) template.FuncMap {
+	funcs := sprig.TxtFuncMap()
+	for _, name := range []string{"env", "expandenv", "getHostByName"} {
+		delete(funcs, name)
+	}
+	if state == nil {
+		state = &renderState{vars: map[string]any{}}
+	}
+	funcs["tfvar"] = state.tfvar
+	return funcs
+}
+
+// credentialReferences tells templates how to reach each credential: a terraform variable
+// reference, or the name of the environment variable the plugin reads.
+func (p *Provider) credentialReferences() map[string]any {
+	refs := map[string]any{}
+	for _, c := range p.Manifest.Credentials {
+		if c.Variable != "" {
+			refs[c.Key] = "var." + c.Variable
+		} else {
+			refs[c.Key] = c.Env
+		}
+	}
+	return refs
+}
+
+// variablesTF declares the tfvars and the credential variables.
+func (p *Provider) variablesTF(vars map[string]any) string {
+	var b strings.Builder
+	b.WriteString("# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.\n")
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		fmt.Fprintf(&b, "\nvariable %q {\n  type = %s\n}\n", name, terraformType(vars[name]))
+	}
+	for _, c := range p.Manifest.Credentials {
+		if c.Variable == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\nvariable %q {\n  type      = string\n  sensitive = %t\n", c.Variable, c.Sensitive == nil || *c.Sensitive)
+		if c.Optional {
+			b.WriteString("  default   = \"\"\n")
+		}
+		b.WriteString("}\n")
+	}
+	return string(hclwrite.Format([]byte(b.String())))
+}
+
+func terraformType(v any) string {
+	switch v := v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case json.Number, float64, int, int64:
+		return "number"
+	case []any:
+		for _, e := range v {
+			if _, ok := e.(string); !ok {
+				return "any"
+			}
+		}
+		return "list(string)"
+	default:
+		return "any"
+	}
+}
+
+// RenderUnvalidated renders without the schema and network checks; it exists to prove
+// that templates are safe even on input validation would have rejected.
+func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
+	doc, err := p.decode(in)
+	if err != nil {
+		return nil, err
+	}
+	return p.render(doc)
+}

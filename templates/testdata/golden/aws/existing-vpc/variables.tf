@@ -1,0 +1,35 @@
+# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.
+
+variable "cluster_name" {
+  type = string
+}
+
+variable "region" {
+  type = string
+}
+
+variable "vpc_id" {
+  type = string
+}
+
+variable "zone_0_internal" {
+  type = string
+}
+
+variable "zone_0_name" {
+  type = string
+}
+
+variable "zone_0_public" {
+  type = string
+}
+
+variable "zone_0_workers" {
+  type = string
+}
+
+variable "endpoint" {
+  type      = string
+  sensitive = false
+  default   = ""
+}

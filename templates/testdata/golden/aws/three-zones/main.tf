@@ -1,0 +1,337 @@
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 5.0"
+    }
+  }
+}
+
+# Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. An endpoint (LocalStack)
+# replaces every service endpoint and skips the checks only real AWS can answer.
+provider "aws" {
+  region                      = var.region
+  skip_credentials_validation = var.endpoint != ""
+  skip_requesting_account_id  = var.endpoint != ""
+  skip_metadata_api_check     = var.endpoint != ""
+
+  dynamic "endpoints" {
+    for_each = var.endpoint == "" ? [] : [var.endpoint]
+    content {
+      ec2 = endpoints.value
+      iam = endpoints.value
+      sts = endpoints.value
+    }
+  }
+
+  ignore_tags {
+    keys         = var.ignore_tags_keys
+    key_prefixes = var.ignore_tags_key_prefixes
+  }
+}
+
+locals {
+  cluster_name = var.cluster_name
+  tags         = { "kubernetes.io/cluster/${local.cluster_name}" = "1" }
+  vpc_id       = aws_vpc.vpc.id
+  vpc_cidr     = aws_vpc.vpc.cidr_block
+  igw_id       = aws_internet_gateway.igw.id
+}
+
+resource "aws_vpc" "vpc" {
+  cidr_block           = var.vpc_cidr
+  enable_dns_support   = true
+  enable_dns_hostnames = true
+  tags                 = merge(local.tags, { Name = local.cluster_name })
+}
+
+resource "aws_internet_gateway" "igw" {
+  vpc_id = aws_vpc.vpc.id
+  tags   = merge(local.tags, { Name = local.cluster_name })
+}
+
+resource "aws_route_table" "public" {
+  vpc_id = local.vpc_id
+  tags   = merge(local.tags, { Name = local.cluster_name })
+}
+
+resource "aws_route" "public_default" {
+  route_table_id         = aws_route_table.public.id
+  destination_cidr_block = "0.0.0.0/0"
+  gateway_id             = local.igw_id
+}
+
+resource "aws_security_group" "nodes" {
+  name        = "${local.cluster_name}-nodes"
+  description = "Security group for the nodes of ${local.cluster_name}"
+  vpc_id      = local.vpc_id
+  tags        = merge(local.tags, { Name = "${local.cluster_name}-nodes" })
+}
+
+resource "aws_security_group_rule" "nodes_self" {
+  type              = "ingress"
+  from_port         = 0
+  to_port           = 0
+  protocol          = "-1"
+  self              = true
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_tcp_node_ports" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = ["0.0.0.0/0"]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_node_ports" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = ["0.0.0.0/0"]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_egress" {
+  type              = "egress"
+  from_port         = 0
+  to_port           = 0
+  protocol          = "-1"
+  cidr_blocks       = ["0.0.0.0/0"]
+  security_group_id = aws_security_group.nodes.id
+}
+
+# Zone 0: workers, public and internal subnets, a NAT gateway and the routes between them.
+resource "aws_subnet" "nodes_z0" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_0_workers
+  availability_zone = var.zone_0_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-nodes-z0" })
+}
+
+resource "aws_subnet" "public_utility_z0" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_0_public
+  availability_zone = var.zone_0_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-public-utility-z0", "kubernetes.io/role/elb" = "use" })
+}
+
+resource "aws_subnet" "private_utility_z0" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_0_internal
+  availability_zone = var.zone_0_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z0", "kubernetes.io/role/internal-elb" = "use" })
+}
+
+resource "aws_security_group_rule" "nodes_utility_z0" {
+  type              = "ingress"
+  from_port         = 0
+  to_port           = 0
+  protocol          = "-1"
+  cidr_blocks       = [var.zone_0_internal, var.zone_0_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_eip" "eip_natgw_z0" {
+  domain = "vpc"
+  tags   = merge(local.tags, { Name = "${local.cluster_name}-eip-natgw-z0" })
+}
+
+resource "aws_nat_gateway" "natgw_z0" {
+  allocation_id = aws_eip.eip_natgw_z0.id
+  subnet_id     = aws_subnet.public_utility_z0.id
+  tags          = merge(local.tags, { Name = "${local.cluster_name}-natgw-z0" })
+}
+
+resource "aws_route_table" "private_utility_z0" {
+  vpc_id = local.vpc_id
+  tags   = merge(local.tags, { Name = "${local.cluster_name}-private-z0" })
+}
+
+resource "aws_route" "private_utility_z0_nat" {
+  route_table_id         = aws_route_table.private_utility_z0.id
+  destination_cidr_block = "0.0.0.0/0"
+  nat_gateway_id         = aws_nat_gateway.natgw_z0.id
+}
+
+resource "aws_route_table_association" "nodes_z0" {
+  subnet_id      = aws_subnet.nodes_z0.id
+  route_table_id = aws_route_table.private_utility_z0.id
+}
+
+resource "aws_route_table_association" "private_utility_z0" {
+  subnet_id      = aws_subnet.private_utility_z0.id
+  route_table_id = aws_route_table.private_utility_z0.id
+}
+
+resource "aws_route_table_association" "public_utility_z0" {
+  subnet_id      = aws_subnet.public_utility_z0.id
+  route_table_id = aws_route_table.public.id
+}
+
+# Zone 1: workers, public and internal subnets, a NAT gateway and the routes between them.
+resource "aws_subnet" "nodes_z1" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_1_workers
+  availability_zone = var.zone_1_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-nodes-z1" })
+}
+
+resource "aws_subnet" "public_utility_z1" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_1_public
+  availability_zone = var.zone_1_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-public-utility-z1", "kubernetes.io/role/elb" = "use" })
+}
+
+resource "aws_subnet" "private_utility_z1" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_1_internal
+  availability_zone = var.zone_1_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z1", "kubernetes.io/role/internal-elb" = "use" })
+}
+
+resource "aws_security_group_rule" "nodes_utility_z1" {
+  type              = "ingress"
+  from_port         = 0
+  to_port           = 0
+  protocol          = "-1"
+  cidr_blocks       = [var.zone_1_internal, var.zone_1_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_nat_gateway" "natgw_z1" {
+  allocation_id = var.zone_1_elastic_ip_allocation_id
+  subnet_id     = aws_subnet.public_utility_z1.id
+  tags          = merge(local.tags, { Name = "${local.cluster_name}-natgw-z1" })
+}
+
+resource "aws_route_table" "private_utility_z1" {
+  vpc_id = local.vpc_id
+  tags   = merge(local.tags, { Name = "${local.cluster_name}-private-z1" })
+}
+
+resource "aws_route" "private_utility_z1_nat" {
+  route_table_id         = aws_route_table.private_utility_z1.id
+  destination_cidr_block = "0.0.0.0/0"
+  nat_gateway_id         = aws_nat_gateway.natgw_z1.id
+}
+
+resource "aws_route_table_association" "nodes_z1" {
+  subnet_id      = aws_subnet.nodes_z1.id
+  route_table_id = aws_route_table.private_utility_z1.id
+}
+
+resource "aws_route_table_association" "private_utility_z1" {
+  subnet_id      = aws_subnet.private_utility_z1.id
+  route_table_id = aws_route_table.private_utility_z1.id
+}
+
+resource "aws_route_table_association" "public_utility_z1" {
+  subnet_id      = aws_subnet.public_utility_z1.id
+  route_table_id = aws_route_table.public.id
+}
+
+# Zone 2: workers, public and internal subnets, a NAT gateway and the routes between them.
+resource "aws_subnet" "nodes_z2" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_2_workers
+  availability_zone = var.zone_2_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-nodes-z2" })
+}
+
+resource "aws_subnet" "public_utility_z2" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_2_public
+  availability_zone = var.zone_2_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-public-utility-z2", "kubernetes.io/role/elb" = "use" })
+}
+
+resource "aws_subnet" "private_utility_z2" {
+  vpc_id            = local.vpc_id
+  cidr_block        = var.zone_2_internal
+  availability_zone = var.zone_2_name
+  tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z2", "kubernetes.io/role/internal-elb" = "use" })
+}
+
+resource "aws_security_group_rule" "nodes_utility_z2" {
+  type              = "ingress"
+  from_port         = 0
+  to_port           = 0
+  protocol          = "-1"
+  cidr_blocks       = [var.zone_2_internal, var.zone_2_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_eip" "eip_natgw_z2" {
+  domain = "vpc"
+  tags   = merge(local.tags, { Name = "${local.cluster_name}-eip-natgw-z2" })
+}
+
+resource "aws_nat_gateway" "natgw_z2" {
+  allocation_id = aws_eip.eip_natgw_z2.id
+  subnet_id     = aws_subnet.public_utility_z2.id
+  tags          = merge(local.tags, { Name = "${local.cluster_name}-natgw-z2" })
+}
+
+resource "aws_route_table" "private_utility_z2" {
+  vpc_id = local.vpc_id
+  tags   = merge(local.tags, { Name = "${local.cluster_name}-private-z2" })
+}
+
+resource "aws_route" "private_utility_z2_nat" {
+  route_table_id         = aws_route_table.private_utility_z2.id
+  destination_cidr_block = "0.0.0.0/0"
+  nat_gateway_id         = aws_nat_gateway.natgw_z2.id
+}
+
+resource "aws_route_table_association" "nodes_z2" {
+  subnet_id      = aws_subnet.nodes_z2.id
+  route_table_id = aws_route_table.private_utility_z2.id
+}
+
+resource "aws_route_table_association" "private_utility_z2" {
+  subnet_id      = aws_subnet.private_utility_z2.id
+  route_table_id = aws_route_table.private_utility_z2.id
+}
+
+resource "aws_route_table_association" "public_utility_z2" {
+  subnet_id      = aws_subnet.public_utility_z2.id
+  route_table_id = aws_route_table.public.id
+}
+
+resource "aws_iam_role" "nodes" {
+  name = "${local.cluster_name}-nodes"
+  path = "/"
+  assume_role_policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Principal = { Service = "ec2.amazonaws.com" }, Action = "sts:AssumeRole" }]
+  })
+  tags = local.tags
+}
+
+resource "aws_iam_instance_profile" "nodes" {
+  name = "${local.cluster_name}-nodes"
+  role = aws_iam_role.nodes.name
+}
+
+resource "aws_iam_role_policy" "nodes" {
+  name = "${local.cluster_name}-nodes"
+  role = aws_iam_role.nodes.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      { Effect = "Allow", Action = ["ec2:DescribeInstances", "ec2:DescribeRegions"], Resource = ["*"] },
+    ]
+  })
+}
+
+resource "aws_key_pair" "nodes" {
+  key_name   = "${local.cluster_name}-ssh-publickey"
+  public_key = var.ssh_public_key
+  tags       = local.tags
+}

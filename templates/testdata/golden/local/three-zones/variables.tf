@@ -1,0 +1,58 @@
+# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.
+
+variable "infrastructure_name" {
+  type = string
+}
+
+variable "namespace" {
+  type = string
+}
+
+variable "nodes_cidr" {
+  type = string
+}
+
+variable "pods_cidr" {
+  type = string
+}
+
+variable "services_cidr" {
+  type = string
+}
+
+variable "shoot_namespace" {
+  type = string
+}
+
+variable "ssh_public_key" {
+  type = string
+}
+
+variable "zone_0_name" {
+  type = string
+}
+
+variable "zone_0_workers" {
+  type = string
+}
+
+variable "zone_1_name" {
+  type = string
+}
+
+variable "zone_1_workers" {
+  type = string
+}
+
+variable "zone_2_name" {
+  type = string
+}
+
+variable "zone_2_workers" {
+  type = string
+}
+
+variable "kubeconfig" {
+  type      = string
+  sensitive = true
+}

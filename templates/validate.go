@@ -1,0 +1,346 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// ValidationError says an Infrastructure cannot be rendered as it is: the user has to
+// change it, so it is never worth retrying.
+type ValidationError struct {
+	Type   string
+	Errors field.ErrorList
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid %s infrastructure: %s", e.Type, e.Errors.ToAggregate().Error())
+}
+
+// Codes classifies the error for status.lastError.codes.
+func (e *ValidationError) Codes() []extensionsv1alpha1.ErrorCode {
+	return []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}
+}
+
+// input is an Infrastructure and Cluster decoded into plain JSON values.
+type input struct {
+	infrastructure map[string]any
+	providerConfig any
+	cluster        map[string]any
+}
+
+func (p *Provider) decode(in Input) (*input, error) {
+	infra := in.Infrastructure
+	if infra == nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
+	}
+	config, err := decodeRaw(infra.Spec.ProviderConfig)
+	if err != nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
+			field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())}}
+	}
+	cluster := map[string]any{"shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
+	if in.Cluster != nil {
+		for name, raw := range map[string]*runtime.RawExtension{"shoot": &in.Cluster.Spec.Shoot, "seed": &in.Cluster.Spec.Seed, "cloudProfile": &in.Cluster.Spec.CloudProfile} {
+			v, err := decodeRaw(raw)
+			if err != nil {
+				return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
+					field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error())}}
+			}
+			if v != nil {
+				cluster[name] = v
+			}
+		}
+	}
+	return &input{
+		infrastructure: map[string]any{
+			"name":           infra.Name,
+			"namespace":      infra.Namespace,
+			"type":           infra.Spec.Type,
+			"region":         infra.Spec.Region,
+			"sshPublicKey":   string(infra.Spec.SSHPublicKey),
+			"providerConfig": config,
+		},
+		providerConfig: config,
+		cluster:        cluster,
+	}, nil
+}
+
+// decodeRaw decodes an embedded object into maps, slices and json.Number; nil when empty.
+func decodeRaw(raw *runtime.RawExtension) (any, error) {
+	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 || string(bytes.TrimSpace(raw.Raw)) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the object")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("got %T", v)
+	}
+	return v, nil
+}
+
+// Validate checks an Infrastructure against the provider's schema and network rules
+// without rendering it.
+func (p *Provider) Validate(in Input) error {
+	doc, err := p.decode(in)
+	if err != nil {
+		return err
+	}
+	return p.validate(doc)
+}
+
+func (p *Provider) validate(doc *input) error {
+	config := doc.providerConfig
+	if config == nil {
+		config = map[string]any{}
+	}
+	errs := schemaErrors(p.schema.Validate(config))
+	// Network rules assume the shapes the schema promises, so they run only on valid shapes.
+	if len(errs) == 0 {
+		errs = p.Manifest.Networks.check(map[string]any{
+			"providerConfig": config,
+			"shoot":          doc.cluster["shoot"],
+			"seed":           doc.cluster["seed"],
+			"cloudProfile":   doc.cluster["cloudProfile"],
+		})
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Type: p.Manifest.Type, Errors: errs}
+	}
+	return nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// schemaErrors turns the schema library's error tree into one field error per failed leaf.
+func schemaErrors(err error) field.ErrorList {
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return field.ErrorList{field.InternalError(field.NewPath("providerConfig"), err)}
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		for _, fe := range leafErrors(e) {
+			if key := fe.Error(); !seen[key] {
+				seen[key] = true
+				errs = append(errs, fe)
+			}
+		}
+	}
+	walk(verr)
+	return errs
+}
+
+func leafErrors(e *jsonschema.ValidationError) field.ErrorList {
+	path := field.NewPath("providerConfig")
+	for _, tok := range e.InstanceLocation {
+		if i, err := strconv.Atoi(tok); err == nil {
+			path = path.Index(i)
+		} else {
+			path = path.Child(tok)
+		}
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		var errs field.ErrorList
+		for _, missing := range k.Missing {
+			errs = append(errs, field.Required(path.Child(missing), ""))
+		}
+		return errs
+	case *kind.AdditionalProperties:
+		var errs field.ErrorList
+		for _, extra := range k.Properties {
+			errs = append(errs, field.Forbidden(path.Child(extra), "unknown field"))
+		}
+		return errs
+	default:
+		return field.ErrorList{field.Invalid(path, nil, e.ErrorKind.LocalizedString(printer))}
+	}
+}
+
+// fieldPath is a parsed manifest path: a root and segments, where "[*]" means every element.
+type fieldPath struct {
+	root     string
+	segments []string // a name, or "[*]"
+}
+
+var roots = map[string]*field.Path{
+	"providerConfig": field.NewPath("providerConfig"),
+	"shoot":          field.NewPath("cluster", "shoot"),
+	"seed":           field.NewPath("cluster", "seed"),
+	"cloudProfile":   field.NewPath("cluster", "cloudProfile"),
+}
+
+func parseFieldPath(s string) (fieldPath, error) {
+	var fp fieldPath
+	for i, part := range strings.Split(s, ".") {
+		name, all := strings.CutSuffix(part, "[*]")
+		if name == "" || strings.ContainsAny(name, "[]") {
+			return fp, fmt.Errorf("%q is not a field path such as providerConfig.networks.zones[*].workers", s)
+		}
+		if i == 0 {
+			if _, ok := roots[name]; !ok {
+				return fp, fmt.Errorf("%q: the root must be one of providerConfig, shoot, seed, cloudProfile", s)
+			}
+			fp.root = name
+		} else {
+			fp.segments = append(fp.segments, name)
+		}
+		if all {
+			fp.segments = append(fp.segments, "[*]")
+		}
+	}
+	return fp, nil
+}
+
+// stringField is one string found at a concrete path.
+type stringField struct {
+	path  *field.Path
+	value string
+}
+
+// lookup returns the strings at a path; absent fields and other types yield nothing.
+func lookup(data map[string]any, s string) []stringField {
+	fp, err := parseFieldPath(s)
+	if err != nil {
+		return nil // the manifest was checked when it loaded
+	}
+	var found []stringField
+	var walk func(v any, path *field.Path, rest []string)
+	walk = func(v any, path *field.Path, rest []string) {
+		if len(rest) == 0 {
+			if str, ok := v.(string); ok {
+				found = append(found, stringField{path, str})
+			}
+			return
+		}
+		if rest[0] == "[*]" {
+			list, _ := v.([]any)
+			for i, e := range list {
+				walk(e, path.Index(i), rest[1:])
+			}
+			return
+		}
+		if obj, ok := v.(map[string]any); ok {
+			if child, ok := obj[rest[0]]; ok {
+				walk(child, path.Child(rest[0]), rest[1:])
+			}
+		}
+	}
+	walk(data[fp.root], roots[fp.root], fp.segments)
+	return found
+}
+
+type cidrField struct {
+	stringField
+	prefix netip.Prefix
+}
+
+func (c cidrField) describe() string { return fmt.Sprintf("%s (%s)", c.path, c.value) }
+
+// check applies the network rules every provider needs.
+func (n NetworkChecks) check(data map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	parsed := map[string]*cidrField{} // by concrete path; nil when invalid
+	cidrs := func(paths ...string) []cidrField {
+		var out []cidrField
+		for _, p := range paths {
+			for _, f := range lookup(data, p) {
+				key := f.path.String()
+				c, seen := parsed[key]
+				if !seen {
+					c = parseCIDR(f, &errs)
+					parsed[key] = c
+				}
+				if c != nil {
+					out = append(out, *c)
+				}
+			}
+		}
+		return out
+	}
+	cidrs(n.CIDRs...)
+	containers := cidrs(n.Container)
+	subnets := cidrs(n.Subnets...)
+	nodes := cidrs(n.Nodes...)
+	workers := cidrs(n.Workers...)
+
+	// A subnet that is already wrong is left out of the overlap checks, so one mistake
+	// yields one error.
+	var placed []cidrField
+	for _, s := range subnets {
+		if len(containers) > 0 && !contains(containers[0].prefix, s.prefix) {
+			errs = append(errs, field.Invalid(s.path, s.value, "must lie inside "+containers[0].describe()))
+			continue
+		}
+		overlapping := false
+		for _, earlier := range placed {
+			if earlier.prefix.Overlaps(s.prefix) {
+				errs = append(errs, field.Invalid(s.path, s.value, "overlaps "+earlier.describe()))
+				overlapping = true
+				break
+			}
+		}
+		if !overlapping {
+			placed = append(placed, s)
+		}
+	}
+	if len(nodes) > 0 {
+		for _, w := range workers {
+			if !contains(nodes[0].prefix, w.prefix) {
+				errs = append(errs, field.Invalid(w.path, w.value, "must lie inside the nodes CIDR "+nodes[0].describe()))
+			}
+		}
+	}
+	return errs
+}
+
+func parseCIDR(f stringField, errs *field.ErrorList) *cidrField {
+	prefix, err := netip.ParsePrefix(f.value)
+	if err != nil {
+		*errs = append(*errs, field.Invalid(f.path, f.value, "must be a CIDR such as 10.250.0.0/16"))
+		return nil
+	}
+	if masked := prefix.Masked(); masked != prefix {
+		*errs = append(*errs, field.Invalid(f.path, f.value, fmt.Sprintf("must be canonical: host bits are set, did you mean %s?", masked)))
+		return nil
+	}
+	return &cidrField{stringField: f, prefix: prefix}
+}
+
+// contains says whether inner lies entirely inside outer.
+func contains(outer, inner netip.Prefix) bool {
+	return outer.Bits() <= inner.Bits() && outer.Contains(inner.Addr())
+}
