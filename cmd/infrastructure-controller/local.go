@@ -2,26 +2,52 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/charts"
 )
 
-// runLocal starts kube-apiserver and etcd on this machine, installs the CRDs, writes an
-// admin kubeconfig and keeps the control plane up until ctx ends.
+// The sample shoot that `make run` creates.
+const (
+	sampleNamespace = "shoot--local--dev"
+	sampleName      = "infrastructure"
+	sampleSecret    = "cloudprovider"
+)
+
+// runLocal starts kube-apiserver and etcd on this machine with the CRDs, runs the
+// controller against it with the local executor, creates a sample `local` Infrastructure
+// and keeps everything up until ctx ends.
 func runLocal(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("local", flag.ContinueOnError)
 	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory holding kube-apiserver and etcd (make run sets it)")
-	stateDir := flags.String("state-dir", filepath.Join(os.TempDir(), "terraseed-local"), "directory for the kubeconfig")
+	noSample := flags.Bool("no-sample", false, "do not create the sample Infrastructure")
+	o := managerOptions{}
+	o.bind(flags)
+	if err := flags.Set("executor", "local"); err != nil {
+		return err
+	}
+	for name, value := range map[string]string{"metrics-bind-address": "127.0.0.1:8080", "health-probe-bind-address": "127.0.0.1:8081"} {
+		if err := flags.Set(name, value); err != nil {
+			return err
+		}
+	}
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -35,35 +61,185 @@ func runLocal(ctx context.Context, args []string) error {
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: *assets, CRDs: crds}
 	fmt.Println("starting the local control plane (kube-apiserver + etcd)...")
-	if _, err := env.Start(); err != nil {
+	cfg, err := env.Start()
+	if err != nil {
 		return fmt.Errorf("starting the local control plane: %w", err)
 	}
 	defer func() {
 		fmt.Println("stopping the local control plane...")
 		_ = env.Stop()
 	}()
+	kubeconfig, kubeconfigPath, err := writeAdminKubeconfig(env, o.workDir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("control plane is up; %d CRDs installed; export KUBECONFIG=%s\n", len(crds), kubeconfigPath)
 
+	mgr, err := newManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	managerDone := make(chan error, 1)
+	go func() { managerDone <- mgr.Start(ctx) }()
+	fmt.Println("terraseed is running with the local executor")
+
+	if !*noSample {
+		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		if err != nil {
+			return err
+		}
+		if err := createSample(ctx, c, kubeconfig); err != nil {
+			return err
+		}
+		if err := followSample(ctx, c, managerDone); err != nil {
+			return err
+		}
+		printNextSteps(kubeconfigPath)
+	}
+	fmt.Println("press Ctrl-C to stop")
+	select {
+	case <-ctx.Done():
+		return <-managerDone
+	case err := <-managerDone:
+		return err
+	}
+}
+
+func writeAdminKubeconfig(env *envtest.Environment, dir string) ([]byte, string, error) {
 	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("creating the admin user: %w", err)
+		return nil, "", fmt.Errorf("creating the admin user: %w", err)
 	}
 	kubeconfig, err := admin.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("writing the kubeconfig: %w", err)
 	}
-	if err := os.MkdirAll(*stateDir, 0o700); err != nil {
-		return err
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
 	}
-	kubeconfigPath := filepath.Join(*stateDir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return err
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return nil, "", err
 	}
-	fmt.Printf("control plane is up; %d CRDs installed\n", len(crds))
-	fmt.Printf("  export KUBECONFIG=%s\n", kubeconfigPath)
-	fmt.Println("  kubectl get infrastructures -A")
-	fmt.Println("press Ctrl-C to stop")
-	<-ctx.Done()
+	return kubeconfig, path, nil
+}
+
+// createSample creates a shoot namespace with the kubeconfig Secret, its Cluster and a
+// `local` Infrastructure whose resources land in this same control plane.
+func createSample(ctx context.Context, c client.Client, kubeconfig []byte) error {
+	shoot, _ := json.Marshal(map[string]any{
+		"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+		"metadata": map[string]any{"name": "dev", "namespace": "garden-local"},
+		"spec": map[string]any{"networking": map[string]any{
+			"nodes": "10.250.0.0/16", "pods": "100.96.0.0/11", "services": "100.64.0.0/13",
+		}},
+	})
+	providerConfig, _ := json.Marshal(map[string]any{
+		"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "InfrastructureConfig",
+		"networks": map[string]any{
+			"cidr": "10.250.0.0/16",
+			"zones": []any{
+				map[string]any{"name": "zone-a", "workers": "10.250.0.0/19"},
+				map[string]any{"name": "zone-b", "workers": "10.250.32.0/19"},
+			},
+		},
+	})
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sampleNamespace}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleSecret},
+			Data:       map[string][]byte{"kubeconfig": kubeconfig},
+		},
+		&extensionsv1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: sampleNamespace},
+			Spec: extensionsv1alpha1.ClusterSpec{
+				Shoot:        runtime.RawExtension{Raw: shoot},
+				Seed:         runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"}}`)},
+				CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
+			},
+		},
+		&extensionsv1alpha1.Infrastructure{
+			ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleName},
+			Spec: extensionsv1alpha1.InfrastructureSpec{
+				DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: providerConfig}},
+				Region:       "local-1",
+				SecretRef:    corev1.SecretReference{Name: sampleSecret, Namespace: sampleNamespace},
+				SSHPublicKey: []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNhbXBsZQ terraseed@local"),
+			},
+		},
+	}
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the sample %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	fmt.Printf("created the sample Infrastructure %s/%s (type local)\n", sampleNamespace, sampleName)
 	return nil
+}
+
+// followSample prints each change of the sample's last operation until it is final.
+func followSample(ctx context.Context, c client.Client, managerDone <-chan error) error {
+	key := client.ObjectKey{Namespace: sampleNamespace, Name: sampleName}
+	var shown string
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-managerDone:
+			return fmt.Errorf("the controller stopped: %w", err)
+		case <-ticker.C:
+		}
+		infra := &extensionsv1alpha1.Infrastructure{}
+		if err := c.Get(ctx, key, infra); err != nil {
+			return err
+		}
+		last := infra.Status.LastOperation
+		if last == nil {
+			continue
+		}
+		line := fmt.Sprintf("  %s %s (%d%%): %s", last.Type, last.State, last.Progress, last.Description)
+		if line != shown {
+			fmt.Println(line)
+			shown = line
+		}
+		switch last.State {
+		case extensionsv1alpha1.LastOperationStateSucceeded:
+			printStatus(infra)
+			return nil
+		case extensionsv1alpha1.LastOperationStateError, extensionsv1alpha1.LastOperationStateFailed:
+			if infra.Status.LastError != nil {
+				fmt.Printf("  codes: %v\n", infra.Status.LastError.Codes)
+			}
+			return nil
+		}
+	}
+}
+
+func printStatus(infra *extensionsv1alpha1.Infrastructure) {
+	status := map[string]any{}
+	if infra.Status.ProviderStatus != nil {
+		var providerStatus any
+		_ = json.Unmarshal(infra.Status.ProviderStatus.Raw, &providerStatus)
+		status["providerStatus"] = providerStatus
+	}
+	if infra.Status.NodesCIDR != nil {
+		status["nodesCIDR"] = *infra.Status.NodesCIDR
+	}
+	out, _ := yaml.Marshal(map[string]any{"status": status})
+	fmt.Printf("\n%s\n", out)
+}
+
+func printNextSteps(kubeconfigPath string) {
+	fmt.Printf(`inspect it:
+  export KUBECONFIG=%[1]s
+  kubectl get infrastructures -A
+  kubectl get -n %[2]s infrastructure %[3]s -o yaml
+  kubectl get namespaces,networkpolicies -A
+delete it (terraform destroys what it created):
+  kubectl delete -n %[2]s infrastructure %[3]s
+`, kubeconfigPath, sampleNamespace, sampleName)
 }
 
 func embeddedCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {

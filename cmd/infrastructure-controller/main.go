@@ -2,8 +2,12 @@
 package main
 
 import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"context"
 	"fmt"
+	"github.com/terraseed/terraseed/terraform"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +16,9 @@ import (
 const usage = `usage: infrastructure-controller <command> [flags]
 
 commands:
-  local   start an embedded local control plane with the CRDs installed and keep it running
+  run     run the controller against a seed cluster (in-cluster, or --kubeconfig)
+  local   start an embedded local control plane, run the controller against it with the
+          local executor and create a sample Infrastructure; keeps running until interrupted
   render  print the terraform files and tfvars for an Infrastructure: render -f infra.yaml [--cluster c.yaml] [--providers dir]
 `
 
@@ -21,11 +27,19 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	if os.Args[1] == "terraformer" {
+		// The local executor runs each terraform run as a child process of this binary;
+		// the terraformer handles signals itself.
+		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var err error
 	switch os.Args[1] {
+	case "run":
+		err = runController(ctx, os.Args[2:])
 	case "local":
 		err = runLocal(ctx, os.Args[2:])
 	case "render":

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform"
+)
+
+// managerOptions configure the controller, in a cluster or embedded.
+type managerOptions struct {
+	types                   string
+	concurrency             int
+	leaderElect             bool
+	leaderElectionNamespace string
+	metricsAddress          string
+	probeAddress            string
+	providersDir            string
+
+	executor                  string
+	terraform                 string
+	allowTerraformDownload    bool
+	pluginMirror, pluginCache string
+	workDir                   string
+	terraformerImage          string
+	terraformerAccount        string
+	runTimeout                time.Duration
+}
+
+func (o *managerOptions) bind(flags *flag.FlagSet) {
+	flags.StringVar(&o.types, "provider-types", "", "comma-separated provider types to serve (default: every provider known)")
+	flags.IntVar(&o.concurrency, "concurrency", 5, "Infrastructures reconciled at once")
+	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
+	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
+	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
+	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
+	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
+	flags.BoolVar(&o.allowTerraformDownload, "allow-terraform-download", false, "let the local executor install terraform from the releases site when it is not found")
+	flags.StringVar(&o.pluginMirror, "plugin-mirror", os.Getenv("TERRASEED_PROVIDER_MIRROR"), "terraform filesystem mirror holding the providers")
+	flags.StringVar(&o.pluginCache, "plugin-cache-dir", "", "terraform plugin cache shared by runs (default: under --work-dir)")
+	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraseed"), "working directories of local runs")
+	flags.StringVar(&o.terraformerImage, "terraformer-image", "", "image of terraformer pods (pod executor)")
+	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
+	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
+}
+
+func newScheme() *k8sruntime.Scheme {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := extensionsv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	return scheme
+}
+
+// newManager builds a manager running the Infrastructure controller with the configured executor.
+func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manager.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newScheme(),
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "terraseed-infrastructure-controller",
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		// Runs end with the state saved; a new leader adopts what is still running.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
+		HealthProbeBindAddress:        o.probeAddress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	var dirs []string
+	if o.providersDir != "" {
+		dirs = append(dirs, o.providersDir)
+	}
+	providers, err := templates.NewRegistry(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	types := providers.Types()
+	if o.types != "" {
+		types = strings.Split(o.types, ",")
+		for _, t := range types {
+			if _, err := providers.Provider(t); err != nil {
+				return nil, fmt.Errorf("--provider-types: %w", err)
+			}
+		}
+	}
+	executor, err := o.newExecutor(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
+	reconciler := &infrastructure.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
+		Providers: providers,
+		Executor:  executor,
+		Types:     types,
+	}
+	if err := reconciler.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "executor", o.executor)
+	return mgr, nil
+}
+
+func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (terraform.Executor, error) {
+	pluginCache := o.pluginCache
+	switch o.executor {
+	case "local":
+		terraformPath, err := terraform.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin"))
+		if err != nil {
+			return nil, fmt.Errorf("--terraform: %w", err)
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		if pluginCache == "" {
+			pluginCache = filepath.Join(o.workDir, "plugin-cache")
+		}
+		if err := os.MkdirAll(pluginCache, 0o700); err != nil {
+			return nil, err
+		}
+		return &terraform.LocalExecutor{
+			Client:        mgr.GetClient(),
+			Config:        mgr.GetConfig(),
+			Terraformer:   []string{self, "terraformer"},
+			TerraformPath: terraformPath,
+			Plugins:       terraform.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
+			BaseDir:       filepath.Join(o.workDir, "runs"),
+			StopTimeout:   time.Minute,
+		}, nil
+	case "pod":
+		if o.terraformerImage == "" {
+			return nil, errors.New("--terraformer-image is required with --executor=pod")
+		}
+		clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		if pluginCache == "" {
+			pluginCache = "/tmp/plugin-cache"
+		}
+		return &terraform.PodExecutor{
+			Client:             mgr.GetClient(),
+			Clientset:          clientset,
+			Image:              o.terraformerImage,
+			ServiceAccountName: o.terraformerAccount,
+			PluginMirror:       o.pluginMirror,
+			PluginCacheDir:     pluginCache,
+			RunTimeout:         o.runTimeout,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("256Mi"),
+			}},
+		}, nil
+	default:
+		return nil, fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+	}
+}
+
+// runController runs the controller against the cluster of the kubeconfig, or in-cluster.
+func runController(ctx context.Context, args []string) error {
+	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the seed (default: $KUBECONFIG, then in-cluster)")
+	var o managerOptions
+	o.bind(flags)
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *kubeconfig != "" {
+		os.Setenv("KUBECONFIG", *kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	mgr, err := newManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

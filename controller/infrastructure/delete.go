@@ -1,0 +1,109 @@
+package infrastructure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform"
+)
+
+// delete destroys what terraform created, then releases the Infrastructure. After a
+// migration nothing is destroyed: the resources belong to the new seed.
+func (op *operation) delete(ctx context.Context) error {
+	if !controllerutil.ContainsFinalizer(op.infra, Finalizer) {
+		op.skipped = true
+		return nil
+	}
+	opType := extensionsv1alpha1.LastOperationTypeDelete
+	if migratedAway(op.infra) {
+		return op.removeFinalizerAndOperation(ctx)
+	}
+	if err := op.begin(ctx, opType, "Destroying the infrastructure"); err != nil {
+		return err
+	}
+	state, err := op.objects().ReadState(ctx, op.reconciler.Client)
+	if err != nil {
+		return fmt.Errorf("reading the state: %w", err)
+	}
+	if state != nil {
+		if err := op.destroy(ctx); err != nil {
+			return err
+		}
+	}
+	if err := op.deleteRunObjects(ctx); err != nil {
+		return err
+	}
+	op.succeed(opType, "The infrastructure is destroyed", ReasonReconciled)
+	return op.removeFinalizerAndOperation(ctx)
+}
+
+func (op *operation) destroy(ctx context.Context) error {
+	env, err := op.destroyCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	if err := op.ensureConfig(ctx); err != nil {
+		return err
+	}
+	_, err = op.reconciler.run(ctx, terraform.Request{
+		Namespace: op.infra.Namespace, Name: op.infra.Name, Owner: op.owner(), Command: terraform.Destroy, Env: env,
+	})
+	return err
+}
+
+// destroyCredentials prefers the referenced secret and falls back to the credentials of
+// the last run, so that a deletion never waits on a secret deleted first.
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, error) {
+	provider, secret, err := op.inputs(ctx)
+	var opErr *operationError
+	switch {
+	case err == nil:
+		return provider.Credentials(secret)
+	case errors.As(err, &opErr) && opErr.reason == ReasonCredentialsUnavailable:
+		stored, storedErr := op.storedCredentials(ctx)
+		if storedErr != nil {
+			return nil, storedErr
+		}
+		if stored == nil {
+			key := op.secretKey()
+			return nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+		}
+		return envOf(stored), nil
+	default:
+		return nil, err
+	}
+}
+
+// ensureConfig keeps the configuration that was last applied; only when there is none is
+// it rendered again, since destroying needs the provider configuration.
+func (op *operation) ensureConfig(ctx context.Context) error {
+	objects := op.objects()
+	err := op.reconciler.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	provider, err := op.reconciler.Providers.Provider(op.infra.Spec.Type)
+	if err != nil {
+		return err
+	}
+	cluster, err := op.cluster(ctx)
+	if err != nil {
+		return err
+	}
+	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: cluster})
+	if err != nil {
+		return err
+	}
+	if err := objects.WriteConfig(ctx, op.reconciler.Client, rendered.Files); err != nil {
+		return err
+	}
+	return objects.WriteVars(ctx, op.reconciler.Client, rendered.TFVarsJSON)
+}

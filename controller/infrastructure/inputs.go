@@ -1,0 +1,129 @@
+package infrastructure
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform"
+)
+
+// annotationSourceVersion records, on the stored credentials, the resourceVersion of the
+// secret they were taken from: a changed secret means the infrastructure is not up to date.
+const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
+
+func (op *operation) objects() terraform.RunObjects {
+	return terraform.RunObjects{Namespace: op.infra.Namespace, Name: op.infra.Name}
+}
+
+// credentialsName is the Secret keeping the credentials of the last run, so that deletion
+// can destroy after the referenced secret is gone.
+func credentialsName(infrastructure string) string { return infrastructure + ".infra.credentials" }
+
+func (op *operation) secretKey() client.ObjectKey {
+	ref := op.infra.Spec.SecretRef
+	if ref.Namespace == "" {
+		return client.ObjectKey{Namespace: op.infra.Namespace, Name: ref.Name}
+	}
+	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+}
+
+// sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
+func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	if err := op.reconciler.APIReader.Get(ctx, op.secretKey(), secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the secret of spec.secretRef: %w", err)
+	}
+	return secret, nil
+}
+
+// storedCredentials returns the credentials of the last run, or nil when none are stored.
+func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}
+	if err := op.reconciler.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the stored credentials: %w", err)
+	}
+	return secret, nil
+}
+
+func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
+	_, err := controllerutil.CreateOrPatch(ctx, op.reconciler.Client, stored, func() error {
+		stored.Labels = map[string]string{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}
+		stored.Annotations = map[string]string{annotationSourceVersion: source.ResourceVersion}
+		stored.Type = corev1.SecretTypeOpaque
+		stored.Data = map[string][]byte{}
+		for name, value := range env {
+			stored.Data[name] = []byte(value)
+		}
+		return controllerutil.SetControllerReference(op.infra, stored, op.reconciler.Client.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("storing the credentials of this run: %w", err)
+	}
+	return nil
+}
+
+func envOf(secret *corev1.Secret) map[string]string {
+	env := make(map[string]string, len(secret.Data))
+	for name, value := range maps.All(secret.Data) {
+		env[name] = string(value)
+	}
+	return env
+}
+
+// cluster returns the Cluster named like the namespace, or nil: templates that need it say so.
+func (op *operation) cluster(ctx context.Context) (*extensionsv1alpha1.Cluster, error) {
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := op.reconciler.Client.Get(ctx, client.ObjectKey{Name: op.infra.Namespace}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Cluster %s: %w", op.infra.Namespace, err)
+	}
+	return cluster, nil
+}
+
+func (op *operation) owner() *metav1.OwnerReference {
+	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
+}
+
+// deleteRunObjects releases and deletes the run objects and the stored credentials; the
+// objects are named explicitly too, since Gardener's terraformer did not label them.
+func (op *operation) deleteRunObjects(ctx context.Context) error {
+	objects := op.objects()
+	c := op.reconciler.Client
+	if err := objects.RemoveFinalizers(ctx, c); err != nil {
+		return fmt.Errorf("releasing the run objects: %w", err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.ConfigName()}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.VarsName()}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.StateName()}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}},
+	} {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
+		}
+	}
+	// A large state is split into more ConfigMaps; they carry the run's labels.
+	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(op.infra.Namespace),
+		client.MatchingLabels{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}); err != nil {
+		return fmt.Errorf("deleting the parts of the state: %w", err)
+	}
+	return nil
+}
