@@ -119,3 +119,12 @@ func (e *Environment) Namespace(t testing.TB) string {
 	})
 	return ns.Name
 }
+
+// AdminKubeconfig returns a kubeconfig of a new cluster-admin user of this control plane.
+func (e *Environment) AdminKubeconfig() ([]byte, error) {
+	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return user.KubeConfig()
+}

@@ -1,0 +1,88 @@
+package infrastructure_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform"
+)
+
+func TestLifecycleCreateChangeDelete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation))
+	g.Expect(infra.Status.NodesCIDR).To(HaveValue(Equal("10.250.0.0/16")))
+	g.Expect(infra.Status.LastError).To(BeNil())
+	g.Expect(infra.Finalizers).To(ContainElement(infrastructure.Finalizer))
+	g.Expect(infra.Status.Conditions).To(ContainElement(And(
+		HaveField("Type", infrastructure.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionTrue))))
+	var providerStatus map[string]any
+	g.Expect(json.Unmarshal(infra.Status.ProviderStatus.Raw, &providerStatus)).To(Succeed())
+	g.Expect(providerStatus).To(HaveKeyWithValue("kind", "InfrastructureStatus"))
+	g.Expect(providerStatus).To(HaveKeyWithValue("namespace", s.targetNamespace()))
+
+	// The real objects exist.
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{})).To(Succeed())
+	policy := &networkingv1.NetworkPolicy{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy)).To(Succeed())
+	g.Expect(policy.Spec.Ingress[0].From[0].IPBlock.CIDR).To(Equal("10.250.0.0/19"))
+	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	state, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(state)).To(ContainSubstring(`"kubectl_manifest"`))
+
+	// A changed zone CIDR is applied.
+	g.Eventually(func(g Gomega) {
+		current := s.get(g)
+		current.Spec.ProviderConfig = providerConfig("10.250.32.0/19")
+		g.Expect(env.Client.Update(ctx, current)).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		current := s.get(g)
+		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+		g.Expect(current.Status.LastOperation.Type).To(Equal(extensionsv1alpha1.LastOperationTypeReconcile))
+		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy)).To(Succeed())
+	g.Expect(policy.Spec.Ingress[0].From[0].IPBlock.CIDR).To(Equal("10.250.32.0/19"))
+
+	// Deleting destroys the objects, then the run objects and the finalizer go.
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
+	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy))).To(BeTrue())
+	namespace := &corev1.Namespace{}
+	// envtest runs no namespace controller: a deleted namespace stays Terminating.
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, namespace); err == nil {
+		g.Expect(namespace.DeletionTimestamp).NotTo(BeNil())
+	}
+	assertRunObjectsGone(g, s)
+}
+
+func assertRunObjectsGone(g Gomega, s *shoot) {
+	ctx := context.Background()
+	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), name)
+	}
+	for _, name := range []string{objects.VarsName(), s.infra.Name + ".infra.credentials"} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &corev1.Secret{}))).To(BeTrue(), name)
+	}
+}

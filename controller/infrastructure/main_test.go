@@ -1,0 +1,189 @@
+package infrastructure_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+var (
+	env         *testenv.Environment
+	pluginCache string
+	kubeconfig  []byte
+)
+
+func TestMain(m *testing.M) {
+	// The local executor starts the terraformer as a child process: this test binary.
+	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
+		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// go test shows a package's output when one of its tests fails.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	dir, err := os.MkdirTemp("", "terraseed-plugin-cache-")
+	if err != nil {
+		panic(err)
+	}
+	pluginCache = dir
+	code := testenv.Run(m, &env)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// controllerUnderTest is a manager running the Infrastructure controller for one namespace.
+type controllerUnderTest struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startController runs the controller with the local executor; runs keep their working
+// directories in workDir, so that a second controller on the same workDir is a restart.
+func startController(t *testing.T, namespace, workDir string) *controllerUnderTest {
+	t.Helper()
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	providers, err := templates.NewRegistry()
+	g.Expect(err).NotTo(HaveOccurred())
+	reconciler := &infrastructure.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
+		Providers: providers,
+		Executor: &terraform.LocalExecutor{
+			Client:        mgr.GetClient(),
+			Config:        env.Config,
+			Terraformer:   []string{os.Args[0], "terraformer"},
+			TerraformPath: testenv.Terraform(t),
+			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
+			BaseDir:       workDir,
+			StopTimeout:   time.Minute,
+		},
+		Types: []string{"local"},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: 2})).To(Succeed())
+	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1)}
+	go func() { c.done <- mgr.Start(ctx) }()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// stop stops the manager and waits for it, and for the runs it started, to end.
+func (c *controllerUnderTest) stop() {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	<-c.done
+	c.cancel = nil
+}
+
+// shoot is one test's shoot: a namespace with the kubeconfig secret, and an Infrastructure.
+type shoot struct {
+	namespace string
+	infra     *extensionsv1alpha1.Infrastructure
+}
+
+func newShoot(t *testing.T, zones ...string) *shoot {
+	t.Helper()
+	ns := env.Namespace(t)
+	return &shoot{namespace: ns, infra: &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: providerConfig(zones...)},
+			Region:       "local-1",
+			SecretRef:    corev1.SecretReference{Name: "cloudprovider", Namespace: ns},
+			SSHPublicKey: []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRlc3Q terraseed@test"),
+		},
+	}}
+}
+
+// providerConfig is a local InfrastructureConfig with one zone per workers CIDR.
+func providerConfig(workers ...string) *runtime.RawExtension {
+	var zones []any
+	for i, cidr := range workers {
+		zones = append(zones, map[string]any{"name": fmt.Sprintf("zone-%c", 'a'+i), "workers": cidr})
+	}
+	raw, err := json.Marshal(map[string]any{
+		"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "InfrastructureConfig",
+		"networks": map[string]any{"cidr": "10.250.0.0/16", "zones": zones},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return &runtime.RawExtension{Raw: raw}
+}
+
+func (s *shoot) createSecret(t *testing.T, kubeconfig []byte) {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "cloudprovider"},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+}
+
+func (s *shoot) key() client.ObjectKey { return client.ObjectKeyFromObject(s.infra) }
+
+// targetNamespace is where the local provider creates the shoot's objects.
+func (s *shoot) targetNamespace() string { return s.namespace + "--" + s.infra.Name }
+
+func (s *shoot) get(g Gomega) *extensionsv1alpha1.Infrastructure {
+	infra := &extensionsv1alpha1.Infrastructure{}
+	g.Expect(env.Client.Get(context.Background(), s.key(), infra)).To(Succeed())
+	return infra
+}
+
+// waitFor waits until the last operation of the given type reached the given state.
+func (s *shoot) waitFor(t *testing.T, opType extensionsv1alpha1.LastOperationType, state extensionsv1alpha1.LastOperationState) *extensionsv1alpha1.Infrastructure {
+	t.Helper()
+	var infra *extensionsv1alpha1.Infrastructure
+	NewWithT(t).Eventually(func(g Gomega) {
+		infra = s.get(g)
+		g.Expect(infra.Status.LastOperation).NotTo(BeNil())
+		g.Expect(infra.Status.LastOperation.Type).To(Equal(opType), "last operation: %+v", infra.Status.LastOperation)
+		g.Expect(infra.Status.LastOperation.State).To(Equal(state), "last operation: %+v, last error: %+v", infra.Status.LastOperation, infra.Status.LastError)
+	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return infra
+}
+
+func adminKubeconfig(t *testing.T) []byte {
+	t.Helper()
+	if kubeconfig == nil {
+		var err error
+		kubeconfig, err = env.AdminKubeconfig()
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	}
+	return kubeconfig
+}
+
+func workDir(t *testing.T) string { return filepath.Join(t.TempDir(), "runs") }
+
+func ptr[T any](v T) *T { return &v }
+
