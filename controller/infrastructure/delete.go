@@ -41,7 +41,9 @@ func (op *operation) delete(ctx context.Context) error {
 	if err := op.deleteRunObjects(ctx); err != nil {
 		return err
 	}
-	op.succeed(opType, "The infrastructure is destroyed", ReasonReconciled)
+	if err := op.succeed(ctx, opType, "The infrastructure is destroyed", ReasonReconciled); err != nil {
+		return err
+	}
 	return op.removeFinalizerAndOperation(ctx)
 }
 

@@ -52,7 +52,9 @@ func (op *operation) migrate(ctx context.Context) error {
 	if err := op.deleteRunObjects(ctx); err != nil {
 		return err
 	}
-	op.succeed(opType, "The infrastructure is migrated: its state is in .status.state", ReasonMigrated)
+	if err := op.succeed(ctx, opType, "The infrastructure is migrated: its state is in .status.state", ReasonMigrated); err != nil {
+		return err
+	}
 	return op.removeFinalizerAndOperation(ctx)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/templates"
@@ -14,8 +15,9 @@ import (
 
 // reconcile applies the infrastructure unless it is up to date.
 func (op *operation) reconcile(ctx context.Context) error {
-	if migratedAway(op.infra) {
-		// Another seed owns the resources now; only a restore or the deletion comes next.
+	if last := op.infra.Status.LastOperation; last != nil && last.Type == extensionsv1alpha1.LastOperationTypeMigrate {
+		// Another seed owns (or is taking over) the resources; only a restore or the
+		// deletion comes next.
 		op.skipped = true
 		return nil
 	}
@@ -26,6 +28,7 @@ func (op *operation) reconcile(ctx context.Context) error {
 	upToDate, err := op.upToDate(ctx, secret)
 	if err != nil || upToDate {
 		op.skipped = upToDate
+		ctrl.LoggerFrom(ctx).V(1).Info("upToDate")
 		return err
 	}
 	opType := normalOperationType(op.infra)
@@ -148,6 +151,8 @@ func (op *operation) apply(ctx context.Context, opType extensionsv1alpha1.LastOp
 	infra.Status.EgressCIDRs = status.EgressCIDRs
 	infra.Status.ObservedGeneration = infra.Generation
 	infra.Status.State = nil
-	op.succeed(opType, "The infrastructure is reconciled", ReasonReconciled)
+	if err := op.succeed(ctx, opType, "The infrastructure is reconciled", ReasonReconciled); err != nil {
+		return err
+	}
 	return op.removeOperation(ctx)
 }

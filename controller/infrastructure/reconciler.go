@@ -110,8 +110,9 @@ func (deletionPredicate) Update(e event.UpdateEvent) bool {
 // Reconcile gets the Infrastructure, then runs the operation it asks for; the status is
 // patched once at the end, whatever happened.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	// Read live: a cached copy may lag behind the status written by the previous reconcile.
 	infra := &extensionsv1alpha1.Infrastructure{}
-	if err := r.Client.Get(ctx, req.NamespacedName, infra); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, infra); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.serves(infra) {
@@ -187,14 +188,18 @@ func (op *operation) finish(ctx context.Context, opType extensionsv1alpha1.LastO
 // begin marks the operation as Processing and writes that at once, so that Gardener sees
 // a long terraform run as under way.
 func (op *operation) begin(ctx context.Context, opType extensionsv1alpha1.LastOperationType, description string) error {
+	ctrl.LoggerFrom(ctx).Info("operationStarted", "operation", opType)
 	setProcessing(op.infra, opType, description, op.now())
 	op.recordTransition(opType)
 	return op.patchStatus(ctx)
 }
 
-func (op *operation) succeed(opType extensionsv1alpha1.LastOperationType, description, reason string) {
+// succeed records the success and writes it at once: the metadata changes that end an
+// operation cause another reconcile, which must find the outcome already written.
+func (op *operation) succeed(ctx context.Context, opType extensionsv1alpha1.LastOperationType, description, reason string) error {
 	setSucceeded(op.infra, opType, description, reason, op.now())
 	op.recordTransition(opType)
+	return op.patchStatus(ctx)
 }
 
 // recordTransition emits an event when the state of the last operation changes.

@@ -1,0 +1,104 @@
+package infrastructure_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform"
+)
+
+// realObjects returns the UIDs of what the local provider created, by name.
+func realObjects(g Gomega, s *shoot) map[string]types.UID {
+	ctx := context.Background()
+	uids := map[string]types.UID{}
+	namespace := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, namespace)).To(Succeed())
+	uids["namespace"] = namespace.UID
+	policies := &networkingv1.NetworkPolicyList{}
+	g.Expect(env.Client.List(ctx, policies, client.InNamespace(s.targetNamespace()))).To(Succeed())
+	for _, p := range policies.Items {
+		uids["networkpolicy/"+p.Name] = p.UID
+	}
+	secrets := &corev1.SecretList{}
+	g.Expect(env.Client.List(ctx, secrets, client.InNamespace(s.targetNamespace()))).To(Succeed())
+	for _, secret := range secrets.Items {
+		uids["secret/"+secret.Name] = secret.UID
+	}
+	return uids
+}
+
+func annotate(g Gomega, s *shoot, operation string) {
+	g.Eventually(func(g Gomega) {
+		infra := s.get(g)
+		if infra.Annotations == nil {
+			infra.Annotations = map[string]string{}
+		}
+		infra.Annotations[infrastructure.AnnotationOperation] = operation
+		g.Expect(env.Client.Update(context.Background(), infra)).To(Succeed())
+	}).Should(Succeed())
+}
+
+func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19", "10.250.32.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	created := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	before := realObjects(g, s)
+	g.Expect(before).To(HaveKey("networkpolicy/zone-1"))
+
+	// migrate: the state moves into .status.state, the run objects and the finalizer go,
+	// every real object stays.
+	annotate(g, s, infrastructure.OperationMigrate)
+	migrated := s.waitFor(t, extensionsv1alpha1.LastOperationTypeMigrate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(migrated.Status.State).NotTo(BeNil())
+	g.Expect(migrated.Finalizers).NotTo(ContainElement(infrastructure.Finalizer))
+	g.Expect(migrated.Annotations).NotTo(HaveKey(infrastructure.AnnotationOperation))
+	assertRunObjectsGone(g, s)
+	g.Expect(realObjects(g, s)).To(Equal(before))
+
+	// Deleting the migrated Infrastructure destroys nothing.
+	g.Expect(env.Client.Delete(ctx, migrated)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
+	}).Should(BeTrue())
+	g.Consistently(func(g Gomega) { g.Expect(realObjects(g, s)).To(Equal(before)) }).WithTimeout(2 * time.Second).Should(Succeed())
+
+	// Restore as Gardener does it: create waiting for the state, write the state, then ask to restore.
+	restored := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.namespace, Name: s.infra.Name,
+			Annotations: map[string]string{infrastructure.AnnotationOperation: infrastructure.OperationWaitForState},
+		},
+		Spec: created.Spec,
+	}
+	g.Expect(env.Client.Create(ctx, restored)).To(Succeed())
+	restored.Status.State = migrated.Status.State
+	g.Expect(env.Client.Status().Update(ctx, restored)).To(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(s.get(g).Status.LastOperation).To(BeNil()) }).
+		WithTimeout(2*time.Second).Should(Succeed(), "nothing happens while waiting for the state")
+	annotate(g, s, infrastructure.OperationRestore)
+
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeRestore, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(infra.Annotations).NotTo(HaveKey(infrastructure.AnnotationOperation))
+	g.Expect(infra.Finalizers).To(ContainElement(infrastructure.Finalizer))
+	g.Expect(infra.Status.ProviderStatus.Raw).To(MatchJSON(created.Status.ProviderStatus.Raw))
+	g.Expect(realObjects(g, s)).To(Equal(before), "every real object keeps its UID")
+
+	state, err := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).NotTo(BeEmpty())
+}
