@@ -103,6 +103,9 @@ const maxMessage = 3000
 var (
 	ansiPattern = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 	uuidPattern = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	// longNumber matches the random parts of temporary file names, which would keep
+	// otherwise equal errors apart.
+	longNumber = regexp.MustCompile(`\d{6,}`)
 	// sourceLine matches the parts of an error block that point into the configuration
 	// rather than say what is wrong.
 	sourceLine = regexp.MustCompile(`^\s*(on .* line \d+|with [^ ]+,|\d+: |\(and \d+ more similar\))`)
@@ -112,6 +115,7 @@ var (
 func cleanText(s string) string {
 	s = ansiPattern.ReplaceAllString(s, "")
 	s = uuidPattern.ReplaceAllString(s, "<id>")
+	s = longNumber.ReplaceAllString(s, "<n>")
 	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 }
 

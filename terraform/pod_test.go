@@ -76,7 +76,7 @@ func (k *kubelet) sync(ctx context.Context) {
 		k.mu.Lock()
 		_, running := k.running[pod.UID]
 		k.mu.Unlock()
-		if !running && pod.Status.Phase == "" && !k.paused {
+		if !running && pod.Status.StartTime == nil && !k.paused {
 			k.start(ctx, pod)
 		}
 	}
@@ -237,7 +237,8 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 }
 
 func TestPodExecutorDeadlines(t *testing.T) {
-	f := newFixture(t, 20)
+	// Enough resources that one at a time they outlast the run deadline.
+	f := newFixture(t, 100)
 
 	t.Run("creation", func(t *testing.T) {
 		g := NewWithT(t)

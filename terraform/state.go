@@ -420,4 +420,3 @@ func (s *StateStore) deleteStaleParts(ctx context.Context, current string) error
 	}
 	return nil
 }
-
