@@ -1,11 +1,13 @@
 package infrastructure_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +56,8 @@ func TestMain(m *testing.M) {
 type controllerUnderTest struct {
 	cancel context.CancelFunc
 	done   chan error
+	// output collects what the terraformer processes of this controller printed.
+	output *syncBuffer
 }
 
 // startController runs the controller with the local executor; runs keep their working
@@ -68,8 +72,10 @@ func startController(t *testing.T, namespace, workDir string) *controllerUnderTe
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	providers, err := templates.NewRegistry()
+	// testdata/providers adds providers made for tests, as an operator would add theirs.
+	providers, err := templates.NewRegistry("testdata/providers")
 	g.Expect(err).NotTo(HaveOccurred())
+	output := &syncBuffer{}
 	reconciler := &infrastructure.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -83,12 +89,13 @@ func startController(t *testing.T, namespace, workDir string) *controllerUnderTe
 			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
 			BaseDir:       workDir,
 			StopTimeout:   time.Minute,
+			Output:        output,
 		},
-		Types: []string{"local"},
+		Types: []string{"local", "slow"},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: 2})).To(Succeed())
-	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1)}
+	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
 	return c
@@ -187,3 +194,25 @@ func workDir(t *testing.T) string { return filepath.Join(t.TempDir(), "runs") }
 
 func ptr[T any](v T) *T { return &v }
 
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of several runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func keyOf(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}

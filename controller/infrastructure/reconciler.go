@@ -173,11 +173,14 @@ func (op *operation) finish(ctx context.Context, opType extensionsv1alpha1.LastO
 		return ctrl.Result{}, nil
 	}
 	opErr := classify(err)
+	if opErr.reason == ReasonRunInProgress {
+		// Not a failure: the run under way will write the outcome.
+		ctrl.LoggerFrom(ctx).Info("runInProgress", "retryAfter", retryAfterRunInProgress)
+		return ctrl.Result{RequeueAfter: retryAfterRunInProgress}, nil
+	}
 	setFailure(op.infra, opType, opErr, op.now())
 	op.recordTransition(opType)
 	switch {
-	case opErr.reason == ReasonRunInProgress:
-		return ctrl.Result{RequeueAfter: retryAfterRunInProgress}, nil
 	case opErr.terminal:
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	default:
@@ -223,7 +226,11 @@ func (op *operation) patchStatus(ctx context.Context) error {
 	if op.skipped {
 		return nil
 	}
-	if err := op.reconciler.Client.Status().Patch(ctx, op.infra, client.MergeFrom(op.statusBase)); err != nil {
+	// Metadata patched since the base was taken must not enter the patch: a changed
+	// resourceVersion would turn it into an optimistic lock.
+	base := op.statusBase.DeepCopy()
+	base.ObjectMeta = *op.infra.ObjectMeta.DeepCopy()
+	if err := op.reconciler.Client.Status().Patch(ctx, op.infra, client.MergeFrom(base)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

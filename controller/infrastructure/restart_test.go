@@ -1,0 +1,128 @@
+package infrastructure_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// terraformRunsIn counts the terraform commands that work on a state (apply, destroy,
+// plan) in dir. terraform re-executes itself once to catch its own panics, so a process
+// whose parent is terraform is part of its parent's command.
+func terraformRunsIn(terraformPath, dir string) int {
+	entries, _ := os.ReadDir("/proc")
+	count := 0
+	for _, entry := range entries {
+		if !isTerraform(entry.Name(), terraformPath) || isTerraform(parentOf(entry.Name()), terraformPath) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) < 2 || !slices.Contains([]string{"apply", "destroy", "plan"}, args[1]) {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", entry.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			count++
+		}
+	}
+	return count
+}
+
+func isTerraform(pid, terraformPath string) bool {
+	exe, err := os.Readlink(filepath.Join("/proc", pid, "exe"))
+	return err == nil && exe == terraformPath
+}
+
+func parentOf(pid string) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return ""
+	}
+	// The command name in parentheses may hold spaces; the fields after it do not.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return ""
+	}
+	return fields[1]
+}
+
+func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"},
+		Data:       map[string][]byte{"token": []byte("secret-token")},
+	})).To(Succeed())
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":4,"seconds":2}`)}},
+			Region:      "local-1",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
+		},
+	}
+	s := &shoot{namespace: ns, infra: infra}
+	dir := workDir(t)
+	terraformPath, err := filepath.EvalSymlinks(testenv.Terraform(t))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Sample the terraform processes working on this Infrastructure for the whole test.
+	maxConcurrent := make(chan int, 1)
+	stopSampling := make(chan struct{})
+	go func() {
+		highest := 0
+		for {
+			select {
+			case <-stopSampling:
+				maxConcurrent <- highest
+				return
+			case <-time.After(20 * time.Millisecond):
+				highest = max(highest, terraformRunsIn(terraformPath, dir))
+			}
+		}
+	}()
+
+	first := startController(t, ns, dir)
+	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
+	// The run owns the run objects once its finalizer is on the state ConfigMap.
+	objects := terraform.RunObjects{Namespace: ns, Name: infra.Name}
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, keyOf(ns, objects.StateName()), cm)).To(Succeed())
+		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	// A second controller on the same machine comes up while the run goes on, as after a
+	// restart whose predecessor's run has not ended yet.
+	second := startController(t, ns, dir)
+	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(terraform.ErrRunInProgress.Error()))
+
+	done := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(done.Status.LastError).To(BeNil())
+	close(stopSampling)
+	g.Expect(<-maxConcurrent).To(Equal(1), "exactly one terraform process worked on the state at a time")
+	first.stop()
+	second.stop()
+
+	state, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.Count(string(state), `"index_key"`)).To(Equal(4), "the state holds the four steps once each")
+}
