@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,10 +63,14 @@ type controllerUnderTest struct {
 
 // startController runs the controller with the local executor; runs keep their working
 // directories in workDir, so that a second controller on the same workDir is a restart.
-func startController(t *testing.T, namespace, workDir string) *controllerUnderTest {
+func startController(t testing.TB, namespace, workDir string) *controllerUnderTest {
+	return startControllerWith(t, namespace, workDir, env.Config, 2)
+}
+
+func startControllerWith(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int) *controllerUnderTest {
 	t.Helper()
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -83,7 +88,7 @@ func startController(t *testing.T, namespace, workDir string) *controllerUnderTe
 		Providers: providers,
 		Executor: &terraform.LocalExecutor{
 			Client:        mgr.GetClient(),
-			Config:        env.Config,
+			Config:        config,
 			Terraformer:   []string{os.Args[0], "terraformer"},
 			TerraformPath: testenv.Terraform(t),
 			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
@@ -94,10 +99,11 @@ func startController(t *testing.T, namespace, workDir string) *controllerUnderTe
 		Types: []string{"local", "slow"},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: 2})).To(Succeed())
+	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue(), "the controller's caches sync")
 	return c
 }
 
@@ -119,9 +125,12 @@ type shoot struct {
 
 func newShoot(t *testing.T, zones ...string) *shoot {
 	t.Helper()
-	ns := env.Namespace(t)
+	return newShootIn(env.Namespace(t), "infrastructure", zones...)
+}
+
+func newShootIn(ns, name string, zones ...string) *shoot {
 	return &shoot{namespace: ns, infra: &extensionsv1alpha1.Infrastructure{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
 			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: providerConfig(zones...)},
 			Region:       "local-1",
@@ -180,7 +189,7 @@ func (s *shoot) waitFor(t *testing.T, opType extensionsv1alpha1.LastOperationTyp
 	return infra
 }
 
-func adminKubeconfig(t *testing.T) []byte {
+func adminKubeconfig(t testing.TB) []byte {
 	t.Helper()
 	if kubeconfig == nil {
 		var err error
