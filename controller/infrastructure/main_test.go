@@ -203,7 +203,6 @@ func workDir(t *testing.T) string { return filepath.Join(t.TempDir(), "runs") }
 
 func ptr[T any](v T) *T { return &v }
 
-
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of several runs.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -31,13 +31,13 @@ const (
 	Finalizer = "extensions.gardener.cloud/infrastructure"
 
 	// AnnotationOperation is how Gardener asks for an operation.
-	AnnotationOperation       = "gardener.cloud/operation"
-	OperationReconcile        = "reconcile"
-	OperationMigrate          = "migrate"
-	OperationRestore          = "restore"
-	OperationWaitForState     = "wait-for-state"
-	secretRefIndex            = "spec.secretRef"
-	retryAfterRunInProgress   = 10 * time.Second
+	AnnotationOperation     = "gardener.cloud/operation"
+	OperationReconcile      = "reconcile"
+	OperationMigrate        = "migrate"
+	OperationRestore        = "restore"
+	OperationWaitForState   = "wait-for-state"
+	secretRefIndex          = "spec.secretRef"
+	retryAfterRunInProgress = 10 * time.Second
 )
 
 // Reconciler makes the infrastructure an Infrastructure describes exist, and says so in its status.
