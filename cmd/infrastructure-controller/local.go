@@ -16,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -55,6 +57,18 @@ func runLocal(ctx context.Context, args []string) error {
 		return errors.New("--assets (or KUBEBUILDER_ASSETS) is required: start with `make run`, which builds the control plane binaries")
 	}
 
+	// The terminal shows progress; the controller's log goes to a file beside the kubeconfig.
+	if err := os.MkdirAll(o.workDir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(o.workDir, "controller.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+
 	crds, err := embeddedCRDs()
 	if err != nil {
 		return err
@@ -81,7 +95,7 @@ func runLocal(ctx context.Context, args []string) error {
 	}
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
-	fmt.Println("terraseed is running with the local executor")
+	fmt.Printf("terraseed is running with the local executor; its log: %s\n", logPath)
 
 	if !*noSample {
 		c, err := client.New(cfg, client.Options{Scheme: newScheme()})

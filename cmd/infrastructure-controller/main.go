@@ -32,13 +32,13 @@ func main() {
 		// the terraformer handles signals itself.
 		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var err error
 	switch os.Args[1] {
 	case "run":
+		ctrl.SetLogger(zap.New())
 		err = runController(ctx, os.Args[2:])
 	case "local":
 		err = runLocal(ctx, os.Args[2:])

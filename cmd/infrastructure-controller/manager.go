@@ -80,6 +80,11 @@ func newScheme() *k8sruntime.Scheme {
 
 // newManager builds a manager running the Infrastructure controller with the configured executor.
 func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manager.Manager, error) {
+	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		LeaderElection:          o.leaderElect,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -85,4 +86,48 @@ func assertRunObjectsGone(g Gomega, s *shoot) {
 	for _, name := range []string{objects.VarsName(), s.infra.Name + ".infra.credentials"} {
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &corev1.Secret{}))).To(BeTrue(), name)
 	}
+}
+
+func TestDeletionUsesTheLastCredentialsWhenTheSecretIsGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+
+	// Gardener deletes the credentials before the Infrastructure, sometimes.
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "cloudprovider"}})).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
+	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, &networkingv1.NetworkPolicy{}))).To(BeTrue(), "destroyed")
+	assertRunObjectsGone(g, s)
+}
+
+func TestDeletionWithoutAnyCredentialsSaysWhatItNeeds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+
+	// Both the secret and the stored credentials are gone.
+	for _, name := range []string{"cloudprovider", s.infra.Name + ".infra.credentials"} {
+		g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: name}})).To(Succeed())
+	}
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeDelete, extensionsv1alpha1.LastOperationStateError)
+	g.Expect(infra.Status.LastError.Description).To(ContainSubstring("recreate the secret"))
+
+	// Recreating the secret lets the deletion finish.
+	s.createSecret(t, adminKubeconfig(t))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
+	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	assertRunObjectsGone(g, s)
 }
