@@ -3,6 +3,7 @@ package terraform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,13 +64,63 @@ func children(pid int) []int {
 	return kids
 }
 
+// writeChainConfig writes the chained configuration of n pairs (see testdata/chain).
+func (f *fixture) writeChainConfig(n int) {
+	f.t.Helper()
+	var b strings.Builder
+	for i := range n {
+		dependsOn := ""
+		if i > 0 {
+			dependsOn = fmt.Sprintf("  depends_on = [kubectl_manifest.item_%d]\n", i-1)
+		}
+		fmt.Fprintf(&b, `resource "terraform_data" "id_%[1]d" {
+%[2]s}
+
+resource "kubectl_manifest" "item_%[1]d" {
+  yaml_body = yamlencode({
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata = {
+      name      = "item-${terraform_data.id_%[1]d.id}"
+      namespace = var.namespace
+      labels    = { "terraseed-test" = "item" }
+    }
+  })
+}
+
+`, i, dependsOn)
+	}
+	files := map[string]string{"resources.tf": b.String()}
+	main, err := os.ReadFile("testdata/chain/main.tf")
+	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+	files["main.tf"] = string(main)
+	NewWithT(f.t).Expect(f.objects.WriteConfig(context.Background(), env.Client, files)).To(Succeed())
+}
+
+// expectNoLostStateEntry checks that every object in the cluster can be found again from
+// the stored state: the state lists it, or at least the id it was named after (its create
+// was in flight at the kill, and a rerun applies the same name again). An object whose id
+// the state does not hold would be created a second time under a new name.
+func (f *fixture) expectNoLostStateEntry(g Gomega) (created, listed int) {
+	items := f.items(g)
+	names, ids := f.stateItems(g)
+	for _, item := range items {
+		g.Expect(ids).To(ContainElement(strings.TrimPrefix(item, "item-")), "the stored state lost the id of %s", item)
+	}
+	g.Expect(items).To(ContainElements(names))
+	return len(items), len(names)
+}
+
 func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	g := NewWithT(t)
-	f := newFixture(t, 20)
-	// One operation at a time spreads the apply out, so the kills land mid-apply.
-	f.executor.Parallelism = 1
+	const resources = 20
+	f := newFixture(t, resources)
+	f.writeChainConfig(resources)
 
-	for _, killAt := range []int{1, 7, 14} {
+	// Early, in the middle and late in the apply; each run starts where the killed one
+	// stopped, in a fresh working directory, as a new run pod would.
+	for _, killAt := range []int{2, 10, 18} {
+		f.executor.BaseDir = t.TempDir()
 		cmd, _ := f.startTerraformer(Apply)
 		f.waitForItems(killAt)
 		victims := descendants(cmd.Process.Pid)
@@ -79,15 +130,15 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 		err := cmd.Wait()
 		var exitErr *exec.ExitError
 		g.Expect(errors.As(err, &exitErr)).To(BeTrue(), "the terraformer was killed")
-		created := f.items(g)
-		stored, _ := f.stateItems(g)
-		t.Logf("killed at %d objects (terraformer and %d children): %d created, %d in the stored state", killAt, len(victims)-1, len(created), len(stored))
-		g.Expect(len(created)).To(BeNumerically("<", 20), "the kill landed before the apply finished")
+		created, listed := f.expectNoLostStateEntry(g)
+		t.Logf("killed at %d objects (terraformer and %d children): %d created, %d in the stored state", killAt, len(victims)-1, created, listed)
+		g.Expect(created).To(BeNumerically("<", resources), "the kill landed before the apply finished")
 	}
 
+	f.executor.BaseDir = t.TempDir()
 	_, err := f.run(Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	f.expectEachItemOnceInState(g, 20)
+	f.expectEachItemOnceInState(g, resources)
 }
 
 func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {

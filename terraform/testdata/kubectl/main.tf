@@ -1,6 +1,6 @@
-# Objects whose identity is assigned when they are created: each ConfigMap's name embeds
-# the id of a terraform_data, so a state entry lost by a killed run shows up as a
-# duplicate ConfigMap rather than being adopted again.
+# The test configuration: `resources` ConfigMaps, each named after the id terraform
+# generates for a terraform_data. (The kill test uses testdata/chain, which creates each
+# id and its ConfigMap in turn.)
 terraform {
   required_providers {
     kubectl = {
