@@ -65,7 +65,11 @@ func children(pid int) []int {
 	return kids
 }
 
-// writeChainConfig writes the chained configuration of n pairs (see testdata/chain).
+// writeChainConfig writes a configuration of n pairs of a terraform_data, whose id
+// terraform generates when it creates it, and a ConfigMap named after that id, each pair
+// depending on the one before, so that terraform creates them interleaved, one at a
+// time. A state entry lost by a killed run shows up as a second ConfigMap of the pair
+// rather than being adopted again.
 func (f *fixture) writeChainConfig(n int) {
 	f.t.Helper()
 	var b strings.Builder
@@ -91,10 +95,12 @@ resource "kubectl_manifest" "item_%[1]d" {
 
 `, i, dependsOn)
 	}
-	files := map[string]string{"resources.tf": b.String()}
-	main, err := os.ReadFile("testdata/chain/main.tf")
-	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
-	files["main.tf"] = string(main)
+	files := map[string]string{"main.tf": b.String()}
+	for _, name := range []string{"provider.tf", "variables.tf"} {
+		content, err := os.ReadFile(filepath.Join("testdata/kubectl", name))
+		NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+		files[name] = string(content)
+	}
 	NewWithT(f.t).Expect(f.objects.WriteConfig(context.Background(), env.Client, files)).To(Succeed())
 }
 

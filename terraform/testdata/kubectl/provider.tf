@@ -1,8 +1,4 @@
-# The provider of the chained configuration; the test writes the resources themselves
-# (resources.tf): pairs of a terraform_data, whose id terraform generates when it creates
-# it, and a ConfigMap named after that id, each pair depending on the one before so that
-# terraform creates them interleaved, one at a time. A state entry lost by a killed run
-# shows up as a second ConfigMap of the pair rather than being adopted again.
+# The kubectl provider, configured from the kubeconfig variable.
 terraform {
   required_providers {
     kubectl = {
@@ -10,19 +6,6 @@ terraform {
       version = "1.19.0"
     }
   }
-}
-
-variable "kubeconfig" {
-  type      = string
-  sensitive = true
-}
-
-variable "namespace" {
-  type = string
-}
-
-variable "resources" {
-  type = number
 }
 
 locals {
