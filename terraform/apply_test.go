@@ -43,6 +43,6 @@ func (f *fixture) expectEachItemOnceInState(g Gomega, n int) []string {
 	g.Expect(items).To(HaveLen(n))
 	stateNames, ids := f.stateItems(g)
 	g.Expect(stateNames).To(Equal(items))
-	g.Expect(ids).To(Equal(n))
+	g.Expect(ids).To(HaveLen(n))
 	return items
 }

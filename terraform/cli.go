@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,9 +84,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	tfPath, err := FindTerraform(ctx, *terraformPath, *allowInstall, *installDir)
-	if err != nil {
-		return fail(err)
+	// A binary named on the command line is used as is: the run checks its version with
+	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
+	tfPath := *terraformPath
+	if tfPath == "" {
+		if tfPath, err = FindTerraform(ctx, "", *allowInstall, *installDir); err != nil {
+			return fail(err)
+		}
 	}
 	t := &Terraformer{
 		Client:           c,
@@ -120,7 +127,13 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 	// client-go's default of 5 requests a second would make state writes queue behind
 	// each other; a run makes one write per resource at most.
 	cfg.QPS, cfg.Burst = 50, 100
-	c, err := client.New(cfg, client.Options{})
+	// The run touches ConfigMaps and Secrets only: a fixed mapping spares the discovery
+	// requests a client otherwise makes before its first call.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
+	for _, kind := range []string{"ConfigMap", "Secret"} {
+		mapper.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeNamespace)
+	}
+	c, err := client.New(cfg, client.Options{Mapper: mapper})
 	if err != nil {
 		return nil, errors.Join(errors.New("creating the API client"), err)
 	}

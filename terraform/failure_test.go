@@ -113,3 +113,18 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
+
+func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	// No other terraform release can be built here; a script answers `terraform version -json` as 1.4.6 does.
+	other := filepath.Join(t.TempDir(), "terraform")
+	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
+	f.executor.TerraformPath = other
+
+	_, err := f.run(Apply)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("terraform 1.5.7 is not installed"))
+	g.Expect(err.Error()).To(ContainSubstring("is terraform 1.4.6"))
+	g.Expect(f.items(g)).To(BeEmpty())
+}

@@ -116,13 +116,13 @@ func (f *fixture) items(g Gomega) []string {
 	return names
 }
 
-// stateItems are the names of the ConfigMaps the stored state lists, and the number of
+// stateItems are the names of the ConfigMaps the stored state lists, and the ids of the
 // terraform_data instances it holds.
-func (f *fixture) stateItems(g Gomega) (names []string, ids int) {
+func (f *fixture) stateItems(g Gomega) (names, ids []string) {
 	state, err := f.objects.ReadState(context.Background(), env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	if len(state) == 0 {
-		return nil, 0
+		return nil, nil
 	}
 	var file struct {
 		Resources []struct {
@@ -139,11 +139,12 @@ func (f *fixture) stateItems(g Gomega) (names []string, ids int) {
 			case "kubectl_manifest":
 				names = append(names, fmt.Sprint(inst.Attributes["name"]))
 			case "terraform_data":
-				ids++
+				ids = append(ids, fmt.Sprint(inst.Attributes["id"]))
 			}
 		}
 	}
 	sort.Strings(names)
+	sort.Strings(ids)
 	return names, ids
 }
 

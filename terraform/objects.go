@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -192,6 +193,41 @@ func (o RunObjects) patchFinalizers(ctx context.Context, c client.Client, change
 		}
 		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("updating the finalizers of %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Delete releases and deletes everything a run of this Infrastructure keeps: the three
+// run objects, the parts of a split state and the credentials Secret of a pod run.
+// Objects already gone are skipped, so Delete may be repeated.
+func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	objects := append(o.objects(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: EnvSecretName(o.Name)}})
+	parts := &corev1.ConfigMapList{}
+	if err := c.List(ctx, parts, client.InNamespace(o.Namespace), client.MatchingLabels{LabelStateOf: o.StateName()}); err != nil {
+		return fmt.Errorf("listing state parts: %w", err)
+	}
+	for i := range parts.Items {
+		objects = append(objects, &parts.Items[i])
+	}
+	for _, obj := range objects {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		if controllerutil.RemoveFinalizer(obj, Finalizer) {
+			if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("releasing %s: %w", obj.GetName(), err)
+			}
+		}
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
 		}
 	}
 	return nil

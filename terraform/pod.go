@@ -29,9 +29,15 @@ type PodExecutor struct {
 	// Command starts the terraformer in the image; {"/terraformer"} when empty.
 	Command []string
 	// ServiceAccountName is the run pods' dedicated ServiceAccount: it may read the run
-	// objects and write the state, nothing else.
+	// objects and write the state, nothing else; DefaultServiceAccountName when empty.
 	ServiceAccountName string
-	Resources          corev1.ResourceRequirements
+	// ManageServiceAccount makes each run ensure the ServiceAccount in its namespace,
+	// bound to ClusterRole there (see EnsureServiceAccount), for namespaces nobody
+	// prepared, such as shoot namespaces.
+	ManageServiceAccount bool
+	// ClusterRole is what the ServiceAccount is bound to; DefaultClusterRole when empty.
+	ClusterRole string
+	Resources   corev1.ResourceRequirements
 	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
 	PluginMirror, PluginCacheDir string
 	Parallelism                  int
@@ -108,6 +114,11 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	if req.Owner != nil {
 		owners = []metav1.OwnerReference{*req.Owner}
 	}
+	if e.ManageServiceAccount {
+		if err := e.EnsureServiceAccount(ctx, req.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: EnvSecretName(req.Name)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
 		secret.Labels, secret.OwnerReferences = labels, owners
@@ -157,7 +168,7 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: PodName(req.Name), Labels: labels, OwnerReferences: owners},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			ServiceAccountName:            e.ServiceAccountName,
+			ServiceAccountName:            e.serviceAccountName(),
 			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
 			SecurityContext: &corev1.PodSecurityContext{

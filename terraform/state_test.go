@@ -9,6 +9,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -93,4 +95,47 @@ func parts(g Gomega, objects RunObjects) []string {
 		names = append(names, cm.Name)
 	}
 	return names
+}
+
+func TestDeleteRemovesEverythingARunKept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	objects := RunObjects{Namespace: ns, Name: "gone"}
+	neighbour := RunObjects{Namespace: ns, Name: "kept"}
+	states := map[string][]byte{}
+	for _, o := range []RunObjects{objects, neighbour} {
+		g.Expect(o.WriteConfig(ctx, env.Client, map[string]string{"main.tf": ""})).To(Succeed())
+		g.Expect(o.WriteVars(ctx, env.Client, []byte(`{}`))).To(Succeed())
+		g.Expect(o.AddFinalizers(ctx, env.Client)).To(Succeed())
+		// A state split across parts.
+		store := o.StateStore(env.Client)
+		store.Limit = 4 << 10
+		states[o.Name] = stateOf(t, "lineage-"+o.Name, 1, 32<<10)
+		g.Expect(store.Replace(ctx, states[o.Name])).To(Succeed())
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: EnvSecretName(o.Name)}})).To(Succeed())
+	}
+	count := func() (int, int) {
+		cms := &corev1.ConfigMapList{}
+		g.Expect(env.Client.List(ctx, cms, client.InNamespace(ns), client.MatchingLabels{LabelInfrastructure: objects.Name})).To(Succeed())
+		secrets := &corev1.SecretList{}
+		g.Expect(env.Client.List(ctx, secrets, client.InNamespace(ns))).To(Succeed())
+		return len(cms.Items), len(secrets.Items)
+	}
+	cms, secrets := count()
+	g.Expect(cms).To(BeNumerically(">", 3), "the config, the state and its parts")
+	g.Expect(secrets).To(Equal(4))
+
+	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed())
+	cms, secrets = count()
+	g.Expect(cms).To(BeZero())
+	g.Expect(secrets).To(Equal(2), "the neighbour's vars and credentials")
+	for _, obj := range objects.objects() {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))).To(BeTrue(), obj.GetName())
+	}
+	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed(), "again, with nothing left")
+
+	state, err := neighbour.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).To(Equal(states[neighbour.Name]))
 }

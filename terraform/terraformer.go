@@ -59,7 +59,7 @@ type Terraformer struct {
 	// WorkDir is private to this Infrastructure; a state left there by a killed run is
 	// recovered when it is newer than the stored one.
 	WorkDir string
-	// TerraformPath is the terraform binary (see FindTerraform).
+	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
 	TerraformPath string
 	Plugins       Plugins
 	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
@@ -130,7 +130,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	tf, stderr, err := t.terraform()
+	tf, stderr, err := t.terraform(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 	return os.WriteFile(t.statePath(), stored, 0o600)
 }
 
-func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
+func (t *Terraformer) terraform(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
 	tf, err := tfexec.NewTerraform(t.WorkDir, t.TerraformPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
@@ -267,6 +267,14 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	// refuses to be given TF_VAR_* explicitly.
 	if err := os.Setenv("TF_CLI_CONFIG_FILE", cliConfig); err != nil {
 		return nil, nil, err
+	}
+	// tfexec caches the version, so this is the only `terraform version` of the run.
+	v, _, err := tf.Version(ctx, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
+	}
+	if v.String() != TerraformVersion {
+		return nil, nil, fmt.Errorf("%w: %s is terraform %s", ErrTerraformNotFound, t.TerraformPath, v)
 	}
 	return tf, stderr, nil
 }

@@ -1,29 +1,6 @@
-# Objects whose identity is assigned when they are created: each ConfigMap's name embeds
-# the id of a terraform_data, so a state entry lost by a killed run shows up as a
-# duplicate ConfigMap rather than being adopted again.
-terraform {
-  required_providers {
-    kubectl = {
-      source  = "gavinbunney/kubectl"
-      version = "1.19.0"
-    }
-  }
-}
-
-locals {
-  kubeconfig = yamldecode(var.kubeconfig)
-  cluster    = local.kubeconfig.clusters[0].cluster
-  user       = local.kubeconfig.users[0].user
-}
-
-provider "kubectl" {
-  load_config_file       = false
-  host                   = local.cluster.server
-  cluster_ca_certificate = base64decode(local.cluster["certificate-authority-data"])
-  client_certificate     = base64decode(local.user["client-certificate-data"])
-  client_key             = base64decode(local.user["client-key-data"])
-}
-
+# The test configuration: `resources` ConfigMaps, each named after the id terraform
+# generates for a terraform_data. (The kill test writes its own main.tf, which creates
+# each id and its ConfigMap in turn.)
 resource "terraform_data" "id" {
   count = var.resources
 }
