@@ -184,9 +184,11 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 			Clientset:          clientset,
 			Image:              o.terraformerImage,
 			ServiceAccountName: o.terraformerAccount,
-			PluginMirror:       o.pluginMirror,
-			PluginCacheDir:     pluginCache,
-			RunTimeout:         o.runTimeout,
+			// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
+			ManageServiceAccount: true,
+			PluginMirror:         o.pluginMirror,
+			PluginCacheDir:       pluginCache,
+			RunTimeout:           o.runTimeout,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("100m"),
 				corev1.ResourceMemory: resource.MustParse("256Mi"),

@@ -102,28 +102,15 @@ func (op *operation) owner() *metav1.OwnerReference {
 	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
 }
 
-// deleteRunObjects releases and deletes the run objects and the stored credentials; the
-// objects are named explicitly too, since Gardener's terraformer did not label them.
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep, and
+// the stored credentials.
 func (op *operation) deleteRunObjects(ctx context.Context) error {
-	objects := op.objects()
-	c := op.reconciler.Client
-	if err := objects.RemoveFinalizers(ctx, c); err != nil {
-		return fmt.Errorf("releasing the run objects: %w", err)
+	if err := op.objects().Delete(ctx, op.reconciler.Client); err != nil {
+		return fmt.Errorf("deleting the run objects: %w", err)
 	}
-	for _, obj := range []client.Object{
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.ConfigName()}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.VarsName()}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: objects.StateName()}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}},
-	} {
-		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
-		}
-	}
-	// A large state is split into more ConfigMaps; they carry the run's labels.
-	if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(op.infra.Namespace),
-		client.MatchingLabels{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}); err != nil {
-		return fmt.Errorf("deleting the parts of the state: %w", err)
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
+	if err := op.reconciler.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the stored credentials: %w", err)
 	}
 	return nil
 }
