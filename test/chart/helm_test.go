@@ -1,0 +1,254 @@
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+var (
+	env       *testenv.Environment
+	chartDir  = mustAbs("../../charts/terraseed")
+	repoRoot  = mustAbs("../..")
+	valueSets = []string{"default", "local-executor", "providers"}
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func helmBinary(t testing.TB) string {
+	t.Helper()
+	h := os.Getenv("HELM")
+	if h == "" {
+		t.Fatal("HELM is not set: run `make test`, or eval \"$(make -s env)\" first")
+	}
+	return h
+}
+
+func helm(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helmBinary(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), errors.New(err.Error() + ": " + stderr.String() + stdout.String())
+	}
+	return stdout.String(), nil
+}
+
+func valuesFile(set string) string { return filepath.Join(chartDir, "ci", set+"-values.yaml") }
+
+// render runs `helm template` and decodes every object it prints.
+func render(t testing.TB, namespace string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "terraseed", chartDir, "--namespace", namespace}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := decoder.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("decoding helm's output: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objects = append(objects, u)
+		}
+	}
+	return objects
+}
+
+func find(objects []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objects {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	return nil
+}
+
+func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
+	t.Helper()
+	if u == nil {
+		t.Fatal("object not rendered")
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	for _, set := range valueSets {
+		t.Run(set, func(t *testing.T) {
+			out, err := helm(t, "lint", "--strict", chartDir, "-f", valuesFile(set))
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			NewWithT(t).Expect(out).To(ContainSubstring("0 chart(s) failed"))
+		})
+	}
+}
+
+func controllerContainer(t testing.TB, objects []*unstructured.Unstructured) (*appsv1.Deployment, corev1.Container) {
+	t.Helper()
+	d := convert[appsv1.Deployment](t, find(objects, "Deployment", ""))
+	if len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("want one container, have %d", len(d.Spec.Template.Spec.Containers))
+	}
+	return d, d.Spec.Template.Spec.Containers[0]
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// Every value set renders a hardened Deployment whose flags follow the values.
+func TestTemplate(t *testing.T) {
+	for _, set := range valueSets {
+		t.Run(set, func(t *testing.T) {
+			g := NewWithT(t)
+			objects := render(t, "garden-terraseed", "-f", valuesFile(set))
+			d, c := controllerContainer(t, objects)
+			pod := d.Spec.Template.Spec
+
+			g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+			g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(int64(65532)))
+			g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+			g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+			g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+			g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+			g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+			g.Expect(c.Resources.Requests).NotTo(BeEmpty())
+			g.Expect(c.Resources.Limits).NotTo(BeEmpty())
+			g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")))
+			g.Expect(pod.ServiceAccountName).To(Equal("terraseed"))
+			g.Expect(c.Args[0]).To(Equal("run"))
+			g.Expect(c.Args).To(ContainElement("--leader-election-namespace=garden-terraseed"))
+			g.Expect(c.Args).To(ContainElement("--plugin-mirror=/opt/terraseed/plugins"))
+			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-runtime-apiserver", "allowed"))
+
+			terraformerRole := find(objects, "ClusterRole", "terraseed-terraformer")
+			switch set {
+			case "default":
+				g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
+				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=5", "--executor=pod",
+					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
+					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
+				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
+				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
+				g.Expect(envValue(c, "TERRASEED_TERRAFORMER_POD_LABELS")).To(Equal("networking.gardener.cloud/to-dns=allowed," +
+					"networking.gardener.cloud/to-private-networks=allowed,networking.gardener.cloud/to-public-networks=allowed," +
+					"networking.gardener.cloud/to-runtime-apiserver=allowed"))
+				g.Expect(terraformerRole).NotTo(BeNil())
+				g.Expect(find(objects, "Role", "terraseed-leader-election")).NotTo(BeNil())
+				g.Expect(find(objects, "Service", "terraseed-metrics")).NotTo(BeNil())
+			case "local-executor":
+				g.Expect(c.Args).To(ContainElements("--executor=local", "--leader-elect=false", "--terraform=/usr/local/bin/terraform",
+					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090"))
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--terraformer-image")))
+				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("debug"))
+				// Without terraformer pods there is no terraformer role and the
+				// controller may not touch pods or bind roles.
+				g.Expect(terraformerRole).To(BeNil())
+				g.Expect(find(objects, "Role", "")).To(BeNil())
+				g.Expect(find(objects, "Service", "")).To(BeNil())
+				role := convert[rbacv1.ClusterRole](t, find(objects, "ClusterRole", "terraseed"))
+				for _, r := range role.Rules {
+					g.Expect(r.Resources).NotTo(ContainElements(ContainSubstring("pods")))
+					g.Expect(r.Resources).NotTo(ContainElement("rolebindings"))
+				}
+			case "providers":
+				g.Expect(c.Image).To(Equal("registry.example.com/terraseed@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+				g.Expect(c.Args).To(ContainElements("--provider-types=local,third", "--concurrency=10",
+					"--terraformer-image=registry.example.com/terraseed-aws:0.1.0-aws", "--providers-dir=/etc/terraseed/providers"))
+				cm := convert[corev1.ConfigMap](t, find(objects, "ConfigMap", "terraseed-providers"))
+				g.Expect(cm.Data).To(HaveKeyWithValue("third.schema.json", "{\"type\": \"object\"}\n"))
+				var volume *corev1.Volume
+				for i := range pod.Volumes {
+					if pod.Volumes[i].ConfigMap != nil {
+						volume = &pod.Volumes[i]
+					}
+				}
+				g.Expect(volume).NotTo(BeNil())
+				g.Expect(volume.ConfigMap.Name).To(Equal(cm.Name))
+				g.Expect(volume.ConfigMap.Items).To(ConsistOf(
+					corev1.KeyToPath{Key: "third.main.tf.tpl", Path: "third/main.tf.tpl"},
+					corev1.KeyToPath{Key: "third.provider.yaml", Path: "third/provider.yaml"},
+					corev1.KeyToPath{Key: "third.schema.json", Path: "third/schema.json"}))
+				g.Expect(d.Spec.Template.Annotations).To(HaveKey("checksum/providers"))
+			}
+		})
+	}
+}
+
+func TestTemplateRefusesBadValues(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{"executor=kubelet", "executor must be pod or local"},
+		{"logLevel=trace", "logLevel must be debug, info or error"},
+		{"providers.Bad_Type.main\\.tf\\.tpl=x", "is not a provider type"},
+	} {
+		_, err := helm(t, "template", "terraseed", chartDir, "--set", c.set)
+		NewWithT(t).Expect(err).To(MatchError(ContainSubstring(c.want)), c.set)
+	}
+}
+
+// The chart passes only flags the controller has: an unknown flag would stop it at start.
+func TestArgsAreControllerFlags(t *testing.T) {
+	g := NewWithT(t)
+	bin := filepath.Join(t.TempDir(), "infrastructure-controller")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/infrastructure-controller")
+	build.Dir = repoRoot
+	out, err := build.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	help, _ := exec.Command(bin, "run", "--help").CombinedOutput()
+	var flags []string
+	for _, line := range strings.Split(string(help), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "-"); ok {
+			flags = append(flags, strings.Fields(f)[0])
+		}
+	}
+	g.Expect(flags).To(ContainElement("terraformer-image"))
+	for _, set := range valueSets {
+		_, c := controllerContainer(t, render(t, "garden-terraseed", "-f", valuesFile(set)))
+		g.Expect(c.Command).To(Equal([]string{"/infrastructure-controller"}))
+		for _, arg := range c.Args[1:] {
+			name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+			g.Expect(slices.Contains(flags, name)).To(BeTrue(), "%s: the controller has no flag --%s", set, name)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// install applies everything `helm template --include-crds` renders, as helm install would.
+func install(t *testing.T, namespace string, args ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range render(t, namespace, append([]string{"--include-crds"}, args...)...) {
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+func serviceAccountConfig(namespace, name string) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return cfg
+}
+
+func impersonate(t *testing.T, namespace, name string) client.Client {
+	t.Helper()
+	c, err := client.New(serviceAccountConfig(namespace, name), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	return fmt.Sprintf("%s %s %s/%s", a.verb, r, a.namespace, a.name)
+}
+
+// allowed asks the API server's authorizer, as the impersonated user, whether it may.
+func allowed(t *testing.T, c client.Client, a access) bool {
+	t.Helper()
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
+		},
+	}}
+	if err := c.Create(context.Background(), review); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	return review.Status.Allowed
+}
+
+// checkAccess asserts, for each access, the authorizer's answer for the impersonated user.
+func checkAccess(t *testing.T, c client.Client, can, cannot []access) {
+	t.Helper()
+	g := NewWithT(t)
+	for _, a := range can {
+		g.Expect(allowed(t, c, a)).To(BeTrue(), "should be allowed: %s", a)
+	}
+	for _, a := range cannot {
+		g.Expect(allowed(t, c, a)).To(BeFalse(), "should be denied: %s", a)
+	}
+}
+
+const ext = "extensions.gardener.cloud"
+
+// The chart installs: CRDs established, RBAC applied, the Deployment created. Then the
+// controller's ServiceAccount is impersonated: it does its job in a shoot namespace and
+// nothing more; the terraformer's ServiceAccount, bound by the controller as the pod
+// executor binds it, reaches its own namespace's run objects only.
+func TestInstallAndLeastPrivilege(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	release := env.Namespace(t)
+	install(t, release)
+
+	scheme := testenv.NewScheme()
+	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	admin, err := client.New(env.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, name := range []string{"infrastructures." + ext, "clusters." + ext} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(admin.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+		g.Expect(crd.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
+	}
+	deployment := &appsv1.Deployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "terraseed"}, deployment)).To(Succeed())
+	g.Expect(deployment.Spec.Template.Spec.ServiceAccountName).To(Equal("terraseed"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "terraseed"}, &corev1.ServiceAccount{})).To(Succeed())
+
+	controller := impersonate(t, release, "terraseed")
+	shoot, other := env.Namespace(t), env.Namespace(t)
+
+	t.Run("controller", func(t *testing.T) {
+		checkAccess(t, controller, []access{
+			{"watch", ext, "infrastructures", "", shoot, ""},
+			{"patch", ext, "infrastructures", "", shoot, "infra"},
+			{"update", ext, "infrastructures", "status", shoot, "infra"},
+			{"list", ext, "clusters", "", "", ""},
+			{"create", "", "secrets", "", shoot, ""},
+			{"delete", "", "secrets", "", shoot, "infra.infra.tf-env"},
+			{"deletecollection", "", "configmaps", "", shoot, ""},
+			{"create", "", "pods", "", shoot, ""},
+			{"get", "", "pods", "log", shoot, "infra.infra.tf-run"},
+			{"create", "", "events", "", shoot, ""},
+			{"create", "events.k8s.io", "events", "", shoot, ""},
+			{"create", "", "serviceaccounts", "", shoot, ""},
+			{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
+			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
+			{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
+		}, []access{
+			{"create", ext, "infrastructures", "", shoot, ""},
+			{"delete", ext, "infrastructures", "", shoot, "infra"},
+			{"update", ext, "clusters", "", "", shoot},
+			{"create", ext, "controlplanes", "", shoot, ""},
+			{"update", "", "pods", "", shoot, "infra.infra.tf-run"},
+			{"create", "", "pods", "exec", shoot, "infra.infra.tf-run"},
+			{"delete", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
+			{"create", "", "serviceaccounts", "token", shoot, "terraseed-terraformer"},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
+			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
+			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
+			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
+			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
+			{"update", "coordination.k8s.io", "leases", "", shoot, "terraseed-infrastructure-controller"},
+			{"list", "", "namespaces", "", "", ""},
+			{"delete", "", "namespaces", "", "", shoot},
+			{"list", "", "nodes", "", "", ""},
+			{"create", "apps", "deployments", "", shoot, ""},
+			{"list", "", "services", "", shoot, ""},
+		})
+	})
+
+	t.Run("controller binds the terraformer role and nothing else", func(t *testing.T) {
+		g := NewWithT(t)
+		// What the pod executor does per shoot namespace, as the controller.
+		g.Expect(controller.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "terraseed-terraformer"}})).To(Succeed())
+		g.Expect(controller.Create(ctx, terraformerBinding(shoot, "terraseed-terraformer"))).To(Succeed())
+		// RBAC lets anyone grant what they hold themselves; roles holding more are refused.
+		// (admin and edit are aggregated by kube-controller-manager, which envtest does
+		// not run, so they are empty here and not worth asking about.)
+		for _, role := range []string{"cluster-admin", "system:kube-scheduler", "system:node"} {
+			err := controller.Create(ctx, terraformerBinding(shoot, role))
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "binding %s: %v", role, err)
+		}
+		err := controller.Create(ctx, &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra"}})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		g.Expect(apierrors.IsForbidden(controller.List(ctx, &corev1.NamespaceList{}))).To(BeTrue())
+	})
+
+	t.Run("terraformer", func(t *testing.T) {
+		g := NewWithT(t)
+		terraformer := impersonate(t, shoot, "terraseed-terraformer")
+		checkAccess(t, terraformer, []access{
+			{"get", "", "configmaps", "", shoot, "infra.infra.tf-config"},
+			{"watch", "", "configmaps", "", shoot, ""},
+			{"update", "", "configmaps", "", shoot, "infra.infra.tf-state"},
+			{"create", "", "configmaps", "", shoot, ""},
+			{"delete", "", "configmaps", "", shoot, "infra.infra.tf-state.1.0"},
+			{"get", "", "secrets", "", shoot, "infra.infra.tf-vars"},
+		}, []access{
+			{"list", "", "secrets", "", shoot, ""},
+			{"update", "", "secrets", "", shoot, "infra.infra.tf-vars"},
+			{"get", "", "configmaps", "", other, "infra.infra.tf-config"},
+			{"get", "", "secrets", "", other, "infra.infra.tf-vars"},
+			{"list", "", "configmaps", "", "", ""},
+			{"deletecollection", "", "configmaps", "", shoot, ""},
+			{"get", ext, "infrastructures", "", shoot, "infra"},
+			{"create", "", "pods", "", shoot, ""},
+			{"get", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
+		})
+		// For real: the state object in its namespace, and nothing in another.
+		state := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-state"}, Data: map[string]string{"terraform.tfstate": "{}"}}
+		g.Expect(terraformer.Create(ctx, state)).To(Succeed())
+		elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "infra.infra.tf-state"}}
+		g.Expect(apierrors.IsForbidden(terraformer.Create(ctx, elsewhere))).To(BeTrue())
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-vars"}})).To(Succeed())
+		g.Expect(terraformer.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "infra.infra.tf-vars"}, &corev1.Secret{})).To(Succeed())
+		g.Expect(apierrors.IsForbidden(terraformer.List(ctx, &corev1.SecretList{}, client.InNamespace(shoot)))).To(BeTrue())
+	})
+
+	t.Run("a namespace the controller did not bind", func(t *testing.T) {
+		checkAccess(t, impersonate(t, other, "terraseed-terraformer"), nil, []access{
+			{"get", "", "configmaps", "", other, "infra.infra.tf-config"},
+			{"get", "", "secrets", "", other, "infra.infra.tf-vars"},
+		})
+	})
+}
+
+func terraformerBinding(namespace, role string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "terraseed-terraformer-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "terraseed-terraformer"}},
+	}
+}
+
+// With the local executor the controller cannot start pods or bind roles.
+func TestLocalExecutorRBAC(t *testing.T) {
+	release := env.Namespace(t)
+	// The ClusterRole and its binding are cluster-scoped: a second release name keeps
+	// them apart from the other test's.
+	ctx := context.Background()
+	for _, o := range render(t, release, "-f", valuesFile("local-executor")) {
+		if o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" {
+			o.SetName("local-" + o.GetName())
+			if o.GetKind() == "ClusterRoleBinding" {
+				o.Object["roleRef"].(map[string]any)["name"] = o.GetName()
+			}
+		}
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	shoot := env.Namespace(t)
+	checkAccess(t, impersonate(t, release, "terraseed"), []access{
+		{"patch", ext, "infrastructures", "", shoot, "infra"},
+		{"create", "", "configmaps", "", shoot, ""},
+	}, []access{
+		{"create", "", "pods", "", shoot, ""},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
+		{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
+	})
+}

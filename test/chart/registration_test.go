@@ -1,0 +1,56 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// The example registration serves the types its deployment's values serve, and those
+// values render with the chart.
+func TestGardenerRegistrationExample(t *testing.T) {
+	g := NewWithT(t)
+	content, err := os.ReadFile(filepath.Join(repoRoot, "examples/gardener/controller-registration.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(content)), 4096)
+	objects := map[string]*unstructured.Unstructured{}
+	for {
+		u := &unstructured.Unstructured{}
+		if err := decoder.Decode(&u.Object); err != nil {
+			break
+		}
+		objects[u.GetKind()] = u
+	}
+	deployment, registration := objects["ControllerDeployment"], objects["ControllerRegistration"]
+	g.Expect(deployment).NotTo(BeNil())
+	g.Expect(registration).NotTo(BeNil())
+	g.Expect(deployment.GetAPIVersion()).To(Equal("core.gardener.cloud/v1"))
+
+	refs, _, _ := unstructured.NestedSlice(registration.Object, "spec", "deployment", "deploymentRefs")
+	g.Expect(refs).To(ConsistOf(HaveKeyWithValue("name", deployment.GetName())))
+	resources, _, _ := unstructured.NestedSlice(registration.Object, "spec", "resources")
+	var registered []any
+	for _, r := range resources {
+		g.Expect(r).To(HaveKeyWithValue("kind", "Infrastructure"))
+		registered = append(registered, r.(map[string]any)["type"])
+	}
+	values, found, err := unstructured.NestedMap(deployment.Object, "helm", "values")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	g.Expect(values["providerTypes"]).To(ConsistOf(registered...))
+
+	valuesYAML, err := yaml.Marshal(values)
+	g.Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	g.Expect(os.WriteFile(file, valuesYAML, 0o600)).To(Succeed())
+	_, err = helm(t, "lint", "--strict", chartDir, "-f", file)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, c := controllerContainer(t, render(t, "extension-terraseed", "-f", file))
+	g.Expect(c.Args).To(ContainElements("--provider-types=aws,local", "--concurrency=10", "--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0"))
+}
