@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type PodExecutor struct {
 	// bound to ClusterRole there (see EnsureServiceAccount), for namespaces nobody
 	// prepared, such as shoot namespaces.
 	ManageServiceAccount bool
+	// PodLabels are added to run pods, e.g. the labels a seed's network policies select
+	// on; they never replace the labels that identify a run.
+	PodLabels map[string]string
 	// ClusterRole is what the ServiceAccount is bound to; DefaultClusterRole when empty.
 	ClusterRole string
 	Resources   corev1.ResourceRequirements
@@ -165,7 +169,7 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 		grace = DefaultStopTimeout
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: PodName(req.Name), Labels: labels, OwnerReferences: owners},
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: PodName(req.Name), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ServiceAccountName:            e.serviceAccountName(),
@@ -291,4 +295,13 @@ func (e *PodExecutor) cleanup(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("deleting the credentials Secret: %w", err)
 	}
 	return nil
+}
+
+func (e *PodExecutor) podLabels(runLabels map[string]string) map[string]string {
+	labels := maps.Clone(e.PodLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, runLabels)
+	return labels
 }

@@ -176,6 +176,7 @@ func (f *fixture) podExecutor() *PodExecutor {
 		CreationTimeout: 30 * time.Second,
 		RunTimeout:      5 * time.Minute,
 		PollInterval:    100 * time.Millisecond,
+		PodLabels:       map[string]string{"networking.gardener.cloud/to-dns": "allowed", LabelPurpose: "overridden"},
 	}
 }
 
@@ -198,6 +199,8 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	g.Expect(pod.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 	g.Expect(pod.OwnerReferences).To(ConsistOf(*owner))
 	g.Expect(pod.Labels).To(And(HaveKeyWithValue(LabelInfrastructure, "infra"), HaveKeyWithValue(LabelPurpose, PurposeInfra), HaveKeyWithValue(LabelCommand, "apply")))
+	g.Expect(pod.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-dns", "allowed"), "the seed's network-policy labels")
+	g.Expect(pod.Labels).NotTo(HaveKeyWithValue(LabelPurpose, "overridden"), "extra labels never replace a run's own")
 	g.Expect(pod.Spec.ServiceAccountName).To(Equal("terraformer"))
 	g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(pod.Spec.Containers[0].Resources.Requests).To(HaveKey(corev1.ResourceCPU))

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -38,7 +39,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "run":
-		ctrl.SetLogger(zap.New())
+		ctrl.SetLogger(zap.New(zap.Level(logLevel(os.Getenv("TERRASEED_LOG_LEVEL")))))
 		err = runController(ctx, os.Args[2:])
 	case "local":
 		err = runLocal(ctx, os.Args[2:])
@@ -54,5 +55,17 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
+	}
+}
+
+// logLevel reads debug, info or error (TERRASEED_LOG_LEVEL, set by the chart); info otherwise.
+func logLevel(name string) zapcore.Level {
+	switch name {
+	case "debug":
+		return zapcore.DebugLevel
+	case "error":
+		return zapcore.ErrorLevel
+	default:
+		return zapcore.InfoLevel
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -46,6 +48,8 @@ type managerOptions struct {
 	terraformerImage          string
 	terraformerAccount        string
 	runTimeout                time.Duration
+	podCreationTimeout        time.Duration
+	terraformerPodLabels      string
 }
 
 func (o *managerOptions) bind(flags *flag.FlagSet) {
@@ -65,6 +69,8 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerImage, "terraformer-image", "", "image of terraformer pods (pod executor)")
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
+	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
+	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 }
 
 func newScheme() *k8sruntime.Scheme {
@@ -179,6 +185,10 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 		if pluginCache == "" {
 			pluginCache = "/tmp/plugin-cache"
 		}
+		podLabels, err := parseLabels(o.terraformerPodLabels)
+		if err != nil {
+			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
+		}
 		return &terraform.PodExecutor{
 			Client:             mgr.GetClient(),
 			Clientset:          clientset,
@@ -189,6 +199,8 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 			PluginMirror:         o.pluginMirror,
 			PluginCacheDir:       pluginCache,
 			RunTimeout:           o.runTimeout,
+			CreationTimeout:      o.podCreationTimeout,
+			PodLabels:            podLabels,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("100m"),
 				corev1.ResourceMemory: resource.MustParse("256Mi"),
@@ -220,4 +232,24 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// parseLabels reads key=value,key=value; keys and values must be valid label keys and values.
+func parseLabels(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	selector, err := labels.ConvertSelectorToLabelsMap(s)
+	if err != nil {
+		return nil, err
+	}
+	for key, value := range selector {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return nil, fmt.Errorf("label key %q: %s", key, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return nil, fmt.Errorf("label %q value %q: %s", key, value, strings.Join(errs, "; "))
+		}
+	}
+	return selector, nil
 }
