@@ -16,7 +16,8 @@ import (
 type Plugins struct {
 	// Mirror is a filesystem mirror (unpacked layout) holding the pinned providers.
 	Mirror string
-	// CacheDir is the plugin cache shared by all runs on this machine or volume.
+	// CacheDir is the plugin cache shared by all runs on this machine or volume, for the
+	// providers terraform downloads; providers of the mirror are linked from the mirror.
 	CacheDir string
 	// AllowDownload lets terraform download providers the mirror does not hold.
 	AllowDownload bool
@@ -26,7 +27,11 @@ type Plugins struct {
 // only from the mirror, through the shared cache.
 func (p Plugins) cliConfig() (string, error) {
 	var b strings.Builder
-	if p.CacheDir != "" {
+	// An unpacked mirror is linked into each working directory as it is, in no time and
+	// with nothing to share; the cache only serves providers that are downloaded. Through
+	// the cache, one run's init replaced the entry another run's apply was starting its
+	// provider from.
+	if p.usesCache() {
 		fmt.Fprintf(&b, "plugin_cache_dir = %s\n", strconv.Quote(p.CacheDir))
 		// The mirror is the trusted source, so a cached copy of it may complete a lock file.
 		b.WriteString("plugin_cache_may_break_dependency_lock_file = true\n")
@@ -79,7 +84,7 @@ func (p Plugins) writeCLIConfig(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if p.CacheDir != "" {
+	if p.usesCache() {
 		if err := os.MkdirAll(p.CacheDir, 0o755); err != nil {
 			return "", fmt.Errorf("creating the plugin cache: %w", err)
 		}
@@ -94,7 +99,7 @@ func (p Plugins) writeCLIConfig(dir string) (string, error) {
 // lockCache holds an exclusive lock on the plugin cache, because terraform does not
 // guard its cache against concurrent `terraform init`s filling it.
 func (p Plugins) lockCache(ctx context.Context) (func(), error) {
-	if p.CacheDir == "" {
+	if !p.usesCache() {
 		return func() {}, nil
 	}
 	lock := flock.New(filepath.Join(p.CacheDir, ".terraseed.lock"))
@@ -107,3 +112,5 @@ func (p Plugins) lockCache(ctx context.Context) (func(), error) {
 	}
 	return func() { _ = lock.Unlock() }, nil
 }
+
+func (p Plugins) usesCache() bool { return p.CacheDir != "" && (p.AllowDownload || p.Mirror == "") }

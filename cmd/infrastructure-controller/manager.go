@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -100,6 +101,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:        o.probeAddress,
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

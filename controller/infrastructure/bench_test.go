@@ -91,12 +91,8 @@ func bareApplies(b *testing.B, infras []*extensionsv1alpha1.Infrastructure) time
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Like the controller's runs, these link the providers from the mirror.
 	cliConfig := testenv.TerraformCLIConfig(b)
-	// The controller's runs share a plugin cache; so do these.
-	cache := b.TempDir()
-	if err := os.WriteFile(cliConfig, append(mustRead(b, cliConfig), fmt.Sprintf("plugin_cache_dir = %q\n", cache)...), 0o600); err != nil {
-		b.Fatal(err)
-	}
 	dirs := make([]string, len(infras))
 	for i, infra := range infras {
 		rendered, err := provider.Render(templates.Input{Infrastructure: infra})

@@ -3,6 +3,7 @@ package infrastructure_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,4 +131,24 @@ func TestDeletionWithoutAnyCredentialsSaysWhatItNeeds(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
 	}).WithTimeout(3 * time.Minute).Should(BeTrue())
 	assertRunObjectsGone(g, s)
+}
+
+func TestManyInfrastructuresAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	startControllerWith(t, ns, workDir(t), env.Config, 4)
+	first := newShootIn(ns, "infra-0", "10.250.0.0/19")
+	first.createSecret(t, adminKubeconfig(t))
+	var shoots []*shoot
+	for i := range 8 {
+		s := newShootIn(ns, fmt.Sprintf("infra-%d", i), "10.250.0.0/19", "10.250.32.0/19")
+		g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+		shoots = append(shoots, s)
+	}
+	for _, s := range shoots {
+		infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+		g.Expect(infra.Status.NodesCIDR).To(HaveValue(Equal("10.250.0.0/16")))
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-1"}, &networkingv1.NetworkPolicy{})).To(Succeed())
+	}
 }

@@ -75,6 +75,7 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	// testdata/providers adds providers made for tests, as an operator would add theirs.

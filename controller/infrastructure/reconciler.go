@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -40,6 +41,13 @@ const (
 	retryAfterRunInProgress = 10 * time.Second
 )
 
+// UncachedObjects are the kinds the manager's client must read live: a seed holds many
+// of them, and caching every one would cost memory in proportion to the seed, not to
+// the Infrastructures served.
+func UncachedObjects() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Pod{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}}
+}
+
 // Reconciler makes the infrastructure an Infrastructure describes exist, and says so in its status.
 type Reconciler struct {
 	Client client.Client
@@ -59,6 +67,11 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Infrastructure{}, secretRefIndex, indexSecretRef); err != nil {
 		return fmt.Errorf("indexing Infrastructures by secret: %w", err)
+	}
+	// Start the Cluster informer with the manager rather than on the first reconcile,
+	// which would otherwise wait for it to sync.
+	if _, err := mgr.GetCache().GetInformer(ctx, &extensionsv1alpha1.Cluster{}); err != nil {
+		return fmt.Errorf("watching Clusters: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("infrastructure").
