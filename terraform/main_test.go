@@ -1,14 +1,12 @@
 package terraform
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -48,14 +46,14 @@ type fixture struct {
 	objects    RunObjects
 	executor   *LocalExecutor
 	kubeconfig string
-	output     *syncBuffer
+	output     *testenv.SyncBuffer
 }
 
 func newFixture(t testing.TB, resources int) *fixture {
 	t.Helper()
 	g := NewWithT(t)
 	ns := env.Namespace(t)
-	f := &fixture{t: t, namespace: ns, objects: RunObjects{Namespace: ns, Name: "infra"}, output: &syncBuffer{}}
+	f := &fixture{t: t, namespace: ns, objects: RunObjects{Namespace: ns, Name: "infra"}, output: &testenv.SyncBuffer{}}
 	f.writeConfig("testdata/kubectl")
 	vars, err := json.Marshal(map[string]any{"namespace": ns, "resources": resources})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -155,21 +153,4 @@ func (f *fixture) finalizers(g Gomega) [][]string {
 		all = append(all, obj.GetFinalizers())
 	}
 	return all
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

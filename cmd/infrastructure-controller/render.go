@@ -66,7 +66,11 @@ func runRender(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "# ---- %s\n%s\n", name, out.Files[name])
 	}
 	fmt.Fprintf(stdout, "# ---- terraform.tfvars.json\n%s\n", out.TFVarsJSON)
-	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", in.Infrastructure.Spec.SecretRef.Namespace, in.Infrastructure.Spec.SecretRef.Name)
+	secretNamespace := in.Infrastructure.Spec.SecretRef.Namespace
+	if secretNamespace == "" {
+		secretNamespace = in.Infrastructure.Namespace
+	}
+	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", secretNamespace, in.Infrastructure.Spec.SecretRef.Name)
 	for _, c := range provider.Manifest.Credentials {
 		optional := ""
 		if c.Optional {

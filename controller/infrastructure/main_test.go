@@ -1,13 +1,12 @@
 package infrastructure_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,8 +40,13 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
 		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
-	// go test shows a package's output when one of its tests fails.
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	// The controllers' log goes to a file, kept and named when a test fails, so that it
+	// does not interleave with test and benchmark output.
+	logFile, err := os.CreateTemp("", "terraseed-controller-log-")
+	if err != nil {
+		panic(err)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 	dir, err := os.MkdirTemp("", "terraseed-plugin-cache-")
 	if err != nil {
 		panic(err)
@@ -50,7 +54,26 @@ func TestMain(m *testing.M) {
 	pluginCache = dir
 	code := testenv.Run(m, &env)
 	_ = os.RemoveAll(dir)
+	_ = logFile.Close()
+	if code != 0 {
+		printTail(logFile.Name(), 64<<10)
+	}
+	_ = os.Remove(logFile.Name())
 	os.Exit(code)
+}
+
+// printTail prints the end of a log, where the failure is, for CI to show.
+func printTail(path string, size int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.Size() > size {
+		_, _ = f.Seek(-size, io.SeekEnd)
+	}
+	fmt.Fprintln(os.Stderr, "---- the end of the controllers' log:")
+	_, _ = io.Copy(os.Stderr, f)
 }
 
 // controllerUnderTest is a manager running the Infrastructure controller for one namespace.
@@ -58,7 +81,7 @@ type controllerUnderTest struct {
 	cancel context.CancelFunc
 	done   chan error
 	// output collects what the terraformer processes of this controller printed.
-	output *syncBuffer
+	output *testenv.SyncBuffer
 }
 
 // startController runs the controller with the local executor; runs keep their working
@@ -81,7 +104,7 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 	// testdata/providers adds providers made for tests, as an operator would add theirs.
 	providers, err := templates.NewRegistry("testdata/providers")
 	g.Expect(err).NotTo(HaveOccurred())
-	output := &syncBuffer{}
+	output := &testenv.SyncBuffer{}
 	reconciler := &infrastructure.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -203,24 +226,6 @@ func adminKubeconfig(t testing.TB) []byte {
 func workDir(t *testing.T) string { return filepath.Join(t.TempDir(), "runs") }
 
 func ptr[T any](v T) *T { return &v }
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of several runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
