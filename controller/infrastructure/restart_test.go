@@ -74,7 +74,7 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 	infra := &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":4,"seconds":2}`)}},
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":4,"seconds":6}`)}},
 			Region:      "local-1",
 			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
 		},
@@ -111,7 +111,8 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 	}).WithTimeout(time.Minute).Should(Succeed())
 
 	// A second controller on the same machine comes up while the run goes on, as after a
-	// restart whose predecessor's run has not ended yet.
+	// restart whose predecessor's run has not ended yet. Each step of the run sleeps 6 s,
+	// time enough for it to start even on a loaded machine.
 	second := startController(t, ns, dir)
 	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(terraform.ErrRunInProgress.Error()))
 
