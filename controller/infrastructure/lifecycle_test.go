@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
@@ -138,6 +139,7 @@ func TestManyInfrastructuresAtOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	startControllerWith(t, ns, workDir(t), env.Config, 4)
+	appliesBefore := appliesSucceeded(g)
 	first := newShootIn(ns, "infra-0", "10.250.0.0/19")
 	first.createSecret(t, adminKubeconfig(t))
 	var shoots []*shoot
@@ -151,4 +153,27 @@ func TestManyInfrastructuresAtOnce(t *testing.T) {
 		g.Expect(infra.Status.NodesCIDR).To(HaveValue(Equal("10.250.0.0/16")))
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-1"}, &networkingv1.NetworkPolicy{})).To(Succeed())
 	}
+	g.Expect(appliesSucceeded(g)-appliesBefore).To(BeNumerically("==", 8), "one successful apply each, counted in the metrics")
+}
+
+// appliesSucceeded reads terraseed_terraform_runs_total{command="apply",result="succeeded"}
+// from the registry the manager serves on its metrics endpoint.
+func appliesSucceeded(g Gomega) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, family := range families {
+		if family.GetName() != "terraseed_terraform_runs_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["command"] == "apply" && labels["result"] == "succeeded" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
