@@ -22,7 +22,7 @@ import (
 // `terraform init` alone, and the state writes of the executor's 20-resource apply.
 func BenchmarkApply(b *testing.B) {
 	const resources = 20
-	cliConfig, err := Plugins{Mirror: testenv.ProviderMirror(b), CacheDir: pluginCache}.writeCLIConfig(b.TempDir())
+	cliConfig, err := Plugins{Mirror: testenv.ProviderMirror(b)}.writeCLIConfig(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,11 +16,7 @@ import (
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
-var (
-	env *testenv.Environment
-	// pluginCache is shared by every run of the test binary, as runs share it on a seed.
-	pluginCache string
-)
+var env *testenv.Environment
 
 func TestMain(m *testing.M) {
 	// The local executor runs the terraformer as a child process; in tests that child is
@@ -28,14 +24,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
 		os.Exit(Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
-	dir, err := os.MkdirTemp("", "terraseed-plugin-cache-")
-	if err != nil {
-		panic(err)
-	}
-	pluginCache = dir
-	code := testenv.Run(m, &env)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testenv.Run(m, &env))
 }
 
 // fixture is one Infrastructure in its own namespace, with the test configuration
@@ -64,7 +53,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 		Config:        env.Config,
 		Terraformer:   []string{os.Args[0], "terraformer"},
 		TerraformPath: testenv.Terraform(t),
-		Plugins:       Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
+		Plugins:       Plugins{Mirror: testenv.ProviderMirror(t)},
 		BaseDir:       t.TempDir(),
 		Output:        f.output,
 	}

@@ -67,9 +67,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 
 	// Deleting destroys the objects, then the run objects and the finalizer go.
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
-	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	s.waitGone(t)
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy))).To(BeTrue())
 	namespace := &corev1.Namespace{}
 	// envtest runs no namespace controller: a deleted namespace stays Terminating.
@@ -93,18 +91,12 @@ func assertRunObjectsGone(g Gomega, s *shoot) {
 func TestDeletionUsesTheLastCredentialsWhenTheSecretIsGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newShoot(t, "10.250.0.0/19")
-	s.createSecret(t, adminKubeconfig(t))
-	startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s := createdShoot(t, "10.250.0.0/19")
 
 	// Gardener deletes the credentials before the Infrastructure, sometimes.
 	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "cloudprovider"}})).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
-	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	s.waitGone(t)
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, &networkingv1.NetworkPolicy{}))).To(BeTrue(), "destroyed")
 	assertRunObjectsGone(g, s)
 }
@@ -112,11 +104,7 @@ func TestDeletionUsesTheLastCredentialsWhenTheSecretIsGone(t *testing.T) {
 func TestDeletionWithoutAnyCredentialsSaysWhatItNeeds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newShoot(t, "10.250.0.0/19")
-	s.createSecret(t, adminKubeconfig(t))
-	startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s := createdShoot(t, "10.250.0.0/19")
 
 	// Both the secret and the stored credentials are gone.
 	for _, name := range []string{"cloudprovider", s.infra.Name + ".infra.credentials"} {
@@ -128,9 +116,7 @@ func TestDeletionWithoutAnyCredentialsSaysWhatItNeeds(t *testing.T) {
 
 	// Recreating the secret lets the deletion finish.
 	s.createSecret(t, adminKubeconfig(t))
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
-	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+	s.waitGone(t)
 	assertRunObjectsGone(g, s)
 }
 

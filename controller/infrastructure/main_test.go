@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -30,9 +31,8 @@ import (
 )
 
 var (
-	env         *testenv.Environment
-	pluginCache string
-	kubeconfig  []byte
+	env        *testenv.Environment
+	kubeconfig []byte
 )
 
 func TestMain(m *testing.M) {
@@ -47,13 +47,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-	dir, err := os.MkdirTemp("", "terraseed-plugin-cache-")
-	if err != nil {
-		panic(err)
-	}
-	pluginCache = dir
 	code := testenv.Run(m, &env)
-	_ = os.RemoveAll(dir)
 	_ = logFile.Close()
 	if code != 0 {
 		printTail(logFile.Name(), 64<<10)
@@ -115,7 +109,7 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 			Config:        config,
 			Terraformer:   []string{os.Args[0], "terraformer"},
 			TerraformPath: testenv.Terraform(t),
-			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t), CacheDir: pluginCache},
+			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t)},
 			BaseDir:       workDir,
 			StopTimeout:   time.Minute,
 			Output:        output,
@@ -211,6 +205,25 @@ func (s *shoot) waitFor(t *testing.T, opType extensionsv1alpha1.LastOperationTyp
 		g.Expect(infra.Status.LastOperation.State).To(Equal(state), "last operation: %+v, last error: %+v", infra.Status.LastOperation, infra.Status.LastError)
 	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	return infra
+}
+
+// createdShoot is a shoot whose Infrastructure a running controller has created.
+func createdShoot(t *testing.T, zones ...string) *shoot {
+	t.Helper()
+	s := newShoot(t, zones...)
+	s.createSecret(t, adminKubeconfig(t))
+	startController(t, s.namespace, workDir(t))
+	NewWithT(t).Expect(env.Client.Create(context.Background(), s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	return s
+}
+
+// waitGone waits until the Infrastructure no longer exists.
+func (s *shoot) waitGone(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), s.key(), &extensionsv1alpha1.Infrastructure{}))
+	}).WithTimeout(3 * time.Minute).Should(BeTrue())
 }
 
 func adminKubeconfig(t testing.TB) []byte {

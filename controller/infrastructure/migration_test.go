@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,9 +71,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 
 	// Deleting the migrated Infrastructure destroys nothing.
 	g.Expect(env.Client.Delete(ctx, migrated)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, s.key(), &extensionsv1alpha1.Infrastructure{}))
-	}).Should(BeTrue())
+	s.waitGone(t)
 	g.Consistently(func(g Gomega) { g.Expect(realObjects(g, s)).To(Equal(before)) }).WithTimeout(2 * time.Second).Should(Succeed())
 
 	// Restore as Gardener does it: create waiting for the state, write the state, then ask to restore.
