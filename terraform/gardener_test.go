@@ -28,7 +28,12 @@ func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
 	vars := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.VarsName()}, vars)).To(Succeed())
 	vars.Data = map[string][]byte{VarsHCLKey: fmt.Appendf(nil, "namespace = %q\nresources = 3\n", f.namespace)}
+	vars.Finalizers = nil
 	g.Expect(env.Client.Update(ctx, vars)).To(Succeed())
+	config := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, config)).To(Succeed())
+	config.Finalizers = nil
+	g.Expect(env.Client.Update(ctx, config)).To(Succeed())
 
 	_, err = f.run(Apply)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -43,4 +48,5 @@ func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
 	g.Expect(updated.BinaryData).To(BeEmpty())
 	names, _ := f.stateItems(g)
 	g.Expect(names).To(Equal(after))
+	g.Expect(f.finalizers(g)).To(HaveEach(ConsistOf(Finalizer)), "the run claimed the objects it found unclaimed")
 }

@@ -81,6 +81,9 @@ func (o RunObjects) meta(name string) metav1.ObjectMeta {
 	}
 }
 
+// The run objects are written with the run finalizer, so that a run finds them claimed
+// and spends no requests on it; objects another tool wrote are claimed by the run.
+
 // WriteConfig creates or replaces the terraform files (file name to content).
 func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[string]string) error {
 	if err := o.Validate(); err != nil {
@@ -91,6 +94,7 @@ func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
 	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		controllerutil.AddFinalizer(cm, Finalizer)
 		cm.Data = maps.Clone(files)
 		cm.BinaryData = nil
 		return nil
@@ -109,6 +113,7 @@ func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []b
 	}
 	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
 	_, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
+		controllerutil.AddFinalizer(secret, Finalizer)
 		secret.Type = corev1.SecretTypeOpaque
 		secret.Data = map[string][]byte{VarsJSONKey: varsJSON}
 		return nil
@@ -134,8 +139,9 @@ func (o RunObjects) StateStore(c client.Client) *StateStore {
 	return &StateStore{Client: c, Objects: o, Limit: DefaultObjectLimit}
 }
 
-// files reads the terraform files and the variables of a run.
-func (o RunObjects) files(ctx context.Context, c client.Client) (map[string][]byte, error) {
+// files reads the terraform files and the variables of a run, and claims the two objects
+// for a run that owns them.
+func (o RunObjects) files(ctx context.Context, c client.Client, owned bool) (map[string][]byte, error) {
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, o.key(o.ConfigName()), cm); err != nil {
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", o.ConfigName(), err)
@@ -156,7 +162,26 @@ func (o RunObjects) files(ctx context.Context, c client.Client) (map[string][]by
 			files[key] = v
 		}
 	}
+	if owned {
+		for _, obj := range []client.Object{cm, secret} {
+			if err := claim(ctx, c, obj); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return files, nil
+}
+
+// claim adds the run finalizer to obj, read just before, unless it carries it already.
+func claim(ctx context.Context, c client.Client, obj client.Object) error {
+	base := obj.DeepCopyObject().(client.Object)
+	if !controllerutil.AddFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("claiming %s: %w", obj.GetName(), err)
+	}
+	return nil
 }
 
 // objects returns the three run objects, empty but for their names.
@@ -168,27 +193,14 @@ func (o RunObjects) objects() []client.Object {
 	}
 }
 
-// AddFinalizers marks the run objects as owned by a run. The state ConfigMap is created
-// empty when it does not exist yet, so that a state can be written back at any time.
-func (o RunObjects) AddFinalizers(ctx context.Context, c client.Client) error {
-	if err := o.StateStore(c).ensure(ctx); err != nil {
-		return err
-	}
-	return o.patchFinalizers(ctx, c, controllerutil.AddFinalizer)
-}
-
 // RemoveFinalizers releases the run objects.
 func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error {
-	return o.patchFinalizers(ctx, c, controllerutil.RemoveFinalizer)
-}
-
-func (o RunObjects) patchFinalizers(ctx context.Context, c client.Client, change func(client.Object, string) bool) error {
 	for _, obj := range o.objects() {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
 		}
 		base := obj.DeepCopyObject().(client.Object)
-		if !change(obj, Finalizer) {
+		if !controllerutil.RemoveFinalizer(obj, Finalizer) {
 			continue
 		}
 		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {

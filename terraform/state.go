@@ -215,13 +215,37 @@ func (s *StateStore) getOrNew(ctx context.Context) (*corev1.ConfigMap, error) {
 	return cm, err
 }
 
-// ensure creates the state ConfigMap empty, as Gardener's terraformer does, if it is missing.
-func (s *StateStore) ensure(ctx context.Context) error {
-	cm := &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName()), Data: map[string]string{StateKey: ""}}
-	if err := s.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ConfigMap %s: %w", s.Objects.StateName(), err)
+// Claim returns the stored state, like Load, for a run that owns it: the state ConfigMap
+// carries the run finalizer afterwards, and is created empty, as Gardener's terraformer
+// does, when it is missing, so that a state can be written back at any time.
+func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cm, err := s.get(ctx)
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName()), Data: map[string]string{StateKey: ""}}
+		controllerutil.AddFinalizer(cm, Finalizer)
+		if err = s.Client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+			cm, err = s.get(ctx)
+		} else if err != nil {
+			err = fmt.Errorf("creating ConfigMap %s: %w", s.Objects.StateName(), err)
+		}
 	}
-	return nil
+	if err != nil {
+		return nil, err
+	}
+	if err := claim(ctx, s.Client, cm); err != nil {
+		return nil, err
+	}
+	s.last = cm.DeepCopy()
+	state, err := s.decode(ctx, cm)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := parseStateMeta(state); err == nil {
+		s.known = m
+	}
+	return state, nil
 }
 
 // storedMeta reads the serial and lineage of the stored state, decoding it only when
@@ -316,6 +340,7 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
+	controllerutil.AddFinalizer(cm, Finalizer)
 	if !m.empty() {
 		cm.Annotations[annotationSerial] = strconv.FormatInt(m.Serial, 10)
 		cm.Annotations[annotationLineage] = m.Lineage

@@ -107,12 +107,15 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 	for _, o := range []RunObjects{objects, neighbour} {
 		g.Expect(o.WriteConfig(ctx, env.Client, map[string]string{"main.tf": ""})).To(Succeed())
 		g.Expect(o.WriteVars(ctx, env.Client, []byte(`{}`))).To(Succeed())
-		g.Expect(o.AddFinalizers(ctx, env.Client)).To(Succeed())
 		// A state split across parts.
 		store := o.StateStore(env.Client)
 		store.Limit = 4 << 10
 		states[o.Name] = stateOf(t, "lineage-"+o.Name, 1, 32<<10)
 		g.Expect(store.Replace(ctx, states[o.Name])).To(Succeed())
+		for _, obj := range o.objects() {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			g.Expect(obj.GetFinalizers()).To(ConsistOf(Finalizer), "written for a run, %s is claimed by it", obj.GetName())
+		}
 		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: EnvSecretName(o.Name)}})).To(Succeed())
 	}
 	count := func() (int, int) {

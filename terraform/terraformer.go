@@ -117,11 +117,6 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Retryable: true, err: errors.Join(ErrRunInProgress, err)}
 	}
 	defer func() { _ = runLock.Unlock() }()
-	if t.Command.ownsState() {
-		if err := t.Objects.AddFinalizers(ctx, t.Client); err != nil {
-			return nil, err
-		}
-	}
 	if err := t.writeFiles(ctx); err != nil {
 		return nil, err
 	}
@@ -186,7 +181,7 @@ func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, State
 
 // writeFiles replaces the terraform files of the working directory by the configured ones.
 func (t *Terraformer) writeFiles(ctx context.Context) error {
-	files, err := t.Objects.files(ctx, t.Client)
+	files, err := t.Objects.files(ctx, t.Client, t.Command.ownsState())
 	if err != nil {
 		return err
 	}
@@ -217,7 +212,11 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 // prepareState puts the newest known state into the working directory: the stored one,
 // or the one a killed run left behind when that is newer and of the same lineage.
 func (t *Terraformer) prepareState(ctx context.Context) error {
-	stored, err := t.store.Load(ctx)
+	load := t.store.Load
+	if t.Command.ownsState() {
+		load = t.store.Claim
+	}
+	stored, err := load(ctx)
 	if err != nil {
 		return err
 	}
