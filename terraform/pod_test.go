@@ -269,7 +269,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		// object is in the state, or (the create in flight when the kubectl provider was
 		// stopped) the id it is named after is, so a rerun applies the same object again.
 		created, listed := f.expectNoLostStateEntry(g)
-		g.Expect(created - listed).To(BeNumerically("<=", e.Parallelism), "at most the creates in flight are missing")
+		g.Expect(created-listed).To(BeNumerically("<=", e.Parallelism), "at most the creates in flight are missing")
 	})
 }
 
