@@ -27,6 +27,9 @@ type Plugins struct {
 // only from the mirror, through the shared cache.
 func (p Plugins) cliConfig() (string, error) {
 	var b strings.Builder
+	// Otherwise every `terraform version`, which each run makes, waits for a request to
+	// checkpoint-api.hashicorp.com, up to seconds where a seed blocks it.
+	b.WriteString("disable_checkpoint = true\n")
 	// An unpacked mirror is linked into each working directory as it is, in no time and
 	// with nothing to share; the cache only serves providers that are downloaded. Through
 	// the cache, one run's init replaced the entry another run's apply was starting its

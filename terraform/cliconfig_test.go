@@ -2,10 +2,13 @@ package terraform
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestMirroredProvidersBypassThePluginCache(t *testing.T) {
@@ -26,4 +29,16 @@ func TestMirroredProvidersBypassThePluginCache(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(config).To(ContainSubstring(`plugin_cache_dir = "/cache"`))
 	g.Expect(config).To(ContainSubstring(`exclude = ["registry.terraform.io/gavinbunney/kubectl"]`))
+}
+
+func TestRunsNeverCallHashiCorpsVersionCheck(t *testing.T) {
+	g := NewWithT(t)
+	path, err := Plugins{Mirror: testenv.ProviderMirror(t)}.writeCLIConfig(t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	version := exec.Command(testenv.Terraform(t), "version", "-json")
+	version.Dir = t.TempDir()
+	version.Env = append(runEnv(nil), "TF_CLI_CONFIG_FILE="+path, "TF_LOG=INFO")
+	out, err := version.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(ContainSubstring("Checkpoint disabled. Not running."))
 }
