@@ -21,9 +21,12 @@ func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 	g.Expect(result.Outputs["labels"]).To(BeAssignableToTypeOf(map[string]any{}))
 	g.Expect(result.Outputs["labels"]).To(HaveLen(20))
 	g.Expect(f.finalizers(g)).To(HaveEach(ConsistOf(Finalizer)))
+	g.Expect(result.Phases).To(HaveLen(2))
+	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", result.Phases["init"]))), "twenty objects take longer than linking one provider")
 
-	_, err = f.run(Destroy)
+	result, err = f.run(Destroy)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.Phases).To(And(HaveKey("init"), HaveKeyWithValue("destroy", BeNumerically(">", 0))))
 	f.expectEachItemOnceInState(g, 0)
 	g.Expect(f.finalizers(g)).To(HaveEach(BeEmpty()))
 }

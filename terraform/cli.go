@@ -40,7 +40,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		allowInstall           = flags.Bool("allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
 		installDir             = flags.String("terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
 		parallelism            = flags.Int("parallelism", 0, "concurrent terraform operations (default: terraform's)")
-		terminationMessagePath = flags.String("termination-message-path", "/dev/termination-log", "file receiving a failed run's error")
+		terminationMessagePath = flags.String("termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 		finalSaveTimeout       = flags.Duration("final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
 		plugins                Plugins
 	)
@@ -70,8 +70,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = ctrl.LoggerInto(ctx, log)
 
+	var t *Terraformer
 	fail := func(err error) int {
-		if werr := WriteTerminationMessage(*terminationMessagePath, err); werr != nil {
+		var phases Phases
+		if t != nil {
+			phases = t.Phases()
+		}
+		if werr := WriteTerminationMessage(*terminationMessagePath, phases, err); werr != nil {
 			log.Error(werr, "terminationMessageNotWritten")
 		}
 		fmt.Fprintln(stderr, "Error:", err)
@@ -92,7 +97,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	t := &Terraformer{
+	t = &Terraformer{
 		Client:           c,
 		Objects:          objects,
 		Command:          command,
@@ -106,8 +111,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		FinalSaveTimeout: *finalSaveTimeout,
 	}
 	started := time.Now()
-	if _, err := t.Run(ctx); err != nil {
+	result, err := t.Run(ctx)
+	if err != nil {
 		return fail(err)
+	}
+	if err := WriteTerminationMessage(*terminationMessagePath, result.Phases, nil); err != nil {
+		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
 	return 0

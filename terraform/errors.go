@@ -35,6 +35,8 @@ type RunError struct {
 	Message string
 	// Retryable is false when a retry cannot succeed without a change of input.
 	Retryable bool
+	// Phases are the terraform commands the run got to, and how long they took.
+	Phases Phases
 
 	err error
 }

@@ -58,6 +58,7 @@ func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
 	t.Logf("message: %s", re.Message)
 	g.Expect(re.Codes).To(ContainElement(extensionsv1alpha1.ErrorInfraUnauthenticated))
 	g.Expect(re.Retryable).To(BeFalse())
+	g.Expect(re.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "the apply ran, and failed")
 	g.Expect(re.Message).To(MatchRegexp(`Unauthorized|provide credentials`))
 	g.Expect(f.items(g)).To(BeEmpty())
 }

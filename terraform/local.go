@@ -72,7 +72,14 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*Result, error) {
 	if runErr != nil {
 		return nil, runFailure(req.Command, termination, output.String(), runErr)
 	}
-	return resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+	result, err := resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+	if err != nil {
+		return nil, err
+	}
+	if data, err := os.ReadFile(termination); err == nil {
+		result.Phases, _, _ = parseTerminationMessage(string(data))
+	}
+	return result, nil
 }
 
 // command prepares the terraformer's process and returns it with the path of its termination message.
@@ -117,7 +124,7 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 // when it died before writing one.
 func runFailure(command Command, terminationPath, output string, cause error) error {
 	if data, err := os.ReadFile(terminationPath); err == nil {
-		if re, ok := parseTerminationMessage(string(data)); ok {
+		if _, re, ok := parseTerminationMessage(string(data)); ok {
 			return re
 		}
 	}

@@ -231,7 +231,12 @@ func (e *PodExecutor) wait(ctx context.Context, req Request, pod *corev1.Pod) (*
 				if err := e.cleanup(ctx, current); err != nil {
 					return nil, err
 				}
-				return resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+				result, err := resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+				if err != nil {
+					return nil, err
+				}
+				result.Phases, _, _ = parseTerminationMessage(terminationMessageOf(current))
+				return result, nil
 			}
 			return true, nil
 		case corev1.PodFailed:
@@ -267,13 +272,8 @@ func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod)
 	if pod.Status.Reason == "DeadlineExceeded" {
 		return &RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Retryable: true, err: ErrRunDeadline}
 	}
-	var message string
-	for _, status := range pod.Status.ContainerStatuses {
-		if status.State.Terminated != nil {
-			message = status.State.Terminated.Message
-		}
-	}
-	if re, ok := parseTerminationMessage(message); ok {
+	message := terminationMessageOf(pod)
+	if _, re, ok := parseTerminationMessage(message); ok {
 		return re
 	}
 	if message == "" && e.Clientset != nil {
@@ -283,6 +283,16 @@ func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod)
 		}
 	}
 	return NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+}
+
+func terminationMessageOf(pod *corev1.Pod) string {
+	var message string
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Terminated != nil {
+			message = status.State.Terminated.Message
+		}
+	}
+	return message
 }
 
 // cleanup deletes a finished pod and its credentials.

@@ -192,6 +192,7 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Outputs["names"]).To(HaveLen(3))
 	g.Expect(f.items(g)).To(HaveLen(3))
+	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "from the termination message")
 
 	pods := k.startedPods()
 	g.Expect(pods).To(HaveLen(1))
@@ -282,6 +283,8 @@ func TestPodExecutorReportsTerraformErrors(t *testing.T) {
 	re := expectRunError(g, err)
 	g.Expect(re.Codes).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
+	g.Expect(re.Phases).To(ConsistOf(BeNumerically(">", 0)), "init found the error; nothing ran after it")
+	g.Expect(re.Phases).To(HaveKey("init"))
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -73,7 +73,19 @@ type Terraformer struct {
 	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
 	StopTimeout time.Duration
 
-	store *StateStore
+	store  *StateStore
+	phases Phases
+}
+
+// Phases is how long each terraform command of the last Run took.
+func (t *Terraformer) Phases() Phases { return t.phases }
+
+// timed runs one terraform command as the phase of that name.
+func (t *Terraformer) timed(phase string, command func() error) error {
+	started := time.Now()
+	err := command()
+	t.phases[phase] = time.Since(started)
+	return err
 }
 
 // Result is the outcome of a successful run.
@@ -84,7 +96,13 @@ type Result struct {
 	Changes bool
 	// StateWrites is how many times the state was written to the API server.
 	StateWrites int
+	// Phases is how long each terraform command of the run took.
+	Phases Phases
 }
+
+// Phases maps the terraform commands of a run ("init", then "apply", "destroy", "plan"
+// or "validate") to how long each took; a failed run holds the ones it started.
+type Phases map[string]time.Duration
 
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
 // cleanly; the state is saved in any case.
@@ -101,6 +119,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	if t.TerraformPath == "" {
 		return nil, invalidInput("terraformPath", "must not be empty")
 	}
+	t.phases = Phases{}
 	log := ctrl.LoggerFrom(ctx).WithValues("command", t.Command, "infrastructure", t.Objects.Namespace+"/"+t.Objects.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
 	// API calls that must finish even after an interrupt use this context.
@@ -129,7 +148,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.init(ctx, tf); err != nil {
+	if err := t.timed("init", func() error { return t.init(ctx, tf) }); err != nil {
 		return nil, NewRunError("init", stderr.String(), err)
 	}
 
@@ -141,7 +160,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	}
 	log.Info("terraformStarted")
 	result := &Result{}
-	runErr := t.execute(ctx, tf, result)
+	runErr := t.timed(string(t.Command), func() error { return t.execute(ctx, tf, result) })
 	if watcher != nil {
 		watcher.stop()
 		if err := t.finalSave(persistCtx); err != nil {
@@ -173,6 +192,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
+	result.Phases = t.phases
 	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
 	return result, nil
 }

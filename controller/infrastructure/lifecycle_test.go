@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,6 +128,7 @@ func TestManyInfrastructuresAtOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	startControllerWith(t, ns, workDir(t), env.Config, 4)
 	appliesBefore := appliesSucceeded(g)
+	initsBefore, phaseAppliesBefore := phasesTimed(g, "init"), phasesTimed(g, "apply")
 	first := newShootIn(ns, "infra-0", "10.250.0.0/19")
 	first.createSecret(t, adminKubeconfig(t))
 	var shoots []*shoot
@@ -140,15 +143,31 @@ func TestManyInfrastructuresAtOnce(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-1"}, &networkingv1.NetworkPolicy{})).To(Succeed())
 	}
 	g.Expect(appliesSucceeded(g)-appliesBefore).To(BeNumerically("==", 8), "one successful apply each, counted in the metrics")
+	g.Expect(phasesTimed(g, "init")-initsBefore).To(BeNumerically("==", 8), "each run's init, timed")
+	g.Expect(phasesTimed(g, "apply")-phaseAppliesBefore).To(BeNumerically("==", 8), "each run's apply, timed")
 }
 
 // appliesSucceeded reads terraseed_terraform_runs_total{command="apply",result="succeeded"}
 // from the registry the manager serves on its metrics endpoint.
 func appliesSucceeded(g Gomega) float64 {
+	m := metric(g, "terraseed_terraform_runs_total", map[string]string{"command": "apply", "result": "succeeded"})
+	return m.GetCounter().GetValue()
+}
+
+// phasesTimed is the number of observations of terraseed_terraform_phase_duration_seconds
+// for a phase of successful applies.
+func phasesTimed(g Gomega, phase string) uint64 {
+	m := metric(g, "terraseed_terraform_phase_duration_seconds", map[string]string{"command": "apply", "phase": phase, "result": "succeeded"})
+	return m.GetHistogram().GetSampleCount()
+}
+
+// metric finds the series of a family with the given labels in the registry the manager
+// serves on its metrics endpoint; an empty series when there is none yet.
+func metric(g Gomega, name string, want map[string]string) *dto.Metric {
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, family := range families {
-		if family.GetName() != "terraseed_terraform_runs_total" {
+		if family.GetName() != name {
 			continue
 		}
 		for _, m := range family.GetMetric() {
@@ -156,10 +175,10 @@ func appliesSucceeded(g Gomega) float64 {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["command"] == "apply" && labels["result"] == "succeeded" {
-				return m.GetCounter().GetValue()
+			if maps.Equal(labels, want) {
+				return m
 			}
 		}
 	}
-	return 0
+	return &dto.Metric{}
 }

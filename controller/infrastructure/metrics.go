@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,11 @@ var (
 		Name: "terraseed_terraform_runs_total",
 		Help: "Terraform runs by command and result.",
 	}, []string{"command", "result"})
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terraseed_terraform_phase_duration_seconds",
+		Help:    "Duration of the terraform commands of a run (init, then apply, destroy, plan or validate) by the run's command and result.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16),
+	}, []string{"command", "phase", "result"})
 	runsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "terraseed_terraform_runs_in_flight",
 		Help: "Terraform runs under way.",
@@ -27,7 +33,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(runDuration, runsTotal, runsInFlight)
+	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight)
 }
 
 // run runs terraform through the executor, measuring it.
@@ -37,10 +43,20 @@ func (r *Reconciler) run(ctx context.Context, req terraform.Request) (*terraform
 	start := time.Now()
 	result, err := r.Executor.Run(ctx, req)
 	outcome := "succeeded"
-	if err != nil {
+	var phases terraform.Phases
+	var runErr *terraform.RunError
+	switch {
+	case err == nil:
+		phases = result.Phases
+	case errors.As(err, &runErr):
+		outcome, phases = "failed", runErr.Phases
+	default:
 		outcome = "failed"
 	}
 	runDuration.WithLabelValues(string(req.Command), outcome).Observe(time.Since(start).Seconds())
 	runsTotal.WithLabelValues(string(req.Command), outcome).Inc()
+	for phase, d := range phases {
+		phaseDuration.WithLabelValues(string(req.Command), phase, outcome).Observe(d.Seconds())
+	}
 	return result, err
 }
