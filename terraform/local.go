@@ -72,7 +72,8 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*Result, error) {
 	if runErr != nil {
 		return nil, runFailure(req.Command, termination, output.String(), runErr)
 	}
-	result, err := resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
+	// The state file the run left is the state it saved, read without a request.
+	result, err := resultFromStateFile(filepath.Join(workDirOf(cmd.Dir), StateKey), req.Command)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 	args := append(e.Terraformer[1:len(e.Terraformer):len(e.Terraformer)], string(req.Command),
 		"--namespace", req.Namespace, "--name", req.Name,
 		"--kubeconfig", kubeconfig,
-		"--work-dir", filepath.Join(dir, "work"),
+		"--work-dir", workDirOf(dir),
 		"--terraform", e.TerraformPath,
 		"--plugin-mirror", e.Plugins.Mirror,
 		"--plugin-cache-dir", e.Plugins.CacheDir,
@@ -120,6 +121,9 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 	return cmd, termination, nil
 }
 
+// workDirOf is terraform's working directory within a run directory.
+func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
+
 // runFailure rebuilds a run's error from its termination message, or from its output
 // when it died before writing one.
 func runFailure(command Command, terminationPath, output string, cause error) error {
@@ -129,6 +133,21 @@ func runFailure(command Command, terminationPath, output string, cause error) er
 		}
 	}
 	return NewRunError(string(command), output, cause)
+}
+
+func resultFromStateFile(path string, command Command) (*Result, error) {
+	if command == Validate {
+		return &Result{Outputs: map[string]any{}}, nil
+	}
+	state, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the state file: %w", err)
+	}
+	outputs, err := Outputs(state)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Outputs: outputs}, nil
 }
 
 func resultFromState(ctx context.Context, store *StateStore, command Command) (*Result, error) {

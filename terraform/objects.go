@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,11 +82,47 @@ func (o RunObjects) meta(name string) metav1.ObjectMeta {
 	}
 }
 
+// WriteOption changes how an object is written.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct{ createFirst bool }
+
+// CreateFirst says the object most likely does not exist yet, as on an Infrastructure's
+// first run: it is created without being read first, and read and updated only if it
+// exists after all. One request instead of two.
+func CreateFirst(likelyNew bool) WriteOption {
+	return func(o *writeOptions) { o.createFirst = likelyNew }
+}
+
+// WriteObject creates obj or updates it to what mutate makes of it, like
+// controllerutil.CreateOrUpdate.
+func WriteObject(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn, opts ...WriteOption) error {
+	var options writeOptions
+	for _, opt := range opts {
+		opt(&options)
+	}
+	if options.createFirst {
+		fresh := obj.DeepCopyObject().(client.Object)
+		if err := mutate(); err != nil {
+			return err
+		}
+		err := c.Create(ctx, obj)
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Back to the object as given: the read below fills it in, and mutate, which
+		// holds the same pointer, changes it again.
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, mutate)
+	return err
+}
+
 // The run objects are written with the run finalizer, so that a run finds them claimed
 // and spends no requests on it; objects another tool wrote are claimed by the run.
 
 // WriteConfig creates or replaces the terraform files (file name to content).
-func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[string]string) error {
+func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[string]string, opts ...WriteOption) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -93,12 +130,12 @@ func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[
 		return invalidInput("files", "must hold at least one terraform file")
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
-	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+	err := WriteObject(ctx, c, cm, func() error {
 		controllerutil.AddFinalizer(cm, Finalizer)
 		cm.Data = maps.Clone(files)
 		cm.BinaryData = nil
 		return nil
-	})
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("writing ConfigMap %s: %w", o.ConfigName(), err)
 	}
@@ -107,17 +144,17 @@ func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[
 
 // WriteVars creates or replaces the variables as terraform.tfvars.json. Any
 // terraform.tfvars written by Gardener's terraformer is dropped so only one applies.
-func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []byte) error {
+func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []byte, opts ...WriteOption) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
-	_, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
+	err := WriteObject(ctx, c, secret, func() error {
 		controllerutil.AddFinalizer(secret, Finalizer)
 		secret.Type = corev1.SecretTypeOpaque
 		secret.Data = map[string][]byte{VarsJSONKey: varsJSON}
 		return nil
-	})
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("writing Secret %s: %w", o.VarsName(), err)
 	}

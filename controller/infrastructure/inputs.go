@@ -62,7 +62,7 @@ func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, err
 
 func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
 	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
-	_, err := controllerutil.CreateOrPatch(ctx, op.reconciler.Client, stored, func() error {
+	err := terraform.WriteObject(ctx, op.reconciler.Client, stored, func() error {
 		stored.Labels = map[string]string{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}
 		stored.Annotations = map[string]string{annotationSourceVersion: source.ResourceVersion}
 		stored.Type = corev1.SecretTypeOpaque
@@ -71,7 +71,7 @@ func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret
 			stored.Data[name] = []byte(value)
 		}
 		return controllerutil.SetControllerReference(op.infra, stored, op.reconciler.Client.Scheme())
-	})
+	}, terraform.CreateFirst(op.firstRun))
 	if err != nil {
 		return fmt.Errorf("storing the credentials of this run: %w", err)
 	}

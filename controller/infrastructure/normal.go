@@ -130,10 +130,10 @@ func (op *operation) apply(ctx context.Context, opType extensionsv1alpha1.LastOp
 		return err
 	}
 	objects := op.objects()
-	if err := objects.WriteConfig(ctx, op.reconciler.Client, rendered.Files); err != nil {
+	if err := objects.WriteConfig(ctx, op.reconciler.Client, rendered.Files, terraform.CreateFirst(op.firstRun)); err != nil {
 		return err
 	}
-	if err := objects.WriteVars(ctx, op.reconciler.Client, rendered.TFVarsJSON); err != nil {
+	if err := objects.WriteVars(ctx, op.reconciler.Client, rendered.TFVarsJSON, terraform.CreateFirst(op.firstRun)); err != nil {
 		return err
 	}
 	result, err := op.reconciler.run(ctx, terraform.Request{

@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	op := &operation{reconciler: r, infra: infra, statusBase: infra.DeepCopy()}
+	op := &operation{reconciler: r, infra: infra, statusBase: infra.DeepCopy(), firstRun: infra.Status.LastOperation == nil}
 	defer func() {
 		if err := op.patchStatus(ctx); err != nil {
 			retErr = errors.Join(retErr, err)
@@ -170,6 +170,9 @@ type operation struct {
 	statusBase *extensionsv1alpha1.Infrastructure
 	// skipped operations leave the status as it is.
 	skipped bool
+	// firstRun is true until an operation was recorded: the run objects most likely do
+	// not exist yet.
+	firstRun bool
 }
 
 func (op *operation) now() metav1.Time {
@@ -243,7 +246,12 @@ func (op *operation) patchStatus(ctx context.Context) error {
 	// resourceVersion would turn it into an optimistic lock.
 	base := op.statusBase.DeepCopy()
 	base.ObjectMeta = *op.infra.ObjectMeta.DeepCopy()
-	if err := op.reconciler.Client.Status().Patch(ctx, op.infra, client.MergeFrom(base)); err != nil {
+	patch := client.MergeFrom(base)
+	if data, err := patch.Data(op.infra); err == nil && string(data) == "{}" {
+		// Written already, as after succeed: a request would change nothing.
+		return nil
+	}
+	if err := op.reconciler.Client.Status().Patch(ctx, op.infra, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
