@@ -79,7 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if werr := WriteTerminationMessage(*terminationMessagePath, phases, err); werr != nil {
 			log.Error(werr, "terminationMessageNotWritten")
 		}
-		fmt.Fprintln(stderr, "Error:", err)
+		fmt.Fprintln(stderr, failurePrefix+err.Error())
 		return 1
 	}
 	if err := objects.Validate(); err != nil {

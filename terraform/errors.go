@@ -121,6 +121,9 @@ func cleanText(s string) string {
 	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 }
 
+// failurePrefix starts the line with which the terraformer reports a failed run.
+const failurePrefix = "terraformer failed: "
+
 // ErrorBlocks returns terraform's `Error:` blocks of output, each as one line of summary
 // and detail, without colour codes, source excerpts or UUIDs, each once.
 func ErrorBlocks(output string) []string {
@@ -136,10 +139,23 @@ func ErrorBlocks(output string) []string {
 		}
 		current, inBlock = nil, false
 	}
+	blankLines := 0
 	for _, line := range strings.Split(ansiPattern.ReplaceAllString(output, ""), "\n") {
 		line = strings.TrimRight(line, " \r")
 		trimmed := strings.TrimLeft(line, "│╷╵ ")
+		if line == "" {
+			blankLines++
+		} else {
+			blankLines = 0
+		}
 		switch {
+		case strings.HasPrefix(line, failurePrefix):
+			// The terraformer's own last word sums up the blocks before it.
+			flush()
+		case inBlock && blankLines == 2:
+			// Without colour, terraform ends a block with two blank lines; what follows
+			// (another tool's output, as in a pod's log) is not part of it.
+			flush()
 		case strings.HasPrefix(trimmed, "Error: "):
 			flush()
 			inBlock = true

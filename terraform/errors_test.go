@@ -32,6 +32,28 @@ func TestErrorBlocksAreShortCleanAndDeduplicated(t *testing.T) {
 	g.Expect(Classify(blocks)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorInfraUnauthenticated, extensionsv1alpha1.ErrorInfraUnauthorized}))
 }
 
+// plainLog is a run pod's log: terraform's output without colour, then the lines of the
+// terraformer around it.
+const plainLog = "Initializing the backend...\n\n" +
+	"Error: Unterminated template string\n\n" +
+	"  on main.tf line 2, in resource \"terraform_data\" \"broken\":\n" +
+	"   2:   input = \"unterminated\n\n" +
+	"No closing marker was found for the string.\n\n\n" +
+	"2026-11-21T04:00:00Z\tINFO\tstateSaved\n" +
+	"Error: Unsupported argument\n\n" +
+	"An argument named \"nme\" is not expected here.\n\n" +
+	"terraformer failed: terraform init: Unterminated template string: No closing marker was found for the string.; Unsupported argument: An argument named \"nme\" is not expected here.\n"
+
+func TestErrorBlocksEndWhereTerraformsOutputEnds(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ErrorBlocks(plainLog)).To(Equal([]string{
+		"Unterminated template string: No closing marker was found for the string.",
+		`Unsupported argument: An argument named "nme" is not expected here.`,
+	}))
+	re := NewRunError("init", "2026-11-21T04:00:00Z\tINFO\tterraformStarted\nterraformer failed: reading ConfigMap infra.infra.tf-config: connection refused\n", nil)
+	g.Expect(re.Message).To(Equal("terraformer failed: reading ConfigMap infra.infra.tf-config: connection refused"), "without error blocks, the last line says what failed")
+}
+
 func TestTerraformConfigurationErrorsAreNotReadAsCloudErrors(t *testing.T) {
 	g := NewWithT(t)
 	// "Invalid character" would match Gardener's unauthenticated pattern.

@@ -3,9 +3,15 @@ package terraform
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,9 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // kubelet plays the kubelet's part for the run pods of one namespace, which envtest has
@@ -27,22 +35,43 @@ import (
 // this test binary) and writes the pod's status back, honouring activeDeadlineSeconds
 // and deletion as the kubelet does.
 type kubelet struct {
-	f      *fixture
-	paused bool
+	f *fixture
+	kubeletOptions
 
 	mu      sync.Mutex
 	started []*corev1.Pod
 	running map[types.UID]*exec.Cmd
+	// logs hold each pod's output, by name, served to the API server when serveLogs is set.
+	logs map[string]*testenv.SyncBuffer
+}
+
+type kubeletOptions struct {
+	// paused leaves pods pending.
+	paused bool
+	// serveLogs registers a Node for this kubelet and binds the pods to it, so that the
+	// API server fetches their logs from it as from a real kubelet.
+	serveLogs bool
+	// loseTerminationMessages reports no termination message, as for a container killed
+	// before it wrote one.
+	loseTerminationMessages bool
 }
 
 func startKubelet(f *fixture, paused bool) *kubelet {
-	k := &kubelet{f: f, paused: paused, running: map[types.UID]*exec.Cmd{}}
+	return startKubeletWith(f, kubeletOptions{paused: paused})
+}
+
+func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
+	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, logs: map[string]*testenv.SyncBuffer{}}
+	nodeName := ""
+	if options.serveLogs {
+		nodeName = k.registerNode()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			k.sync(ctx)
+			k.sync(ctx, nodeName)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -64,7 +93,7 @@ func (k *kubelet) startedPods() []*corev1.Pod {
 	return append([]*corev1.Pod(nil), k.started...)
 }
 
-func (k *kubelet) sync(ctx context.Context) {
+func (k *kubelet) sync(ctx context.Context, nodeName string) {
 	pods := &corev1.PodList{}
 	if err := env.Client.List(ctx, pods, client.InNamespace(k.f.namespace)); err != nil {
 		return
@@ -77,7 +106,7 @@ func (k *kubelet) sync(ctx context.Context) {
 		_, running := k.running[pod.UID]
 		k.mu.Unlock()
 		if !running && pod.Status.StartTime == nil && !k.paused {
-			k.start(ctx, pod)
+			k.start(ctx, pod, nodeName)
 		}
 	}
 	k.mu.Lock()
@@ -90,8 +119,15 @@ func (k *kubelet) sync(ctx context.Context) {
 	}
 }
 
-func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	c := pod.Spec.Containers[0]
+	if nodeName != "" {
+		// The scheduler's part: a pod's logs are read from the node it is bound to.
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: nodeName}}
+		if err := env.Client.SubResource("binding").Create(ctx, pod, binding); err != nil {
+			return
+		}
+	}
 	secret := &corev1.Secret{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: c.EnvFrom[0].SecretRef.Name}, secret); err != nil {
 		return
@@ -112,13 +148,16 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}
-	cmd.Stdout, cmd.Stderr = k.f.output, k.f.output
+	logs := &testenv.SyncBuffer{}
+	cmd.Stdout = io.MultiWriter(k.f.output, logs)
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return
 	}
 	k.mu.Lock()
 	k.started = append(k.started, pod.DeepCopy())
 	k.running[pod.UID] = cmd
+	k.logs[pod.Name] = logs
 	k.mu.Unlock()
 	started := metav1.Now()
 	k.setStatus(pod, corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started})
@@ -145,6 +184,9 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
 		delete(k.running, pod.UID)
 		k.mu.Unlock()
 		message, _ := os.ReadFile(termination)
+		if k.loseTerminationMessages {
+			message = nil
+		}
 		phase := corev1.PodSucceeded
 		if cmd.ProcessState.ExitCode() != 0 || reason != "" {
 			phase = corev1.PodFailed
@@ -154,6 +196,38 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) {
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(cmd.ProcessState.ExitCode()), Message: string(message)}},
 		}}})
 	}()
+}
+
+// registerNode starts the kubelet's log endpoint and registers a Node pointing at it;
+// the API server, which verifies no kubelet certificate unless told to, proxies pod log
+// requests to it.
+func (k *kubelet) registerNode() string {
+	g := NewWithT(k.f.t)
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// /containerLogs/<namespace>/<pod>/<container>
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+		k.mu.Lock()
+		logs, ok := k.logs[parts[min(1, len(parts)-1)]]
+		k.mu.Unlock()
+		if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, logs.String())
+	}))
+	k.f.t.Cleanup(server.Close)
+	host, port, err := net.SplitHostPort(server.Listener.Addr().String())
+	g.Expect(err).NotTo(HaveOccurred())
+	portNumber, err := strconv.Atoi(port)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-" + k.f.namespace}}
+	g.Expect(env.Client.Create(context.Background(), node)).To(Succeed())
+	k.f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNumber)
+	g.Expect(env.Client.Status().Update(context.Background(), node)).To(Succeed())
+	return node.Name
 }
 
 func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
@@ -285,6 +359,23 @@ func TestPodExecutorReportsTerraformErrors(t *testing.T) {
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
 	g.Expect(re.Phases).To(ConsistOf(BeNumerically(">", 0)), "init found the error; nothing ran after it")
 	g.Expect(re.Phases).To(HaveKey("init"))
+}
+
+func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	f.writeConfig("testdata/syntax-error")
+	startKubeletWith(f, kubeletOptions{serveLogs: true, loseTerminationMessages: true})
+	e := f.podExecutor()
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.Clientset = clientset
+	_, err = e.Run(context.Background(), f.request(Apply))
+	re := expectRunError(g, err)
+	t.Logf("message: %s", re.Message)
+	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"), "terraform's error, found in the log")
+	g.Expect(strings.Count(re.Message, "Unterminated template string")).To(Equal(1), "each error once")
+	g.Expect(re.Codes).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
