@@ -207,6 +207,18 @@ func (s *shoot) waitFor(t *testing.T, opType extensionsv1alpha1.LastOperationTyp
 	return infra
 }
 
+// waitHandled waits, as Gardener does before it goes on, until the operation asked for by
+// annotation succeeded and the annotation is gone: the status is written first.
+func (s *shoot) waitHandled(t *testing.T, opType extensionsv1alpha1.LastOperationType) *extensionsv1alpha1.Infrastructure {
+	t.Helper()
+	infra := s.waitFor(t, opType, extensionsv1alpha1.LastOperationStateSucceeded)
+	NewWithT(t).Eventually(func(g Gomega) {
+		infra = s.get(g)
+		g.Expect(infra.Annotations).NotTo(HaveKey(infrastructure.AnnotationOperation))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return infra
+}
+
 // createdShoot is a shoot whose Infrastructure a running controller has created.
 func createdShoot(t *testing.T, zones ...string) *shoot {
 	t.Helper()

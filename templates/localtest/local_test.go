@@ -60,8 +60,11 @@ func TestApplyAndDestroy(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
 			in := input(t, dir)
-			// Each case gets its own namespace in the shared control plane.
+			// Each case gets its own namespace in the shared control plane, and so does a
+			// namespace the case names: one destroyed earlier is still terminating, as
+			// envtest runs no namespace controller.
 			in.Infrastructure.Namespace = env.Namespace(t)
+			uniqueConfiguredNamespace(t, in)
 			provider, err := registry.Provider("local")
 			g.Expect(err).NotTo(HaveOccurred())
 			out, err := provider.Render(in)
@@ -175,6 +178,22 @@ func expectedNamespace(t *testing.T, in templates.Input) string {
 		return config.Namespace
 	}
 	return in.Infrastructure.Namespace + "--" + in.Infrastructure.Name
+}
+
+func uniqueConfiguredNamespace(t *testing.T, in templates.Input) {
+	t.Helper()
+	var config map[string]any
+	if err := json.Unmarshal(in.Infrastructure.Spec.ProviderConfig.Raw, &config); err != nil {
+		t.Fatal(err)
+	}
+	if ns, ok := config["namespace"].(string); ok {
+		config["namespace"] = ns + "-" + in.Infrastructure.Namespace
+		raw, err := json.Marshal(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Infrastructure.Spec.ProviderConfig.Raw = raw
+	}
 }
 
 func boolInt(b bool) int {
