@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -68,7 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
-	ctx = ctrl.LoggerInto(ctx, log)
+	ctx = logf.IntoContext(ctx, log)
 
 	var t *Terraformer
 	fail := func(err error) int {

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // LocalExecutor runs the terraformer as a child process on this machine, in a working
@@ -67,7 +67,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*Result, error) {
 	output := &tailBuffer{limit: 64 << 10}
 	cmd.Stdout = io.MultiWriter(orDiscard(e.Output), output)
 	cmd.Stderr = cmd.Stdout
-	ctrl.LoggerFrom(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
+	logf.FromContext(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
 	runErr := cmd.Run()
 	if runErr != nil {
 		return nil, runFailure(req.Command, termination, output.String(), runErr)

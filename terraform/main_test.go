@@ -19,11 +19,6 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	// The local executor runs the terraformer as a child process; in tests that child is
-	// this binary, so the tests need no separately built terraformer.
-	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
-		os.Exit(Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
-	}
 	os.Exit(testenv.Run(m, &env))
 }
 
@@ -51,7 +46,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 	f.executor = &LocalExecutor{
 		Client:        env.Client,
 		Config:        env.Config,
-		Terraformer:   []string{os.Args[0], "terraformer"},
+		Terraformer:   []string{testenv.TerraformerBinary(t)},
 		TerraformPath: testenv.Terraform(t),
 		Plugins:       Plugins{Mirror: testenv.ProviderMirror(t)},
 		BaseDir:       t.TempDir(),

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // LabelCommand names the terraform command a run pod executes.
@@ -80,7 +80,7 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	log := ctrl.LoggerFrom(ctx).WithValues("pod", PodName(req.Name), "command", req.Command)
+	log := logf.FromContext(ctx).WithValues("pod", PodName(req.Name), "command", req.Command)
 
 	pod := &corev1.Pod{}
 	err = e.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: PodName(req.Name)}, pod)

@@ -139,11 +139,10 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 		return
 	}
 	// The in-cluster configuration and the image's paths, as this machine has them.
-	args := append([]string{"terraformer"}, c.Args...)
-	args = append(args, "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
+	args := append(c.Args[:len(c.Args):len(c.Args)], "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
 		"--termination-message-path", termination, "--terraform", k.f.executor.TerraformPath,
 		"--plugin-mirror", k.f.executor.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Plugins.CacheDir)
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
 	cmd.Env = runEnv(nil)
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))

@@ -15,8 +15,8 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Command is a terraform command a run executes.
@@ -120,8 +120,8 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		return nil, invalidInput("terraformPath", "must not be empty")
 	}
 	t.phases = Phases{}
-	log := ctrl.LoggerFrom(ctx).WithValues("command", t.Command, "infrastructure", t.Objects.Namespace+"/"+t.Objects.Name)
-	ctx = ctrl.LoggerInto(ctx, log)
+	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", t.Objects.Namespace+"/"+t.Objects.Name)
+	ctx = logf.IntoContext(ctx, log)
 	// API calls that must finish even after an interrupt use this context.
 	persistCtx := context.WithoutCancel(ctx)
 	t.store = t.Objects.StateStore(t.Client)
@@ -247,7 +247,7 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 	if localMeta, err := parseStateMeta(local); err == nil {
 		storedMeta, _ := parseStateMeta(stored)
 		if stale, err := olderOrSame(localMeta, storedMeta); err == nil && !stale {
-			ctrl.LoggerFrom(ctx).Info("recoveringLocalState", "serial", localMeta.Serial, "storedSerial", storedMeta.Serial)
+			logf.FromContext(ctx).Info("recoveringLocalState", "serial", localMeta.Serial, "storedSerial", storedMeta.Serial)
 			if _, err := t.store.Save(ctx, local); err != nil {
 				return fmt.Errorf("%w: %w", ErrStateNotSaved, err)
 			}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/fsnotify/fsnotify"
-	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // stateWatcher writes the state file back to the store while terraform runs. terraform
@@ -60,7 +60,7 @@ func (w *stateWatcher) notice() {
 
 func (w *stateWatcher) persist(ctx context.Context) {
 	defer close(w.done)
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	for range w.dirty {
 		state, err := os.ReadFile(w.path)
 		if err != nil || len(state) == 0 {

@@ -170,7 +170,7 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 		return &terraform.LocalExecutor{
 			Client:        mgr.GetClient(),
 			Config:        mgr.GetConfig(),
-			Terraformer:   []string{self, "terraformer"},
+			Terraformer:   terraformerCommand(self),
 			TerraformPath: terraformPath,
 			Plugins:       terraform.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
 			BaseDir:       filepath.Join(o.workDir, "runs"),
@@ -254,4 +254,15 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 	}
 	return selector, nil
+}
+
+// terraformerCommand is the terraformer binary installed next to this one, as in the
+// image, or else this binary's own terraformer command. The dedicated binary links none
+// of the controller, so a run starts in less time.
+func terraformerCommand(self string) []string {
+	sibling := filepath.Join(filepath.Dir(self), "terraformer")
+	if info, err := os.Stat(sibling); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		return []string{sibling}
+	}
+	return []string{self, "terraformer"}
 }

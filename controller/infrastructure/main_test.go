@@ -36,10 +36,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// The local executor starts the terraformer as a child process: this test binary.
-	if len(os.Args) > 1 && os.Args[1] == "terraformer" {
-		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
-	}
 	// The controllers' log goes to a file, kept and named when a test fails, so that it
 	// does not interleave with test and benchmark output.
 	logFile, err := os.CreateTemp("", "terraseed-controller-log-")
@@ -107,7 +103,7 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 		Executor: &terraform.LocalExecutor{
 			Client:        mgr.GetClient(),
 			Config:        config,
-			Terraformer:   []string{os.Args[0], "terraformer"},
+			Terraformer:   []string{testenv.TerraformerBinary(t)},
 			TerraformPath: testenv.Terraform(t),
 			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t)},
 			BaseDir:       workDir,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +46,7 @@ func NewScheme() *k8sruntime.Scheme {
 
 // CRDDirectory is where the generated CRDs live: the Helm chart's crds directory.
 func CRDDirectory() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "charts", "terraseed", "crds")
+	return filepath.Join(moduleRoot(), "charts", "terraseed", "crds")
 }
 
 // Start starts kube-apiserver and etcd and installs the CRDs; a missing CRD directory is an error.
@@ -96,6 +94,7 @@ func Run(m *testing.M, env **Environment) int {
 	}
 	*env = started
 	code := m.Run()
+	removeBuilt()
 	if err := started.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		if code == 0 {

@@ -3,7 +3,10 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -25,7 +28,7 @@ func ProviderMirror(t testing.TB) string {
 func TerraformCLIConfig(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "terraform.rc")
-	config := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", ProviderMirror(t))
+	config := fmt.Sprintf("disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", ProviderMirror(t))
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -42,4 +45,45 @@ func requireEnvFile(t testing.TB, name string) string {
 		t.Fatalf("%s=%s: %v (run `make tools`)", name, path, err)
 	}
 	return path
+}
+
+var terraformer struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// TerraformerBinary builds cmd/terraformer, the entrypoint of run pods, once per test
+// process and returns its path, so that runs in tests start what the image starts.
+func TerraformerBinary(t testing.TB) string {
+	t.Helper()
+	terraformer.once.Do(func() {
+		dir, err := os.MkdirTemp("", "terraseed-terraformer-")
+		if err != nil {
+			terraformer.err = err
+			return
+		}
+		terraformer.path = filepath.Join(dir, "terraformer")
+		build := exec.Command("go", "build", "-o", terraformer.path, "./cmd/terraformer")
+		build.Dir = moduleRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			terraformer.err = fmt.Errorf("building cmd/terraformer: %w\n%s", err, out)
+		}
+	})
+	if terraformer.err != nil {
+		t.Fatal(terraformer.err)
+	}
+	return terraformer.path
+}
+
+// removeBuilt deletes what TerraformerBinary built.
+func removeBuilt() {
+	if terraformer.path != "" {
+		_ = os.RemoveAll(filepath.Dir(terraformer.path))
+	}
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
