@@ -44,6 +44,7 @@ func BenchmarkCreate(b *testing.B) {
 				config := rest.CopyConfig(env.Config)
 				config.Wrap(counter.wrap)
 				c := startControllerWith(b, ns, filepath.Join(b.TempDir(), "runs"), config, benchConcurrency)
+				waitUntilWorking(b, ns)
 				started := time.Now()
 				counter.reset()
 				for _, infra := range infras {
@@ -158,7 +159,7 @@ func waitAllSucceeded(b *testing.B, infras []*extensionsv1alpha1.Infrastructure)
 				b.Fatalf("the watch ended with %d Infrastructures pending", len(pending))
 			}
 			current, ok := event.Object.(*extensionsv1alpha1.Infrastructure)
-			if !ok || current.Status.LastOperation == nil {
+			if !ok || !pending[current.Name] || current.Status.LastOperation == nil {
 				continue
 			}
 			switch current.Status.LastOperation.State {
@@ -170,6 +171,31 @@ func waitAllSucceeded(b *testing.B, infras []*extensionsv1alpha1.Infrastructure)
 		case <-ctx.Done():
 			b.Fatalf("%d Infrastructures did not succeed in time", len(pending))
 		}
+	}
+}
+
+// waitUntilWorking returns once the controller's workers reconcile: they start only after
+// its sources synced, which the time to succeed would otherwise include. It waits for an
+// Infrastructure with an invalid configuration to fail, which takes no terraform run and
+// is not retried.
+func waitUntilWorking(b *testing.B, ns string) {
+	s := newShootIn(ns, "not-measured", "10.250.16.0/19") // host bits set
+	if err := env.Client.Create(context.Background(), s.infra); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		current := &extensionsv1alpha1.Infrastructure{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(s.infra), current); err != nil {
+			b.Fatal(err)
+		}
+		if last := current.Status.LastOperation; last != nil && last.State == extensionsv1alpha1.LastOperationStateFailed {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the controller did not start working")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
