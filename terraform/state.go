@@ -105,6 +105,11 @@ func (s *StateStore) Load(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.read(ctx, cm)
+}
+
+// read decodes the state of cm and remembers it as the newest known.
+func (s *StateStore) read(ctx context.Context, cm *corev1.ConfigMap) ([]byte, error) {
 	state, err := s.decode(ctx, cm)
 	if err != nil {
 		return nil, err
@@ -238,14 +243,7 @@ func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	s.last = cm.DeepCopy()
-	state, err := s.decode(ctx, cm)
-	if err != nil {
-		return nil, err
-	}
-	if m, err := parseStateMeta(state); err == nil {
-		s.known = m
-	}
-	return state, nil
+	return s.read(ctx, cm)
 }
 
 // storedMeta reads the serial and lineage of the stored state, decoding it only when
