@@ -115,7 +115,7 @@ func (p *Provider) validate(doc *input) error {
 	if config == nil {
 		config = map[string]any{}
 	}
-	errs := schemaErrors(p.schema.Validate(config))
+	errs := schemaErrors(p.schema.Validate(config), config)
 	// Network rules assume the shapes the schema promises, so they run only on valid shapes.
 	if len(errs) == 0 {
 		errs = p.Manifest.Networks.check(map[string]any{
@@ -133,8 +133,9 @@ func (p *Provider) validate(doc *input) error {
 
 var printer = message.NewPrinter(language.English)
 
-// schemaErrors turns the schema library's error tree into one field error per failed leaf.
-func schemaErrors(err error) field.ErrorList {
+// schemaErrors turns the schema library's error tree into one field error per failed leaf
+// of the providerConfig document.
+func schemaErrors(err error, document any) field.ErrorList {
 	if err == nil {
 		return nil
 	}
@@ -152,7 +153,7 @@ func schemaErrors(err error) field.ErrorList {
 			}
 			return
 		}
-		for _, fe := range leafErrors(e) {
+		for _, fe := range leafErrors(e, document) {
 			if key := fe.Error(); !seen[key] {
 				seen[key] = true
 				errs = append(errs, fe)
@@ -163,14 +164,24 @@ func schemaErrors(err error) field.ErrorList {
 	return errs
 }
 
-func leafErrors(e *jsonschema.ValidationError) field.ErrorList {
+func leafErrors(e *jsonschema.ValidationError, document any) field.ErrorList {
 	path := field.NewPath("providerConfig")
+	value := document
 	for _, tok := range e.InstanceLocation {
 		if i, err := strconv.Atoi(tok); err == nil {
 			path = path.Index(i)
+			if list, ok := value.([]any); ok && i < len(list) {
+				value = list[i]
+				continue
+			}
 		} else {
 			path = path.Child(tok)
+			if object, ok := value.(map[string]any); ok {
+				value = object[tok]
+				continue
+			}
 		}
+		value = nil
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
@@ -186,7 +197,18 @@ func leafErrors(e *jsonschema.ValidationError) field.ErrorList {
 		}
 		return errs
 	default:
-		return field.ErrorList{field.Invalid(path, nil, e.ErrorKind.LocalizedString(printer))}
+		return field.ErrorList{field.Invalid(path, shownValue(value), e.ErrorKind.LocalizedString(printer))}
+	}
+}
+
+// shownValue is what an error message quotes of a wrong value: a string, number or bool
+// as given; of an object or a list nothing, which the message describes instead.
+func shownValue(v any) any {
+	switch v := v.(type) {
+	case string, bool, float64, json.Number:
+		return v
+	default:
+		return field.OmitValueType{}
 	}
 }
 

@@ -51,13 +51,13 @@ func TestValidationErrors(t *testing.T) {
 		{"no vpc", awsHead + "networks:\n  zones:\n" + zoneA, "providerConfig.networks.vpc", "Required value", awsCase},
 		{"vpc with both id and cidr", awsHead + "networks:\n  vpc: {id: vpc-1, cidr: 10.250.0.0/16}\n  zones:\n" + zoneA, "providerConfig.networks.vpc", "", awsCase},
 		{"vpc with neither", awsHead + "networks:\n  vpc: {}\n  zones:\n" + zoneA, "providerConfig.networks.vpc", "", awsCase},
-		{"malformed vpc id", awsHead + "networks:\n  vpc: {id: my-vpc}\n  zones:\n" + zoneA, "providerConfig.networks.vpc.id", "", awsCase},
+		{"malformed vpc id", awsHead + "networks:\n  vpc: {id: my-vpc}\n  zones:\n" + zoneA, "providerConfig.networks.vpc.id", `Invalid value: "my-vpc"`, awsCase},
 		{"vpc cidr not a CIDR", awsHead + "networks:\n  vpc: {cidr: 10.250.0.0}\n  zones:\n" + zoneA, "providerConfig.networks.vpc.cidr", "must be a CIDR", awsCase},
 		{"vpc cidr not canonical", awsHead + "networks:\n  vpc: {cidr: 10.250.1.0/16}\n  zones:\n" + zoneA, "providerConfig.networks.vpc.cidr", "did you mean 10.250.0.0/16", awsCase},
 		{"no zones", awsHead + "networks:\n  vpc: {cidr: 10.250.0.0/16}\n  zones: []\n", "providerConfig.networks.zones", "", awsCase},
 		{"zone without workers", awsZones(zoneA + "  - {name: eu-west-1b, public: 10.250.100.0/22, internal: 10.250.116.0/22}\n"), "providerConfig.networks.zones[1].workers", "Required value", awsCase},
 		{"zone with bad name", awsZones("  - {name: \"eu-west-1a; rm\", workers: 10.250.0.0/19, public: 10.250.96.0/22, internal: 10.250.112.0/22}\n"), "providerConfig.networks.zones[0].name", "", awsCase},
-		{"workers is a number", awsZones("  - {name: eu-west-1a, workers: 42, public: 10.250.96.0/22, internal: 10.250.112.0/22}\n"), "providerConfig.networks.zones[0].workers", "", awsCase},
+		{"workers is a number", awsZones("  - {name: eu-west-1a, workers: 42, public: 10.250.96.0/22, internal: 10.250.112.0/22}\n"), "providerConfig.networks.zones[0].workers", "Invalid value: 42", awsCase},
 		{"workers not canonical", awsZones(zoneA + "  - {name: eu-west-1b, workers: 10.250.33.0/19, public: 10.250.100.0/22, internal: 10.250.116.0/22}\n"), "providerConfig.networks.zones[1].workers", "canonical", awsCase},
 		{"subnet outside the vpc", awsZones(zoneA + "  - {name: eu-west-1b, workers: 10.251.0.0/19, public: 10.250.100.0/22, internal: 10.250.116.0/22}\n"), "providerConfig.networks.zones[1].workers", "must lie inside providerConfig.networks.vpc.cidr", awsCase},
 		{"subnet larger than the vpc", awsZones("  - {name: eu-west-1a, workers: 10.0.0.0/8, public: 10.250.96.0/22, internal: 10.250.112.0/22}\n"), "providerConfig.networks.zones[0].workers", "must lie inside", awsCase},
@@ -85,6 +85,7 @@ func TestValidationErrors(t *testing.T) {
 			g.Expect(verr.Errors[0].Field).To(Equal(tc.field))
 			g.Expect(verr.Error()).To(ContainSubstring(tc.field))
 			g.Expect(verr.Error()).To(ContainSubstring(tc.message))
+			g.Expect(verr.Error()).NotTo(ContainSubstring("null"), "a value the user gave, or none")
 		})
 	}
 }
