@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,17 +92,30 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
+	output := &testenv.SyncBuffer{}
+	reconciler := newReconciler(t, mgr.GetClient(), mgr.GetAPIReader(), config, workDir, mgr.GetEventRecorder("terraseed-infrastructure"), output)
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
+	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
+	go func() { c.done <- mgr.Start(ctx) }()
+	t.Cleanup(c.stop)
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue(), "the controller's caches sync")
+	return c
+}
+
+// newReconciler is the Infrastructure reconciler of the tests, with the local executor.
+func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *rest.Config, workDir string, recorder events.EventRecorder, output io.Writer) *infrastructure.Reconciler {
+	t.Helper()
 	// testdata/providers adds providers made for tests, as an operator would add theirs.
 	providers, err := templates.NewRegistry("testdata/providers")
-	g.Expect(err).NotTo(HaveOccurred())
-	output := &testenv.SyncBuffer{}
-	reconciler := &infrastructure.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return &infrastructure.Reconciler{
+		Client:    c,
+		APIReader: reader,
+		Recorder:  recorder,
 		Providers: providers,
 		Executor: &terraform.LocalExecutor{
-			Client:        mgr.GetClient(),
+			Client:        c,
 			Config:        config,
 			Terraformer:   []string{testenv.TerraformerBinary(t)},
 			TerraformPath: testenv.Terraform(t),
@@ -112,13 +126,6 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 		},
 		Types: []string{"local", "slow"},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
-	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
-	go func() { c.done <- mgr.Start(ctx) }()
-	t.Cleanup(c.stop)
-	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue(), "the controller's caches sync")
-	return c
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

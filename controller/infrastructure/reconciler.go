@@ -188,6 +188,13 @@ func (op *operation) finish(ctx context.Context, opType extensionsv1alpha1.LastO
 	if err == nil {
 		return ctrl.Result{}, nil
 	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The controller is stopping: the run was interrupted and saved its state, and the
+		// next reconcile, here or on the next leader, goes on with it. Nothing failed.
+		ctrl.LoggerFrom(ctx).Info("operationInterrupted", "operation", opType)
+		op.skipped = true
+		return ctrl.Result{}, nil
+	}
 	opErr := classify(err)
 	if opErr.reason == ReasonRunInProgress {
 		// Not a failure: the run under way will write the outcome.

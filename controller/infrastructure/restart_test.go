@@ -12,8 +12,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform"
@@ -126,4 +131,67 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 	state, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Count(string(state), `"index_key"`)).To(Equal(4), "the state holds the four steps once each")
+}
+
+// A controller that stops (a rolling update, a lost lease) interrupts its runs; that is
+// no failure of the operation, which the next controller goes on with.
+func TestStoppingDuringARunRecordsNoFailure(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"},
+		Data:       map[string][]byte{"token": []byte("secret-token")},
+	})).To(Succeed())
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":2,"seconds":30}`)}},
+			Region:      "local-1",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
+
+	// The reconciler on its own, with an event recorder that outlives the stop.
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	t.Cleanup(broadcaster.Shutdown)
+	reconciler := newReconciler(t, env.Client, env.Client, env.Config, workDir(t), broadcaster.NewRecorder(env.Scheme, "terraseed-infrastructure"), &testenv.SyncBuffer{})
+	reconcileCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := reconciler.Reconcile(reconcileCtx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(infra)})
+		done <- err
+	}()
+	s := &shoot{namespace: ns, infra: infra}
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateProcessing)
+	// The run has started once its finalizer is on the state ConfigMap.
+	objects := terraform.RunObjects{Namespace: ns, Name: infra.Name}
+	g.Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, keyOf(ns, objects.StateName()), cm)).To(Succeed())
+		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	stop()
+	g.Expect(<-done).To(Succeed())
+
+	// The event of the start arrives; no failure follows it.
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).Should(ContainElement("CreateProcessing"))
+	g.Consistently(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).WithTimeout(2 * time.Second).ShouldNot(ContainElement("CreateError"))
+	g.Expect(s.get(g).Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateProcessing))
+}
+
+func eventReasons(g Gomega, namespace, name string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(namespace))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }
