@@ -135,30 +135,31 @@ func runFailure(command Command, terminationPath, output string, cause error) er
 	return NewRunError(string(command), output, cause)
 }
 
+// resultFromStateFile reads a finished run's outputs from the state file it left.
 func resultFromStateFile(path string, command Command) (*Result, error) {
-	if command == Validate {
-		return &Result{Outputs: map[string]any{}}, nil
-	}
-	state, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading the state file: %w", err)
-	}
-	outputs, err := Outputs(state)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Outputs: outputs}, nil
+	return resultOf(command, func() ([]byte, error) {
+		state, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("reading the state file: %w", err)
+		}
+		return state, nil
+	})
 }
 
+// resultFromState reads a finished run's outputs from the stored state.
 func resultFromState(ctx context.Context, store *StateStore, command Command) (*Result, error) {
+	return resultOf(command, func() ([]byte, error) { return store.Load(ctx) })
+}
+
+func resultOf(command Command, state func() ([]byte, error)) (*Result, error) {
 	if command == Validate {
 		return &Result{Outputs: map[string]any{}}, nil
 	}
-	state, err := store.Load(ctx)
+	data, err := state()
 	if err != nil {
 		return nil, err
 	}
-	outputs, err := Outputs(state)
+	outputs, err := Outputs(data)
 	if err != nil {
 		return nil, err
 	}
