@@ -3,6 +3,7 @@ package templates
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
@@ -55,12 +57,11 @@ func (p *Provider) Render(in Input) (*Rendered, error) {
 	if err := p.validate(doc); err != nil {
 		return nil, err
 	}
-	return p.render(doc)
+	return p.render(doc, &renderState{vars: map[string]any{}})
 }
 
-func (p *Provider) render(doc *input) (*Rendered, error) {
+func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	var err error
-	state := &renderState{vars: map[string]any{}}
 	data := map[string]any{
 		"infrastructure": doc.infrastructure,
 		"cluster":        doc.cluster,
@@ -69,6 +70,10 @@ func (p *Provider) render(doc *input) (*Rendered, error) {
 	out := &Rendered{Files: map[string]string{}}
 	for _, file := range p.Templates() {
 		text, err := p.execute(file, data, state)
+		var rejected *inputRejected
+		if errors.As(err, &rejected) {
+			return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
+		}
 		if err != nil {
 			return nil, &RenderError{Type: p.Manifest.Type, File: file, Err: err}
 		}
@@ -102,6 +107,8 @@ func (p *Provider) execute(file string, data any, state *renderState) (string, e
 // renderState collects the tfvars the templates ask for during one render.
 type renderState struct {
 	vars map[string]any
+	// unvalidated lets every `invalid` check pass.
+	unvalidated bool
 }
 
 // tfvar records value as terraform variable name and returns the reference to it, so a
@@ -131,7 +138,27 @@ func funcMap(state *renderState) template.FuncMap {
 		state = &renderState{vars: map[string]any{}}
 	}
 	funcs["tfvar"] = state.tfvar
+	funcs["invalid"] = state.invalid
 	return funcs
+}
+
+// inputRejected is raised by a template's `invalid`: the input passed the schema, but the
+// provider cannot render it.
+type inputRejected struct {
+	field  string
+	value  any
+	detail string
+}
+
+func (e *inputRejected) Error() string { return e.field + ": " + e.detail }
+
+// invalid lets a template refuse an input it cannot render, naming the field, as the
+// schema would: `{{ invalid "providerConfig.x" $value "why" }}`.
+func (s *renderState) invalid(field string, value any, detail string) (string, error) {
+	if s.unvalidated {
+		return "", nil
+	}
+	return "", &inputRejected{field: field, value: value, detail: detail}
 }
 
 // credentialReferences tells templates how to reach each credential: a terraform variable
@@ -188,12 +215,13 @@ func terraformType(v any) string {
 	}
 }
 
-// RenderUnvalidated renders without the schema and network checks; it exists to prove
-// that templates are safe even on input validation would have rejected.
+// RenderUnvalidated renders without the schema and network checks, and with the
+// templates' own `invalid` checks passing; it exists to prove that templates are safe
+// even on input validation would have rejected.
 func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
 	doc, err := p.decode(in)
 	if err != nil {
 		return nil, err
 	}
-	return p.render(doc)
+	return p.render(doc, &renderState{vars: map[string]any{}, unvalidated: true})
 }

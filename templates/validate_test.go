@@ -110,3 +110,36 @@ func TestShootNetworksAreChecked(t *testing.T) {
 	g.Expect(verr.Errors[0].Field).To(Equal("providerConfig.networks.zones[2].workers"))
 	g.Expect(verr.Errors[0].Detail).To(ContainSubstring("cluster.shoot.spec.networking.nodes"))
 }
+
+// TestTemplatesRejectWhatTheyCannotRender: the local provider's default namespace is made
+// of the Infrastructure's namespace and name, which the schema does not see.
+func TestTemplatesRejectWhatTheyCannotRender(t *testing.T) {
+	r := registry(t)
+	localCase := renderCase{provider: "local", name: "one-zone", dir: "testdata/cases/local/one-zone"}
+	for name, infraName := range map[string]string{
+		"too long":    "an-infrastructure-whose-name-is-far-too-long-for-a-namespace",
+		"not a label": "infra.structure",
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			in := localCase.input(t)
+			in.Infrastructure.Name = infraName
+			p, err := r.Provider("local")
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = p.Render(in)
+			var verr *templates.ValidationError
+			g.Expect(errors.As(err, &verr)).To(BeTrue(), "want a ValidationError, got %v", err)
+			g.Expect(verr.Codes()).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+			g.Expect(verr.Errors).To(HaveLen(1))
+			g.Expect(verr.Errors[0].Field).To(Equal("providerConfig.namespace"))
+			g.Expect(verr.Error()).To(ContainSubstring(in.Infrastructure.Namespace + "--" + infraName))
+			g.Expect(verr.Error()).To(ContainSubstring("set providerConfig.namespace"))
+
+			// Naming the namespace renders.
+			in = withConfig(t, localCase, "apiVersion: local.provider.terraseed.io/v1alpha1\nkind: InfrastructureConfig\nnamespace: shoot-dev\nnetworks:\n  cidr: 10.250.0.0/16\n  zones:\n  - {name: a, workers: 10.250.0.0/19}\n")
+			in.Infrastructure.Name = infraName
+			_, err = p.Render(in)
+			g.Expect(err).NotTo(HaveOccurred())
+		})
+	}
+}

@@ -1,5 +1,9 @@
 {{- $config := .infrastructure.providerConfig -}}
 {{- $networking := dig "spec" "networking" dict .cluster.shoot -}}
+{{- $namespace := dig "namespace" (printf "%s--%s" .infrastructure.namespace .infrastructure.name) $config -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" $namespace) -}}
+{{- invalid "providerConfig.namespace" $namespace "the default, <infrastructure namespace>--<infrastructure name>, is no namespace name (a DNS label of at most 63 characters): set providerConfig.namespace" -}}
+{{- end -}}
 terraform {
   required_version = ">= 1.5"
   required_providers {
@@ -17,7 +21,7 @@ locals {
   cluster    = one([for c in local.kubeconfig.clusters : c.cluster if c.name == local.context.cluster])
   user       = one([for u in local.kubeconfig.users : u.user if u.name == local.context.user])
 
-  namespace = {{ tfvar "namespace" (dig "namespace" (printf "%s--%s" .infrastructure.namespace .infrastructure.name) $config) }}
+  namespace = {{ tfvar "namespace" $namespace }}
   labels = {
     "app.kubernetes.io/managed-by"      = "terraseed"
     "infrastructure.terraseed.io/name"  = {{ tfvar "infrastructure_name" .infrastructure.name }}
