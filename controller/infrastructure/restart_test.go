@@ -179,7 +179,7 @@ func TestStoppingDuringARunRecordsNoFailure(t *testing.T) {
 	g.Expect(<-done).To(Succeed())
 
 	// The event of the start arrives; no failure follows it.
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).Should(ContainElement("CreateProcessing"))
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).WithTimeout(30 * time.Second).Should(ContainElement("CreateProcessing"))
 	g.Consistently(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).WithTimeout(2 * time.Second).ShouldNot(ContainElement("CreateError"))
 	g.Expect(s.get(g).Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateProcessing))
 }
