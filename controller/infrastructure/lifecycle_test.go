@@ -57,7 +57,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 		current := s.get(g)
 		current.Spec.ProviderConfig = providerConfig("10.250.32.0/19")
 		g.Expect(env.Client.Update(ctx, current)).To(Succeed())
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		current := s.get(g)
 		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))

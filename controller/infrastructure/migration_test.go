@@ -45,7 +45,7 @@ func annotate(g Gomega, s *shoot, operation string) {
 		}
 		infra.Annotations[infrastructure.AnnotationOperation] = operation
 		g.Expect(env.Client.Update(context.Background(), infra)).To(Succeed())
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
