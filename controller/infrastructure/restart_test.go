@@ -68,23 +68,41 @@ func parentOf(pid string) string {
 	return fields[1]
 }
 
-func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
+// slowShoot is a shoot of the test provider "slow", whose steps sleep as configured, with
+// its credentials; its Infrastructure is not created yet.
+func slowShoot(t *testing.T, config string) *shoot {
+	t.Helper()
 	ns := env.Namespace(t)
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+	NewWithT(t).Expect(env.Client.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"},
 		Data:       map[string][]byte{"token": []byte("secret-token")},
 	})).To(Succeed())
-	infra := &extensionsv1alpha1.Infrastructure{
+	return &shoot{namespace: ns, infra: &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":4,"seconds":6}`)}},
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(config)}},
 			Region:      "local-1",
 			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
 		},
-	}
-	s := &shoot{namespace: ns, infra: infra}
+	}}
+}
+
+// waitForRunStart waits until a run owns the run objects: its finalizer is on the state ConfigMap.
+func (s *shoot) waitForRunStart(t *testing.T) {
+	t.Helper()
+	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
+		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := slowShoot(t, `{"steps":4,"seconds":6}`)
+	ns, infra := s.namespace, s.infra
 	dir := workDir(t)
 	terraformPath, err := filepath.EvalSymlinks(testenv.Terraform(t))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -107,13 +125,8 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 
 	first := startController(t, ns, dir)
 	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
-	// The run owns the run objects once its finalizer is on the state ConfigMap.
+	s.waitForRunStart(t)
 	objects := terraform.RunObjects{Namespace: ns, Name: infra.Name}
-	g.Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(env.Client.Get(ctx, keyOf(ns, objects.StateName()), cm)).To(Succeed())
-		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
-	}).WithTimeout(time.Minute).Should(Succeed())
 
 	// A second controller on the same machine comes up while the run goes on, as after a
 	// restart whose predecessor's run has not ended yet. Each step of the run sleeps 6 s,
@@ -138,19 +151,8 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 func TestStoppingDuringARunRecordsNoFailure(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"},
-		Data:       map[string][]byte{"token": []byte("secret-token")},
-	})).To(Succeed())
-	infra := &extensionsv1alpha1.Infrastructure{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
-		Spec: extensionsv1alpha1.InfrastructureSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"steps":2,"seconds":30}`)}},
-			Region:      "local-1",
-			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
-		},
-	}
+	s := slowShoot(t, `{"steps":2,"seconds":30}`)
+	ns, infra := s.namespace, s.infra
 	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
 
 	// The reconciler on its own, with an event recorder that outlives the stop.
@@ -166,15 +168,8 @@ func TestStoppingDuringARunRecordsNoFailure(t *testing.T) {
 		_, err := reconciler.Reconcile(reconcileCtx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(infra)})
 		done <- err
 	}()
-	s := &shoot{namespace: ns, infra: infra}
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateProcessing)
-	// The run has started once its finalizer is on the state ConfigMap.
-	objects := terraform.RunObjects{Namespace: ns, Name: infra.Name}
-	g.Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(env.Client.Get(ctx, keyOf(ns, objects.StateName()), cm)).To(Succeed())
-		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
-	}).WithTimeout(time.Minute).Should(Succeed())
+	s.waitForRunStart(t)
 	stop()
 	g.Expect(<-done).To(Succeed())
 
