@@ -163,7 +163,7 @@ func resultOf(command Command, state func() ([]byte, error)) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Outputs: outputs}, nil
+	return &Result{Outputs: outputs, State: data}, nil
 }
 
 // runEnv is the terraformer's environment: what a process needs to run, and the

@@ -92,6 +92,8 @@ func (t *Terraformer) timed(phase string, command func() error) error {
 type Result struct {
 	// Outputs are the root module outputs of the saved state, JSON-typed.
 	Outputs map[string]any
+	// State is the saved state the outputs were read from; executors fill it in.
+	State []byte
 	// Changes is whether a plan found changes to make.
 	Changes bool
 	// StateWrites is how many times the state was written to the API server.

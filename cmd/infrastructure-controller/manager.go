@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform"
@@ -40,6 +42,9 @@ type managerOptions struct {
 	metricsAddress          string
 	probeAddress            string
 	providersDir            string
+	classes                 string
+	heartbeatNamespace      string
+	extensionName           string
 
 	executor                  string
 	terraform                 string
@@ -60,6 +65,9 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
+	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
+	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
+	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
 	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
 	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
@@ -130,19 +138,28 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			}
 		}
 	}
+	classes, err := parseClasses(o.classes)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-classes: %w", err)
+	}
+	if o.heartbeatNamespace != "" {
+		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
+			return nil, err
+		}
+	}
 	executor, err := o.newExecutor(ctx, mgr)
 	if err != nil {
 		return nil, err
 	}
-	reconciler := &infrastructure.Reconciler{
+	actuator := &infrastructure.Actuator{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
 		Providers: providers,
 		Executor:  executor,
-		Types:     types,
 	}
-	if err := reconciler.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
+	reconciler := infrastructure.NewReconciler(actuator, types, classes)
+	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "executor", o.executor)
@@ -234,6 +251,20 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// parseClasses reads a comma-separated list of extension classes.
+func parseClasses(s string) ([]extensionsv1alpha1.ExtensionClass, error) {
+	known := []extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed, extensionsv1alpha1.ExtensionClassGarden}
+	var classes []extensionsv1alpha1.ExtensionClass
+	for _, name := range strings.Split(s, ",") {
+		class := extensionsv1alpha1.ExtensionClass(strings.TrimSpace(name))
+		if !slices.Contains(known, class) {
+			return nil, fmt.Errorf("%q is not one of %v", class, known)
+		}
+		classes = append(classes, class)
+	}
+	return classes, nil
 }
 
 // parseLabels reads key=value,key=value; keys and values must be valid label keys and values.

@@ -8,28 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform"
 )
 
-// delete destroys what terraform created, then releases the Infrastructure. After a
-// migration nothing is destroyed: the resources belong to the new seed.
+// delete destroys what terraform created and removes what the runs kept.
 func (op *operation) delete(ctx context.Context) error {
-	if !controllerutil.ContainsFinalizer(op.infra, Finalizer) {
-		op.skipped = true
-		return nil
-	}
-	opType := extensionsv1alpha1.LastOperationTypeDelete
-	if migratedAway(op.infra) {
-		return op.removeFinalizerAndOperation(ctx)
-	}
-	if err := op.begin(ctx, opType, "Destroying the infrastructure"); err != nil {
-		return err
-	}
-	state, err := op.objects().ReadState(ctx, op.reconciler.Client)
+	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil {
 		return fmt.Errorf("reading the state: %w", err)
 	}
@@ -38,13 +25,12 @@ func (op *operation) delete(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := op.deleteRunObjects(ctx); err != nil {
-		return err
-	}
-	if err := op.succeed(ctx, opType, "The infrastructure is destroyed", ReasonReconciled); err != nil {
-		return err
-	}
-	return op.removeFinalizerAndOperation(ctx)
+	return op.deleteRunObjects(ctx)
+}
+
+// forceDelete removes what the runs kept, the state included, and destroys nothing.
+func (op *operation) forceDelete(ctx context.Context) error {
+	return op.deleteRunObjects(ctx)
 }
 
 func (op *operation) destroy(ctx context.Context) error {
@@ -55,7 +41,7 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err := op.ensureConfig(ctx); err != nil {
 		return err
 	}
-	_, err = op.reconciler.run(ctx, terraform.Request{
+	_, err = op.actuator.run(ctx, terraform.Request{
 		Namespace: op.infra.Namespace, Name: op.infra.Name, Owner: op.owner(), Command: terraform.Destroy, Env: env,
 	})
 	return err
@@ -65,17 +51,17 @@ func (op *operation) destroy(ctx context.Context) error {
 // the last run, so that a deletion never waits on a secret deleted first.
 func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, error) {
 	provider, secret, err := op.inputs(ctx)
-	var opErr *operationError
+	var opErr *extension.Error
 	switch {
 	case err == nil:
 		return provider.Credentials(secret)
-	case errors.As(err, &opErr) && opErr.reason == ReasonCredentialsUnavailable:
+	case errors.As(err, &opErr) && opErr.Reason == ReasonCredentialsUnavailable:
 		stored, storedErr := op.storedCredentials(ctx)
 		if storedErr != nil {
 			return nil, storedErr
 		}
 		if stored == nil {
-			key := op.secretKey()
+			key := secretKeyOf(op.infra)
 			return nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
 		}
 		return envOf(stored), nil
@@ -88,24 +74,20 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 // it rendered again, since destroying needs the provider configuration.
 func (op *operation) ensureConfig(ctx context.Context) error {
 	objects := op.objects()
-	err := op.reconciler.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	provider, err := op.reconciler.Providers.Provider(op.infra.Spec.Type)
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
 	if err != nil {
 		return err
 	}
-	cluster, err := op.cluster(ctx)
+	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster})
 	if err != nil {
 		return err
 	}
-	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: cluster})
-	if err != nil {
+	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files); err != nil {
 		return err
 	}
-	if err := objects.WriteConfig(ctx, op.reconciler.Client, rendered.Files); err != nil {
-		return err
-	}
-	return objects.WriteVars(ctx, op.reconciler.Client, rendered.TFVarsJSON)
+	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
 }

@@ -3,65 +3,52 @@ package infrastructure
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform"
 )
 
 // Reasons of the Ready condition; each failure carries one.
 const (
-	ReasonReconciled             = "Reconciled"
-	ReasonProcessing             = "Processing"
-	ReasonInvalidConfiguration   = "InvalidConfiguration"
+	ReasonInvalidConfiguration   = extension.ReasonInvalid
 	ReasonCredentialsUnavailable = "CredentialsUnavailable"
 	ReasonTerraformFailed        = "TerraformFailed"
 	ReasonRunInProgress          = "RunInProgress"
-	ReasonMigrated               = "Migrated"
-	ReasonWaitingForState        = "WaitingForState"
-	ReasonReconcileError         = "ReconcileError"
+	ReasonStateTooLarge          = "StateTooLarge"
 )
 
-// operationError is a failed operation with what the status needs: a condition reason,
-// Gardener's error codes, and whether retrying without a change of input can help.
-type operationError struct {
-	reason string
-	codes  []extensionsv1alpha1.ErrorCode
-	// terminal errors are not retried until the Infrastructure or its secret changes.
-	terminal bool
-	// invalid input fails the operation (state Failed) rather than erring it (state Error).
-	invalid bool
-	err     error
-}
-
-func (e *operationError) Error() string { return e.err.Error() }
-func (e *operationError) Unwrap() error { return e.err }
-
-func credentialsUnavailable(format string, args ...any) *operationError {
-	return &operationError{
-		reason:   ReasonCredentialsUnavailable,
-		codes:    []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
-		terminal: true,
-		err:      fmt.Errorf(format, args...),
+func credentialsUnavailable(format string, args ...any) *extension.Error {
+	return &extension.Error{
+		Reason:   ReasonCredentialsUnavailable,
+		Codes:    []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
+		Terminal: true,
+		Err:      fmt.Errorf(format, args...),
 	}
 }
 
-// classify turns any error of an operation into an operationError.
-func classify(err error) *operationError {
-	var opErr *operationError
-	if errors.As(err, &opErr) {
-		return opErr
-	}
+// retryAfterRunInProgress is how long a reconcile waits for a run another reconcile
+// started; the run writes its outcome itself.
+const retryAfterRunInProgress = 10 * time.Second
+
+// classify turns the errors of templates and terraform into the framework's Error.
+func classify(err error) error {
 	var validationErr *templates.ValidationError
-	if errors.As(err, &validationErr) {
-		return &operationError{reason: ReasonInvalidConfiguration, codes: validationErr.Codes(), terminal: true, invalid: true, err: err}
-	}
-	if errors.Is(err, terraform.ErrRunInProgress) {
-		return &operationError{reason: ReasonRunInProgress, err: err}
-	}
 	var runErr *terraform.RunError
-	if errors.As(err, &runErr) {
-		return &operationError{reason: ReasonTerraformFailed, codes: runErr.Codes, terminal: !runErr.Retryable, err: err}
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, new(*extension.Error)):
+		return err
+	case errors.As(err, &validationErr):
+		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
+	case errors.Is(err, terraform.ErrRunInProgress):
+		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
+	case errors.As(err, &runErr):
+		return &extension.Error{Reason: ReasonTerraformFailed, Codes: runErr.Codes, Terminal: !runErr.Retryable, Err: err}
+	default:
+		return err
 	}
-	return &operationError{reason: ReasonReconcileError, err: err}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform"
 )
@@ -33,7 +34,7 @@ func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
 	g.Expect(infra.Status.LastError.Description).To(ContainSubstring("providerConfig.networks.zones[0].workers"))
 	g.Expect(infra.Status.ObservedGeneration).To(BeZero(), "observedGeneration moves only on success")
 	g.Expect(infra.Status.Conditions).To(ContainElement(And(
-		HaveField("Type", infrastructure.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionFalse),
+		HaveField("Type", extension.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionFalse),
 		HaveField("Reason", infrastructure.ReasonInvalidConfiguration))))
 
 	// Nothing was created: no run objects, no finalizer, no target namespace.

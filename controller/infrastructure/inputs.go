@@ -27,18 +27,10 @@ func (op *operation) objects() terraform.RunObjects {
 // can destroy after the referenced secret is gone.
 func credentialsName(infrastructure string) string { return infrastructure + ".infra.credentials" }
 
-func (op *operation) secretKey() client.ObjectKey {
-	ref := op.infra.Spec.SecretRef
-	if ref.Namespace == "" {
-		return client.ObjectKey{Namespace: op.infra.Namespace, Name: ref.Name}
-	}
-	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
-}
-
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
 func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	if err := op.reconciler.APIReader.Get(ctx, op.secretKey(), secret); err != nil {
+	if err := op.actuator.APIReader.Get(ctx, secretKeyOf(op.infra), secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -51,7 +43,7 @@ func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
 func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}
-	if err := op.reconciler.APIReader.Get(ctx, key, secret); err != nil {
+	if err := op.actuator.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -62,7 +54,7 @@ func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, err
 
 func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
 	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
-	err := terraform.WriteObject(ctx, op.reconciler.Client, stored, func() error {
+	err := terraform.WriteObject(ctx, op.actuator.Client, stored, func() error {
 		stored.Labels = map[string]string{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}
 		stored.Annotations = map[string]string{annotationSourceVersion: source.ResourceVersion}
 		stored.Type = corev1.SecretTypeOpaque
@@ -70,8 +62,8 @@ func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret
 		for name, value := range env {
 			stored.Data[name] = []byte(value)
 		}
-		return controllerutil.SetControllerReference(op.infra, stored, op.reconciler.Client.Scheme())
-	}, terraform.CreateFirst(op.firstRun))
+		return controllerutil.SetControllerReference(op.infra, stored, op.actuator.Client.Scheme())
+	}, terraform.CreateFirst(op.req.FirstRun))
 	if err != nil {
 		return fmt.Errorf("storing the credentials of this run: %w", err)
 	}
@@ -86,18 +78,6 @@ func envOf(secret *corev1.Secret) map[string]string {
 	return env
 }
 
-// cluster returns the Cluster named like the namespace, or nil: templates that need it say so.
-func (op *operation) cluster(ctx context.Context) (*extensionsv1alpha1.Cluster, error) {
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := op.reconciler.Client.Get(ctx, client.ObjectKey{Name: op.infra.Namespace}, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading Cluster %s: %w", op.infra.Namespace, err)
-	}
-	return cluster, nil
-}
-
 func (op *operation) owner() *metav1.OwnerReference {
 	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
 }
@@ -105,11 +85,11 @@ func (op *operation) owner() *metav1.OwnerReference {
 // deleteRunObjects releases and deletes what the runs of this Infrastructure keep, and
 // the stored credentials.
 func (op *operation) deleteRunObjects(ctx context.Context) error {
-	if err := op.objects().Delete(ctx, op.reconciler.Client); err != nil {
+	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
 		return fmt.Errorf("deleting the run objects: %w", err)
 	}
 	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
-	if err := op.reconciler.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
+	if err := op.actuator.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the stored credentials: %w", err)
 	}
 	return nil

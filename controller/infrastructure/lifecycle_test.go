@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform"
 )
@@ -36,7 +37,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	g.Expect(infra.Status.LastError).To(BeNil())
 	g.Expect(infra.Finalizers).To(ContainElement(infrastructure.Finalizer))
 	g.Expect(infra.Status.Conditions).To(ContainElement(And(
-		HaveField("Type", infrastructure.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionTrue))))
+		HaveField("Type", extension.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionTrue))))
 	var providerStatus map[string]any
 	g.Expect(json.Unmarshal(infra.Status.ProviderStatus.Raw, &providerStatus)).To(Succeed())
 	g.Expect(providerStatus).To(HaveKeyWithValue("kind", "InfrastructureStatus"))

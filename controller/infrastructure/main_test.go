@@ -95,7 +95,7 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 	output := &testenv.SyncBuffer{}
 	reconciler := newReconciler(t, mgr.GetClient(), mgr.GetAPIReader(), config, workDir, mgr.GetEventRecorder("terraseed-infrastructure"), output)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(reconciler.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
+	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
@@ -109,7 +109,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 	// testdata/providers adds providers made for tests, as an operator would add theirs.
 	providers, err := templates.NewRegistry("testdata/providers")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return &infrastructure.Reconciler{
+	return infrastructure.NewReconciler(&infrastructure.Actuator{
 		Client:    c,
 		APIReader: reader,
 		Recorder:  recorder,
@@ -124,8 +124,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 			StopTimeout:   time.Minute,
 			Output:        output,
 		},
-		Types: []string{"local", "slow"},
-	}
+	}, []string{"local", "slow"}, nil)
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

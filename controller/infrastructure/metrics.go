@@ -37,11 +37,11 @@ func init() {
 }
 
 // run runs terraform through the executor, measuring it.
-func (r *Reconciler) run(ctx context.Context, req terraform.Request) (*terraform.Result, error) {
+func (a *Actuator) run(ctx context.Context, req terraform.Request) (*terraform.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()
 	start := time.Now()
-	result, err := r.Executor.Run(ctx, req)
+	result, err := a.Executor.Run(ctx, req)
 	outcome := "succeeded"
 	var phases terraform.Phases
 	var runErr *terraform.RunError

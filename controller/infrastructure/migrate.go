@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 )
 
 // migratedState is the shape of .status.state: the terraform state, gzipped, so that it
@@ -27,14 +28,14 @@ const (
 	migratedStateKind       = "InfrastructureState"
 )
 
-// migrate keeps the state in .status.state and releases the run objects and the
-// Infrastructure without destroying anything: another seed takes the resources over.
+// maxStatusState bounds the encoded state in .status.state, leaving room in the
+// Infrastructure for everything else under etcd's limit of 1.5 MiB a request.
+const maxStatusState = 1024 * 1024
+
+// migrate keeps the state in .status.state and releases the run objects without
+// destroying anything: another seed takes the resources over.
 func (op *operation) migrate(ctx context.Context) error {
-	opType := extensionsv1alpha1.LastOperationTypeMigrate
-	if err := op.begin(ctx, opType, "Migrating the infrastructure"); err != nil {
-		return err
-	}
-	state, err := op.objects().ReadState(ctx, op.reconciler.Client)
+	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil {
 		return fmt.Errorf("reading the state: %w", err)
 	}
@@ -43,19 +44,41 @@ func (op *operation) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if len(encoded.Raw) > maxStatusState {
+			return extension.InvalidInput(ReasonStateTooLarge, "status.state: the compressed terraform state takes %d bytes, more than the %d the status can hold; it stays in ConfigMap %s/%s", len(encoded.Raw), maxStatusState, op.infra.Namespace, op.objects().StateName())
+		}
 		op.infra.Status.State = encoded
 		// The state must be safe in the status before the objects that hold it go.
-		if err := op.patchStatus(ctx); err != nil {
+		if err := op.req.PatchStatus(ctx); err != nil {
 			return err
 		}
 	}
-	if err := op.deleteRunObjects(ctx); err != nil {
+	return op.deleteRunObjects(ctx)
+}
+
+// keepStateInStatus puts the state of a successful apply into .status.state, where
+// gardenlet's periodic backup of the shoot's state finds it should the seed be lost. A
+// state too large for the status is left out, so that no stale one stays, and an event
+// says so.
+func (op *operation) keepStateInStatus(state []byte) error {
+	if len(state) == 0 {
+		op.infra.Status.State = nil
+		return nil
+	}
+	encoded, err := encodeState(state)
+	if err != nil {
 		return err
 	}
-	if err := op.succeed(ctx, opType, "The infrastructure is migrated: its state is in .status.state", ReasonMigrated); err != nil {
-		return err
+	if len(encoded.Raw) > maxStatusState {
+		if op.infra.Status.State != nil || op.req.FirstRun {
+			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
+				"The compressed terraform state takes %d bytes, more than the %d .status.state can hold: it is kept in ConfigMap %s only", len(encoded.Raw), maxStatusState, op.objects().StateName())
+		}
+		op.infra.Status.State = nil
+		return nil
 	}
-	return op.removeFinalizerAndOperation(ctx)
+	op.infra.Status.State = encoded
+	return nil
 }
 
 func encodeState(state []byte) (*runtime.RawExtension, error) {
@@ -80,11 +103,7 @@ func decodeState(raw *runtime.RawExtension) ([]byte, error) {
 		return nil, nil
 	}
 	invalid := func(err error) error {
-		return &operationError{
-			reason: ReasonInvalidConfiguration, terminal: true, invalid: true,
-			codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
-			err:   fmt.Errorf("status.state: %w", err),
-		}
+		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
 	}
 	var kept migratedState
 	if err := json.Unmarshal(raw.Raw, &kept); err != nil {

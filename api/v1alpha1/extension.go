@@ -1,0 +1,10 @@
+package v1alpha1
+
+// The accessors below let one reconciler serve every extension kind through the parts
+// their specs and statuses share.
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (i *Infrastructure) GetExtensionSpec() *DefaultSpec { return &i.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (i *Infrastructure) GetExtensionStatus() *DefaultStatus { return &i.Status.DefaultStatus }

@@ -1,0 +1,230 @@
+package extension
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// operation is one reconcile of one object.
+type operation[T Object] struct {
+	r       *Reconciler[T]
+	obj     T
+	cluster *extensionsv1alpha1.Cluster
+	// base is the object as last written, the base of the next status patch.
+	base T
+	// skipped operations leave the status as it is.
+	skipped  bool
+	firstRun bool
+}
+
+func (r *Reconciler[T]) newOperation(obj T, cluster *extensionsv1alpha1.Cluster) *operation[T] {
+	return &operation[T]{
+		r: r, obj: obj, cluster: cluster, base: obj.DeepCopyObject().(T),
+		firstRun: obj.GetExtensionStatus().LastOperation == nil,
+	}
+}
+
+func (op *operation[T]) request(opType extensionsv1alpha1.LastOperationType) Request[T] {
+	return Request[T]{Object: op.obj, Cluster: op.cluster, Operation: opType, FirstRun: op.firstRun, op: op}
+}
+
+func (op *operation[T]) now() metav1.Time {
+	if op.r.Now != nil {
+		return metav1.NewTime(op.r.Now())
+	}
+	return metav1.Now()
+}
+
+func (op *operation[T]) status() *extensionsv1alpha1.DefaultStatus { return op.obj.GetExtensionStatus() }
+
+// reconcile creates or reconciles, unless the actuator tells the last success still holds.
+func (op *operation[T]) reconcile(ctx context.Context, opType extensionsv1alpha1.LastOperationType) error {
+	req := op.request(opType)
+	if upToDate, err := op.upToDate(ctx, req); err != nil || upToDate {
+		op.skipped = upToDate
+		if upToDate {
+			ctrl.LoggerFrom(ctx).V(1).Info("upToDate")
+		}
+		return err
+	}
+	if err := op.begin(ctx, opType, "Reconciling the "+op.r.Kind); err != nil {
+		return err
+	}
+	// Gardener's request is taken once the work is under way: a later request, or another
+	// operation Gardener asks for meanwhile, stays for the next reconcile.
+	if err := op.removeOperationAnnotation(ctx, OperationReconcile); err != nil {
+		return err
+	}
+	if err := op.r.Actuator.Reconcile(ctx, req); err != nil {
+		return err
+	}
+	op.status().ObservedGeneration = op.obj.GetGeneration()
+	return op.succeed(ctx, opType, "The "+op.r.Kind+" is reconciled", ReasonReconciled)
+}
+
+// upToDate is true when nobody asked for an operation, the last one was a success for
+// this generation, and the actuator confirms nothing else changed.
+func (op *operation[T]) upToDate(ctx context.Context, req Request[T]) (bool, error) {
+	checker, ok := op.r.Actuator.(UpToDateChecker[T])
+	status := op.status()
+	last := status.LastOperation
+	if _, asked := op.obj.GetAnnotations()[AnnotationOperation]; !ok || asked ||
+		last == nil || last.State != extensionsv1alpha1.LastOperationStateSucceeded ||
+		last.Type == extensionsv1alpha1.LastOperationTypeDelete ||
+		status.ObservedGeneration != op.obj.GetGeneration() {
+		return false, nil
+	}
+	return checker.UpToDate(ctx, req)
+}
+
+// restore takes over from .status.state; the annotation goes only once that succeeded.
+func (op *operation[T]) restore(ctx context.Context) error {
+	opType := extensionsv1alpha1.LastOperationTypeRestore
+	if err := op.begin(ctx, opType, "Restoring the "+op.r.Kind+" from .status.state"); err != nil {
+		return err
+	}
+	if err := op.r.Actuator.Restore(ctx, op.request(opType)); err != nil {
+		return err
+	}
+	op.status().ObservedGeneration = op.obj.GetGeneration()
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is restored", ReasonReconciled); err != nil {
+		return err
+	}
+	return op.removeOperationAnnotation(ctx, OperationRestore)
+}
+
+// migrate keeps the state in the status and releases the object without removing what it
+// describes: another seed takes it over.
+func (op *operation[T]) migrate(ctx context.Context) error {
+	opType := extensionsv1alpha1.LastOperationTypeMigrate
+	if err := op.begin(ctx, opType, "Migrating the "+op.r.Kind); err != nil {
+		return err
+	}
+	if err := op.r.Actuator.Migrate(ctx, op.request(opType)); err != nil {
+		return err
+	}
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is migrated: its state is in .status.state", ReasonMigrated); err != nil {
+		return err
+	}
+	if err := op.removeFinalizer(ctx); err != nil {
+		return err
+	}
+	return op.removeOperationAnnotation(ctx, OperationMigrate)
+}
+
+// delete removes what the object describes, then releases it.
+func (op *operation[T]) delete(ctx context.Context) error {
+	if !controllerutil.ContainsFinalizer(op.obj, op.r.Finalizer) {
+		op.skipped = true
+		return nil
+	}
+	if MigratedAway(op.obj) {
+		// What the object describes belongs to another seed now.
+		op.skipped = true
+		return op.removeFinalizer(ctx)
+	}
+	opType := extensionsv1alpha1.LastOperationTypeDelete
+	if err := op.begin(ctx, opType, "Deleting the "+op.r.Kind); err != nil {
+		return err
+	}
+	if err := op.r.Actuator.Delete(ctx, op.request(opType)); err != nil {
+		return err
+	}
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is deleted", ReasonReconciled); err != nil {
+		return err
+	}
+	return op.removeFinalizer(ctx)
+}
+
+// forceDelete releases the object and forgets what it describes without removing it, as
+// the shoot's owner confirmed; an event says what was left behind.
+func (op *operation[T]) forceDelete(ctx context.Context) error {
+	if !controllerutil.ContainsFinalizer(op.obj, op.r.Finalizer) {
+		op.skipped = true
+		return nil
+	}
+	opType := extensionsv1alpha1.LastOperationTypeDelete
+	if err := op.begin(ctx, opType, "Force-deleting the "+op.r.Kind); err != nil {
+		return err
+	}
+	if err := op.r.Actuator.ForceDelete(ctx, op.request(opType)); err != nil {
+		return err
+	}
+	op.event(corev1.EventTypeWarning, "ForceDeleted", string(opType),
+		"The shoot is force-deleted: what this "+op.r.Kind+" created was not removed and is left behind")
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is force-deleted: what it created was left behind", ReasonForceDeleted); err != nil {
+		return err
+	}
+	return op.removeFinalizer(ctx)
+}
+
+// begin marks the operation Processing and writes that at once, so that Gardener sees a
+// long operation as under way.
+func (op *operation[T]) begin(ctx context.Context, opType extensionsv1alpha1.LastOperationType, description string) error {
+	ctrl.LoggerFrom(ctx).Info("operationStarted", "operation", opType)
+	setProcessing(op.status(), opType, description, op.now())
+	op.recordTransition(opType)
+	return op.patchStatus(ctx)
+}
+
+// succeed records the success and writes it at once: the metadata changes that end an
+// operation cause another reconcile, which must find the outcome already written.
+func (op *operation[T]) succeed(ctx context.Context, opType extensionsv1alpha1.LastOperationType, description, reason string) error {
+	setSucceeded(op.status(), opType, description, reason, op.now())
+	op.recordTransition(opType)
+	return op.patchStatus(ctx)
+}
+
+// finish records the outcome of an operation in the status and turns it into a result:
+// invalid input and non-retryable failures are terminal, others back off.
+func (op *operation[T]) finish(ctx context.Context, opType extensionsv1alpha1.LastOperationType, err error) (ctrl.Result, error) {
+	if err == nil {
+		return ctrl.Result{}, nil
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The controller is stopping: the actuator was interrupted and kept what it needs,
+		// and the next reconcile, here or on the next leader, goes on. Nothing failed.
+		ctrl.LoggerFrom(ctx).Info("operationInterrupted", "operation", opType)
+		op.skipped = true
+		return ctrl.Result{}, nil
+	}
+	opErr := asError(err)
+	if opErr.RetryAfter > 0 {
+		ctrl.LoggerFrom(ctx).Info("operationWaiting", "reason", opErr.Reason, "retryAfter", opErr.RetryAfter)
+		return ctrl.Result{RequeueAfter: opErr.RetryAfter}, nil
+	}
+	setFailure(op.status(), opType, opErr, op.now())
+	op.recordTransition(opType)
+	if opErr.Terminal {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	return ctrl.Result{}, err
+}
+
+// recordTransition emits an event when the state of the last operation changes.
+func (op *operation[T]) recordTransition(opType extensionsv1alpha1.LastOperationType) {
+	previous := op.base.GetExtensionStatus().LastOperation
+	current := op.status().LastOperation
+	if current == nil || (previous != nil && previous.State == current.State && previous.Type == current.Type) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if current.State == extensionsv1alpha1.LastOperationStateError || current.State == extensionsv1alpha1.LastOperationStateFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	op.event(eventType, string(opType)+string(current.State), string(opType), current.Description)
+}
+
+func (op *operation[T]) event(eventType, reason, action, message string) {
+	if op.r.Recorder != nil {
+		op.r.Recorder.Eventf(op.obj, nil, eventType, reason, action, "%s", message)
+	}
+}

@@ -1,0 +1,177 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// Gardener asks for an operation with an annotation, and removes nothing itself.
+const (
+	AnnotationOperation   = "gardener.cloud/operation"
+	OperationReconcile    = "reconcile"
+	OperationMigrate      = "migrate"
+	OperationRestore      = "restore"
+	OperationWaitForState = "wait-for-state"
+)
+
+// Reconciler runs Gardener's extension protocol for one kind and leaves the kind's work to
+// its Actuator.
+type Reconciler[T Object] struct {
+	// Kind names the kind in logs, events and the controller's name, e.g. "Infrastructure".
+	Kind string
+	// Finalizer keeps an object until its Actuator deleted, force-deleted or migrated it.
+	Finalizer string
+	Client    client.Client
+	// APIReader reads the object live: a cached copy may lag behind the status the
+	// previous reconcile wrote.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Actuator  Actuator[T]
+	NewObject func() T
+	// Types are the provider types served; objects of other types are left alone.
+	Types []string
+	// Classes are the extension classes served; an object without a class is of class
+	// shoot. Shoot alone when empty.
+	Classes []extensionsv1alpha1.ExtensionClass
+	// Now is the clock of status timestamps; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller. Status writes trigger nothing: changes of
+// the spec, of annotations and deletion do, and whatever the extra watches add.
+func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options, watches ...func(*builder.Builder) *builder.Builder) error {
+	// Start the Cluster informer with the manager rather than on the first reconcile,
+	// which would otherwise wait for it to sync.
+	if _, err := mgr.GetCache().GetInformer(ctx, &extensionsv1alpha1.Cluster{}); err != nil {
+		return fmt.Errorf("watching Clusters: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(r.Kind)).
+		For(r.NewObject(), builder.WithPredicates(
+			predicate.NewPredicateFuncs(r.Serves),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}),
+		)).
+		WithOptions(options)
+	for _, watch := range watches {
+		b = watch(b)
+	}
+	return b.Complete(r)
+}
+
+// Serves is true for objects of a served type and class.
+func (r *Reconciler[T]) Serves(obj client.Object) bool {
+	o, ok := obj.(T)
+	if !ok {
+		return false
+	}
+	spec := o.GetExtensionSpec()
+	class := extensionsv1alpha1.ExtensionClassShoot
+	if spec.Class != nil && *spec.Class != "" {
+		class = *spec.Class
+	}
+	classes := r.Classes
+	if len(classes) == 0 {
+		classes = []extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot}
+	}
+	return slices.Contains(r.Types, spec.Type) && slices.Contains(classes, class)
+}
+
+// deletionPredicate admits the update that marks an object for deletion.
+type deletionPredicate struct{ predicate.Funcs }
+
+func (deletionPredicate) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// Reconcile gets the object and its Cluster, then runs the operation the object asks
+// for; the status is patched once more at the end, whatever happened.
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := r.NewObject()
+	if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Serves(obj) {
+		return ctrl.Result{}, nil
+	}
+	cluster, err := clusterOf(ctx, r.Client, obj.GetNamespace())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	shoot, err := shootOf(cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if shoot.failed() {
+		ctrl.LoggerFrom(ctx).Info("skippingFailedShoot")
+		return ctrl.Result{}, nil
+	}
+
+	op := r.newOperation(obj, cluster)
+	defer func() {
+		if err := op.patchStatus(ctx); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	next := nextOperation(obj)
+	switch {
+	case next == operationSkip:
+		op.skipped = true
+		return ctrl.Result{}, nil
+	case next == extensionsv1alpha1.LastOperationTypeMigrate:
+		return op.finish(ctx, next, op.migrate(ctx))
+	case next == extensionsv1alpha1.LastOperationTypeDelete && shoot.forceDeletion():
+		return op.finish(ctx, next, op.forceDelete(ctx))
+	case next == extensionsv1alpha1.LastOperationTypeDelete:
+		return op.finish(ctx, next, op.delete(ctx))
+	case next == extensionsv1alpha1.LastOperationTypeRestore:
+		return op.finish(ctx, next, op.restore(ctx))
+	default:
+		return op.finish(ctx, next, op.reconcile(ctx, next))
+	}
+}
+
+// operationSkip is no operation: the object waits for its state, or was migrated away.
+const operationSkip extensionsv1alpha1.LastOperationType = ""
+
+// nextOperation chooses in Gardener's order: migrate, delete, restore, create, reconcile.
+// After a successful migrate only another migrate, a restore or the deletion come.
+func nextOperation(obj Object) extensionsv1alpha1.LastOperationType {
+	annotation := obj.GetAnnotations()[AnnotationOperation]
+	switch {
+	case annotation == OperationMigrate:
+		return extensionsv1alpha1.LastOperationTypeMigrate
+	case !obj.GetDeletionTimestamp().IsZero():
+		return extensionsv1alpha1.LastOperationTypeDelete
+	case annotation == OperationWaitForState:
+		return operationSkip
+	case annotation == OperationRestore:
+		return extensionsv1alpha1.LastOperationTypeRestore
+	case MigratedAway(obj):
+		return operationSkip
+	}
+	last := obj.GetExtensionStatus().LastOperation
+	if last == nil || (last.Type == extensionsv1alpha1.LastOperationTypeCreate && last.State != extensionsv1alpha1.LastOperationStateSucceeded) {
+		return extensionsv1alpha1.LastOperationTypeCreate
+	}
+	return extensionsv1alpha1.LastOperationTypeReconcile
+}
+
+// MigratedAway is true once a migrate succeeded: another seed owns what the object describes.
+func MigratedAway(obj Object) bool {
+	last := obj.GetExtensionStatus().LastOperation
+	return last != nil && last.Type == extensionsv1alpha1.LastOperationTypeMigrate && last.State == extensionsv1alpha1.LastOperationStateSucceeded
+}
