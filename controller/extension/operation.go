@@ -43,7 +43,9 @@ func (op *operation[T]) now() metav1.Time {
 	return metav1.Now()
 }
 
-func (op *operation[T]) status() *extensionsv1alpha1.DefaultStatus { return op.obj.GetExtensionStatus() }
+func (op *operation[T]) status() *extensionsv1alpha1.DefaultStatus {
+	return op.obj.GetExtensionStatus()
+}
 
 // reconcile creates or reconciles, unless the actuator tells the last success still holds.
 func (op *operation[T]) reconcile(ctx context.Context, opType extensionsv1alpha1.LastOperationType) error {

@@ -134,7 +134,9 @@ func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
 }
 
 // Delete destroys the infrastructure.
-func (a *Actuator) Delete(ctx context.Context, req request) error { return classify(a.operation(req).delete(ctx)) }
+func (a *Actuator) Delete(ctx context.Context, req request) error {
+	return classify(a.operation(req).delete(ctx))
+}
 
 // ForceDelete forgets the infrastructure without destroying it.
 func (a *Actuator) ForceDelete(ctx context.Context, req request) error {
@@ -142,7 +144,9 @@ func (a *Actuator) ForceDelete(ctx context.Context, req request) error {
 }
 
 // Migrate keeps the state in .status.state and releases the run objects.
-func (a *Actuator) Migrate(ctx context.Context, req request) error { return classify(a.operation(req).migrate(ctx)) }
+func (a *Actuator) Migrate(ctx context.Context, req request) error {
+	return classify(a.operation(req).migrate(ctx))
+}
 
 // Restore writes the state kept in .status.state back, then applies.
 func (a *Actuator) Restore(ctx context.Context, req request) error {
