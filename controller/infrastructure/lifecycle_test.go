@@ -1,9 +1,12 @@
 package infrastructure_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -52,6 +56,8 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	state, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(state)).To(ContainSubstring(`"kubectl_manifest"`))
+	// gardenlet's backup of the shoot's state finds the terraform state in the status.
+	g.Expect(stateInStatus(g, infra)).To(Equal(state))
 
 	// A changed zone CIDR is applied.
 	g.Eventually(func(g Gomega) {
@@ -67,6 +73,10 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy)).To(Succeed())
 	g.Expect(policy.Spec.Ingress[0].From[0].IPBlock.CIDR).To(Equal("10.250.32.0/19"))
+	changedState, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changedState).NotTo(Equal(state))
+	g.Expect(stateInStatus(g, s.get(g))).To(Equal(changedState), "the status follows every apply")
 
 	// Deleting destroys the objects, then the run objects and the finalizer go.
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
@@ -78,6 +88,54 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 		g.Expect(namespace.DeletionTimestamp).NotTo(BeNil())
 	}
 	assertRunObjectsGone(g, s)
+}
+
+// stateInStatus decodes .status.state: the gzipped terraform state.
+func stateInStatus(g Gomega, infra *extensionsv1alpha1.Infrastructure) []byte {
+	g.Expect(infra.Status.State).NotTo(BeNil())
+	var kept struct {
+		APIVersion, Kind string
+		TerraformState   []byte
+	}
+	g.Expect(json.Unmarshal(infra.Status.State.Raw, &kept)).To(Succeed())
+	g.Expect(kept.Kind).To(Equal("InfrastructureState"))
+	reader, err := gzip.NewReader(bytes.NewReader(kept.TerraformState))
+	g.Expect(err).NotTo(HaveOccurred())
+	state, err := io.ReadAll(reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	return state
+}
+
+// TestForceDeletionLeavesTheResources deletes an Infrastructure of a shoot whose owner
+// confirmed force deletion: nothing is destroyed, what the runs kept goes, and an event
+// says what was left behind.
+func TestForceDeletionLeavesTheResources(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	cluster := &extensionsv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: s.namespace},
+		Spec: extensionsv1alpha1.ClusterSpec{
+			Shoot: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"shoot",` +
+				`"deletionTimestamp":"2026-11-23T00:00:00Z","annotations":{"confirmation.gardener.cloud/force-deletion":"true"}}}`)},
+			Seed:         runtime.RawExtension{Raw: []byte(`{}`)},
+			CloudProfile: runtime.RawExtension{Raw: []byte(`{}`)},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, cluster)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cluster) })
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	before := realObjects(g, s)
+
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	s.waitGone(t)
+	g.Expect(realObjects(g, s)).To(Equal(before), "nothing was destroyed")
+	assertRunObjectsGone(g, s)
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, s.namespace, s.infra.Name) }).
+		WithTimeout(30 * time.Second).Should(ContainElement("ForceDeleted"))
 }
 
 func assertRunObjectsGone(g Gomega, s *shoot) {

@@ -156,7 +156,7 @@ func TestTemplate(t *testing.T) {
 			g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")))
 			g.Expect(pod.ServiceAccountName).To(Equal("terraseed"))
 			g.Expect(c.Args[0]).To(Equal("run"))
-			g.Expect(c.Args).To(ContainElement("--leader-election-namespace=garden-terraseed"))
+			g.Expect(c.Args).To(ContainElements("--leader-election-namespace=garden-terraseed", "--heartbeat-namespace=garden-terraseed", "--extension-name=terraseed", "--extension-classes=shoot"))
 			g.Expect(c.Args).To(ContainElement("--plugin-mirror=/opt/terraseed/plugins"))
 			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-runtime-apiserver", "allowed"))
 
@@ -175,7 +175,7 @@ func TestTemplate(t *testing.T) {
 					"networking.gardener.cloud/to-private-networks=allowed,networking.gardener.cloud/to-public-networks=allowed," +
 					"networking.gardener.cloud/to-runtime-apiserver=allowed"))
 				g.Expect(terraformerRole).NotTo(BeNil())
-				g.Expect(find(objects, "Role", "terraseed-leader-election")).NotTo(BeNil())
+				g.Expect(find(objects, "Role", "terraseed-leases")).NotTo(BeNil())
 				g.Expect(find(objects, "Service", "terraseed-metrics")).NotTo(BeNil())
 			case "local-executor":
 				g.Expect(c.Args).To(ContainElements("--executor=local", "--leader-elect=false", "--terraform=/usr/local/bin/terraform",

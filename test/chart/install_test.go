@@ -137,6 +137,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
+			{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
 		}, []access{
 			{"create", ext, "infrastructures", "", shoot, ""},
 			{"delete", ext, "infrastructures", "", shoot, "infra"},
@@ -152,6 +153,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
 			{"update", "coordination.k8s.io", "leases", "", shoot, "terraseed-infrastructure-controller"},
+			{"update", "coordination.k8s.io", "leases", "", shoot, "gardener-extension-heartbeat"},
 			{"list", "", "namespaces", "", "", ""},
 			{"delete", "", "namespaces", "", "", shoot},
 			{"list", "", "nodes", "", "", ""},
@@ -245,10 +247,12 @@ func TestLocalExecutorRBAC(t *testing.T) {
 	checkAccess(t, impersonate(t, release, "terraseed"), []access{
 		{"patch", ext, "infrastructures", "", shoot, "infra"},
 		{"create", "", "configmaps", "", shoot, ""},
+		// The heartbeat needs its Lease without leader election too.
+		{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
 	}, []access{
 		{"create", "", "pods", "", shoot, ""},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
-		{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
+		{"update", "coordination.k8s.io", "leases", "", shoot, "gardener-extension-heartbeat"},
 	})
 }
