@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
 
 func TestLocalRunsPreferTheTerraformerBinaryInstalledAlongside(t *testing.T) {
@@ -21,4 +23,13 @@ func TestLocalRunsPreferTheTerraformerBinaryInstalledAlongside(t *testing.T) {
 
 	g.Expect(os.Chmod(sibling, 0o755)).To(Succeed())
 	g.Expect(terraformerCommand(self)).To(Equal([]string{sibling}), "as in the image")
+}
+
+func TestExtensionClassesAreChecked(t *testing.T) {
+	g := NewWithT(t)
+	classes, err := parseClasses("shoot, seed")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(classes).To(Equal([]extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed}))
+	_, err = parseClasses("shoot,cluster")
+	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
 }
