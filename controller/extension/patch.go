@@ -20,7 +20,6 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 	// resourceVersion would turn it into an optimistic lock.
 	base := op.base.DeepCopyObject().(T)
 	copyMeta(base, op.obj)
-	base.SetResourceVersion(op.obj.GetResourceVersion())
 	patch := client.MergeFrom(base)
 	if data, err := patch.Data(op.obj); err == nil && string(data) == "{}" {
 		return nil
