@@ -185,7 +185,10 @@ func TestTemplate(t *testing.T) {
 				// Without terraformer pods there is no terraformer role and the
 				// controller may not touch pods or bind roles.
 				g.Expect(terraformerRole).To(BeNil())
-				g.Expect(find(objects, "Role", "")).To(BeNil())
+				// The one Role left is the heartbeat's: Leases in the release's namespace.
+				leases := convert[rbacv1.Role](t, find(objects, "Role", ""))
+				g.Expect(leases.Name).To(Equal("terraseed-leases"))
+				g.Expect(leases.Rules).To(HaveExactElements(HaveField("Resources", Equal([]string{"leases"}))))
 				g.Expect(find(objects, "Service", "")).To(BeNil())
 				role := convert[rbacv1.ClusterRole](t, find(objects, "ClusterRole", "terraseed"))
 				for _, r := range role.Rules {
