@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,13 +75,36 @@ func children(pid int) []int {
 // depending on the one before, so that terraform creates them interleaved, one at a
 // time. A state entry lost by a killed run shows up as a second ConfigMap of the pair
 // rather than being adopted again.
-func (f *fixture) writeChainConfig(n int) {
+//
+// Before the pair at each index of gates stands a gate, which the pairs after it wait
+// for: a terraform_data whose provisioner marks the gate reached and waits until the
+// test opens it. The pair at the gate's index goes on beside it, so that a run stopped
+// at a gate may be in the middle of a create, as anywhere in an apply, and yet is sure
+// not to have finished.
+func (f *fixture) writeChainConfig(n int, gates ...*gate) {
 	f.t.Helper()
 	var b strings.Builder
+	b.WriteString("variable \"gates\" {\n  type = string\n}\n\n")
+	waitFor := map[int]string{}
+	for _, gate := range gates {
+		fmt.Fprintf(&b, `resource "terraform_data" "gate_%[1]d" {
+  depends_on = [kubectl_manifest.item_%[2]d]
+  provisioner "local-exec" {
+    command = "touch \"$REACHED\" && until [ -e \"$OPEN\" ]; do sleep 0.05; done"
+    environment = {
+      REACHED = "${var.gates}/%[1]d.reached"
+      OPEN    = "${var.gates}/%[1]d.open"
+    }
+  }
+}
+
+`, gate.index, gate.index-1)
+		waitFor[gate.index+1] = fmt.Sprintf(", terraform_data.gate_%d", gate.index)
+	}
 	for i := range n {
 		dependsOn := ""
 		if i > 0 {
-			dependsOn = fmt.Sprintf("  depends_on = [kubectl_manifest.item_%d]\n", i-1)
+			dependsOn = fmt.Sprintf("  depends_on = [kubectl_manifest.item_%d%s]\n", i-1, waitFor[i])
 		}
 		fmt.Fprintf(&b, `resource "terraform_data" "id_%[1]d" {
 %[2]s}
@@ -105,7 +129,46 @@ resource "kubectl_manifest" "item_%[1]d" {
 		NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
 		files[name] = string(content)
 	}
-	NewWithT(f.t).Expect(f.objects.WriteConfig(context.Background(), env.Client, files)).To(Succeed())
+	ctx := context.Background()
+	NewWithT(f.t).Expect(f.objects.WriteConfig(ctx, env.Client, files)).To(Succeed())
+	vars, err := json.Marshal(map[string]any{"namespace": f.namespace, "resources": n, "gates": f.gates})
+	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(f.t).Expect(f.objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
+}
+
+// gate holds up a chain configuration's apply before the pair at index.
+type gate struct {
+	f     *fixture
+	index int
+}
+
+// newGate makes a gate before the pair at index, where index ConfigMaps exist already.
+func (f *fixture) newGate(index int) *gate {
+	f.t.Helper()
+	if f.gates == "" {
+		f.gates = f.t.TempDir()
+	}
+	return &gate{f: f, index: index}
+}
+
+// waitUntilReached waits until the gate is reached with everything before it in the
+// stored state, and the pair beside it has created its ConfigMap: a kill now lands
+// right after a create, as it may anywhere, and before the apply could finish.
+func (g *gate) waitUntilReached() {
+	g.f.t.Helper()
+	NewWithT(g.f.t).Eventually(func(gm Gomega) {
+		_, err := os.Stat(filepath.Join(g.f.gates, fmt.Sprintf("%d.reached", g.index)))
+		gm.Expect(err).NotTo(HaveOccurred(), "the gate is not reached yet")
+		stored, _ := g.f.stateItems(gm)
+		gm.Expect(len(stored)).To(BeNumerically(">=", g.index))
+		gm.Expect(g.f.items(gm)).To(HaveLen(g.index + 1))
+	}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Millisecond).Should(Succeed())
+}
+
+// open lets every run from now on pass the gate.
+func (g *gate) open() {
+	g.f.t.Helper()
+	NewWithT(g.f.t).Expect(os.WriteFile(filepath.Join(g.f.gates, fmt.Sprintf("%d.open", g.index)), nil, 0o644)).To(Succeed())
 }
 
 // expectNoLostStateEntry checks that every object in the cluster can be found again from
@@ -126,14 +189,16 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	g := NewWithT(t)
 	const resources = 20
 	f := newFixture(t, resources)
-	f.writeChainConfig(resources)
+	// Early, in the middle and late in the apply.
+	gates := []*gate{f.newGate(1), f.newGate(9), f.newGate(17)}
+	f.writeChainConfig(resources, gates...)
 
-	// Early, in the middle and late in the apply; each run starts where the killed one
-	// stopped, in a fresh working directory, as a new run pod would.
-	for _, killAt := range []int{2, 10, 18} {
+	// Each run starts where the killed one stopped, in a fresh working directory, as a
+	// new run pod would, passes the gates opened before and stops at the next.
+	for _, gate := range gates {
 		f.executor.BaseDir = t.TempDir()
 		cmd, _ := f.startTerraformer(terraformer.Apply)
-		f.waitForItems(killAt)
+		gate.waitUntilReached()
 		victims := descendants(cmd.Process.Pid)
 		for _, pid := range victims {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -142,8 +207,9 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 		var exitErr *exec.ExitError
 		g.Expect(errors.As(err, &exitErr)).To(BeTrue(), "the terraformer was killed")
 		created, listed := f.expectNoLostStateEntry(g)
-		t.Logf("killed at %d objects (terraformer and %d children): %d created, %d in the stored state", killAt, len(victims)-1, created, listed)
-		g.Expect(created).To(BeNumerically("<", resources), "the kill landed before the apply finished")
+		t.Logf("killed at the gate before pair %d (terraformer and %d children): %d created, %d in the stored state", gate.index, len(victims)-1, created, listed)
+		g.Expect(created).To(Equal(gate.index+1), "nothing was created past the gate")
+		gate.open()
 	}
 
 	f.executor.BaseDir = t.TempDir()
@@ -156,10 +222,11 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	g := NewWithT(t)
 	const resources = 20
 	f := newFixture(t, resources)
-	f.writeChainConfig(resources)
+	gate := f.newGate(4)
+	f.writeChainConfig(resources, gate)
 
 	cmd, termination := f.startTerraformer(terraformer.Apply)
-	f.waitForItems(5)
+	gate.waitUntilReached()
 	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 	g.Expect(cmd.Wait()).To(HaveOccurred())
 	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(1), "the terraformer exited by itself, not by the signal")
@@ -185,7 +252,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	// other, is missing from the state; the id it is named after is not, so the rerun
 	// applies the same object again rather than a second one.
 	created := f.items(g)
-	g.Expect(len(created)).To(BeNumerically("<", resources))
+	g.Expect(created).To(HaveLen(gate.index+1), "nothing was created past the gate")
 	names, _ := f.stateItems(g)
 	g.Expect(created).To(ContainElements(names))
 	for _, name := range created {
@@ -196,6 +263,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	}
 	f.expectNoLostStateEntry(g)
 
+	gate.open()
 	f.executor.BaseDir = t.TempDir()
 	_, err = f.run(terraformer.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

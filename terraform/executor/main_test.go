@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -39,6 +40,8 @@ type fixture struct {
 	executor   *LocalExecutor
 	kubeconfig string
 	output     *testenv.SyncBuffer
+	// gates is the directory of the gates of a chain configuration.
+	gates string
 }
 
 func newFixture(t testing.TB, resources int) *fixture {
@@ -117,6 +120,7 @@ func (f *fixture) stateItems(g Gomega) (names, ids []string) {
 	var file struct {
 		Resources []struct {
 			Type      string `json:"type"`
+			Name      string `json:"name"`
 			Instances []struct {
 				Attributes map[string]any `json:"attributes"`
 			} `json:"instances"`
@@ -129,7 +133,10 @@ func (f *fixture) stateItems(g Gomega) (names, ids []string) {
 			case "kubectl_manifest":
 				names = append(names, fmt.Sprint(inst.Attributes["name"]))
 			case "terraform_data":
-				ids = append(ids, fmt.Sprint(inst.Attributes["id"]))
+				// The ids the ConfigMaps are named after, not the gates of a chain configuration.
+				if r.Name == "id" || strings.HasPrefix(r.Name, "id_") {
+					ids = append(ids, fmt.Sprint(inst.Attributes["id"]))
+				}
 			}
 		}
 	}
