@@ -155,7 +155,12 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	if len(command) == 0 {
 		command = []string{"/terraformer"}
 	}
-	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose), "--work-dir", "/work"}
+	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--work-dir", "/work"}
+	// The terraformer's default purpose: left out, so that a terraformer image of a
+	// version without purposes still runs an Infrastructure's runs.
+	if req.ID.Purpose != run.PurposeInfra {
+		args = append(args, "--purpose", string(req.ID.Purpose))
+	}
 	if e.PluginMirror != "" {
 		args = append(args, "--plugin-mirror", e.PluginMirror)
 	}

@@ -379,3 +379,18 @@ func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) 
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
+	g := NewWithT(t)
+	e := &PodExecutor{Image: "terraseed/terraformer:test"}
+	for purpose, args := range map[run.Purpose][]string{
+		run.PurposeInfra: {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work"},
+		"controlplane":   {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work", "--purpose", "controlplane"},
+	} {
+		req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: terraformer.Apply}
+		pod := e.podFor(req, req.ID.Labels(), nil)
+		g.Expect(pod.Name).To(Equal("a." + string(purpose) + ".tf-run"))
+		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))
+		g.Expect(pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name).To(Equal("a." + string(purpose) + ".tf-env"))
+	}
+}
