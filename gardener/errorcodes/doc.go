@@ -1,2 +1,2 @@
-// Package errorcodes reads Gardener's error codes out of terraform's errors, apart from running terraform, so that the codes follow Gardener's rules and not the process that met the error.
+// Package errorcodes maps terraform's errors to Gardener's error codes outside the process that ran terraform, so that which failures are retried is the controller's decision.
 package errorcodes
