@@ -8,7 +8,7 @@ import (
 
 	"context"
 	"fmt"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,7 +31,7 @@ func main() {
 	if os.Args[1] == "terraformer" {
 		// The local executor runs each terraform run as a child process of this binary;
 		// the terraformer handles signals itself.
-		os.Exit(terraform.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(terraformer.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -30,7 +30,8 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // managerOptions configure the controller, in a cluster or embedded.
@@ -166,11 +167,11 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	return mgr, nil
 }
 
-func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (terraform.Executor, error) {
+func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (executor.Executor, error) {
 	pluginCache := o.pluginCache
 	switch o.executor {
 	case "local":
-		terraformPath, err := terraform.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin"))
+		terraformPath, err := terraformer.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin"))
 		if err != nil {
 			return nil, fmt.Errorf("--terraform: %w", err)
 		}
@@ -184,12 +185,12 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 		if err := os.MkdirAll(pluginCache, 0o700); err != nil {
 			return nil, err
 		}
-		return &terraform.LocalExecutor{
+		return &executor.LocalExecutor{
 			Client:        mgr.GetClient(),
 			Config:        mgr.GetConfig(),
 			Terraformer:   terraformerCommand(self),
 			TerraformPath: terraformPath,
-			Plugins:       terraform.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
+			Plugins:       terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
 			BaseDir:       filepath.Join(o.workDir, "runs"),
 			StopTimeout:   time.Minute,
 		}, nil
@@ -208,7 +209,7 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (t
 		if err != nil {
 			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
 		}
-		return &terraform.PodExecutor{
+		return &executor.PodExecutor{
 			Client:             mgr.GetClient(),
 			Clientset:          clientset,
 			Image:              o.terraformerImage,

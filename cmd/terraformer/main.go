@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func main() {
-	os.Exit(terraform.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(terraformer.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -11,7 +11,8 @@ import (
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // delete destroys what terraform created and removes what the runs kept.
@@ -41,8 +42,8 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err := op.ensureConfig(ctx); err != nil {
 		return err
 	}
-	_, err = op.actuator.run(ctx, terraform.Request{
-		Namespace: op.infra.Namespace, Name: op.infra.Name, Owner: op.owner(), Command: terraform.Destroy, Env: env,
+	_, err = op.actuator.run(ctx, executor.Request{
+		ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Destroy, Env: env,
 	})
 	return err
 }

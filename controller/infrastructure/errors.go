@@ -7,8 +7,10 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/gardener/errorcodes"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // Reasons of the Ready condition; each failure carries one.
@@ -36,7 +38,7 @@ const retryAfterRunInProgress = 10 * time.Second
 // classify turns the errors of templates and terraform into the framework's Error.
 func classify(err error) error {
 	var validationErr *templates.ValidationError
-	var runErr *terraform.RunError
+	var runErr *terraformer.RunError
 	switch {
 	case err == nil:
 		return nil
@@ -44,10 +46,13 @@ func classify(err error) error {
 		return err
 	case errors.As(err, &validationErr):
 		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
-	case errors.Is(err, terraform.ErrRunInProgress):
+	case errors.Is(err, terraformer.ErrRunInProgress):
 		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
+	case errors.Is(err, run.ErrInvalidInput):
+		return &extension.Error{Reason: ReasonTerraformFailed, Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}, Terminal: true, Err: err}
 	case errors.As(err, &runErr):
-		return &extension.Error{Reason: ReasonTerraformFailed, Codes: runErr.Codes, Terminal: !runErr.Retryable, Err: err}
+		codes := errorcodes.Classify(runErr.Blocks)
+		return &extension.Error{Reason: ReasonTerraformFailed, Codes: codes, Terminal: !errorcodes.Retryable(codes), Err: err}
 	default:
 		return err
 	}

@@ -15,7 +15,8 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
@@ -39,7 +40,7 @@ func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
 
 	// Nothing was created: no run objects, no finalizer, no target namespace.
 	g.Expect(controllerutil.ContainsFinalizer(infra, infrastructure.Finalizer)).To(BeFalse())
-	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{}))).To(BeTrue())
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{}))).To(BeTrue())
 

@@ -12,20 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // annotationSourceVersion records, on the stored credentials, the resourceVersion of the
 // secret they were taken from: a changed secret means the infrastructure is not up to date.
 const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
 
-func (op *operation) objects() terraform.RunObjects {
-	return terraform.RunObjects{Namespace: op.infra.Namespace, Name: op.infra.Name}
+func (op *operation) objects() state.RunObjects {
+	return state.RunObjects{ID: run.ID{Namespace: op.infra.Namespace, Name: op.infra.Name, Purpose: run.PurposeInfra}}
 }
-
-// credentialsName is the Secret keeping the credentials of the last run, so that deletion
-// can destroy after the referenced secret is gone.
-func credentialsName(infrastructure string) string { return infrastructure + ".infra.credentials" }
 
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
 func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
@@ -42,7 +39,7 @@ func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
 // storedCredentials returns the credentials of the last run, or nil when none are stored.
 func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}
+	key := client.ObjectKey{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}
 	if err := op.actuator.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
@@ -53,9 +50,9 @@ func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, err
 }
 
 func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
-	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
-	err := terraform.WriteObject(ctx, op.actuator.Client, stored, func() error {
-		stored.Labels = map[string]string{terraform.LabelInfrastructure: op.infra.Name, terraform.LabelPurpose: terraform.PurposeInfra}
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}}
+	err := state.WriteObject(ctx, op.actuator.Client, stored, func() error {
+		stored.Labels = op.objects().ID.Labels()
 		stored.Annotations = map[string]string{annotationSourceVersion: source.ResourceVersion}
 		stored.Type = corev1.SecretTypeOpaque
 		stored.Data = map[string][]byte{}
@@ -63,7 +60,7 @@ func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret
 			stored.Data[name] = []byte(value)
 		}
 		return controllerutil.SetControllerReference(op.infra, stored, op.actuator.Client.Scheme())
-	}, terraform.CreateFirst(op.req.FirstRun))
+	}, state.CreateFirst(op.req.FirstRun))
 	if err != nil {
 		return fmt.Errorf("storing the credentials of this run: %w", err)
 	}
@@ -88,7 +85,7 @@ func (op *operation) deleteRunObjects(ctx context.Context) error {
 	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
 		return fmt.Errorf("deleting the run objects: %w", err)
 	}
-	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: credentialsName(op.infra.Name)}}
+	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}}
 	if err := op.actuator.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the stored credentials: %w", err)
 	}

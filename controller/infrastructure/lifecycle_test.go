@@ -24,7 +24,8 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 func TestLifecycleCreateChangeDelete(t *testing.T) {
@@ -52,7 +53,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	policy := &networkingv1.NetworkPolicy{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "zone-0"}, policy)).To(Succeed())
 	g.Expect(policy.Spec.Ingress[0].From[0].IPBlock.CIDR).To(Equal("10.250.0.0/19"))
-	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	state, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(state)).To(ContainSubstring(`"kubectl_manifest"`))
@@ -140,7 +141,7 @@ func TestForceDeletionLeavesTheResources(t *testing.T) {
 
 func assertRunObjectsGone(g Gomega, s *shoot) {
 	ctx := context.Background()
-	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	for _, name := range []string{objects.ConfigName(), objects.StateName()} {
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), name)
 	}

@@ -27,7 +27,8 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -114,12 +115,12 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 		APIReader: reader,
 		Recorder:  recorder,
 		Providers: providers,
-		Executor: &terraform.LocalExecutor{
+		Executor: &executor.LocalExecutor{
 			Client:        c,
 			Config:        config,
 			Terraformer:   []string{testenv.TerraformerBinary(t)},
 			TerraformPath: testenv.Terraform(t),
-			Plugins:       terraform.Plugins{Mirror: testenv.ProviderMirror(t)},
+			Plugins:       terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
 			BaseDir:       workDir,
 			StopTimeout:   time.Minute,
 			Output:        output,

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 var (
@@ -37,14 +38,14 @@ func init() {
 }
 
 // run runs terraform through the executor, measuring it.
-func (a *Actuator) run(ctx context.Context, req terraform.Request) (*terraform.Result, error) {
+func (a *Actuator) run(ctx context.Context, req executor.Request) (*terraformer.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()
 	start := time.Now()
 	result, err := a.Executor.Run(ctx, req)
 	outcome := "succeeded"
-	var phases terraform.Phases
-	var runErr *terraform.RunError
+	var phases terraformer.Phases
+	var runErr *terraformer.RunError
 	switch {
 	case err == nil:
 		phases = result.Phases

@@ -14,7 +14,8 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // realObjects returns the UIDs of what the local provider created, by name.
@@ -93,7 +94,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	g.Expect(infra.Status.ProviderStatus.Raw).To(MatchJSON(created.Status.ProviderStatus.Raw))
 	g.Expect(realObjects(g, s)).To(Equal(before), "every real object keeps its UID")
 
-	state, err := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}.ReadState(ctx, env.Client)
+	stored, err := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(state).NotTo(BeEmpty())
+	g.Expect(stored).NotTo(BeEmpty())
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func (op *operation) reconcile(ctx context.Context) error {
@@ -96,15 +98,15 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 		return err
 	}
 	objects := op.objects()
-	firstRun := terraform.CreateFirst(op.req.FirstRun)
+	firstRun := state.CreateFirst(op.req.FirstRun)
 	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files, firstRun); err != nil {
 		return err
 	}
 	if err := objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON, firstRun); err != nil {
 		return err
 	}
-	result, err := op.actuator.run(ctx, terraform.Request{
-		Namespace: infra.Namespace, Name: infra.Name, Owner: op.owner(), Command: terraform.Apply, Env: env,
+	result, err := op.actuator.run(ctx, executor.Request{
+		ID: objects.ID, Owner: op.owner(), Command: terraformer.Apply, Env: env,
 	})
 	if err != nil {
 		return err

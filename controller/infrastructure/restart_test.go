@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -90,11 +92,11 @@ func slowShoot(t *testing.T, config string) *shoot {
 // waitForRunStart waits until a run owns the run objects: its finalizer is on the state ConfigMap.
 func (s *shoot) waitForRunStart(t *testing.T) {
 	t.Helper()
-	objects := terraform.RunObjects{Namespace: s.namespace, Name: s.infra.Name}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	NewWithT(t).Eventually(func(g Gomega) {
 		cm := &corev1.ConfigMap{}
 		g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
-		g.Expect(cm.Finalizers).To(ContainElement(terraform.Finalizer))
+		g.Expect(cm.Finalizers).To(ContainElement(state.Finalizer))
 	}).WithTimeout(time.Minute).Should(Succeed())
 }
 
@@ -126,13 +128,13 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 	first := startController(t, ns, dir)
 	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
 	s.waitForRunStart(t)
-	objects := terraform.RunObjects{Namespace: ns, Name: infra.Name}
+	objects := state.RunObjects{ID: run.ID{Namespace: ns, Name: infra.Name, Purpose: run.PurposeInfra}}
 
 	// A second controller on the same machine comes up while the run goes on, as after a
 	// restart whose predecessor's run has not ended yet. Each step of the run sleeps 6 s,
 	// time enough for it to start even on a loaded machine.
 	second := startController(t, ns, dir)
-	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(terraform.ErrRunInProgress.Error()))
+	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(terraformer.ErrRunInProgress.Error()))
 
 	done := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(done.Status.LastError).To(BeNil())

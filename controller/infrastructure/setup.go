@@ -18,7 +18,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/executor"
 )
 
 const (
@@ -48,7 +48,7 @@ type Actuator struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Providers *templates.Registry
-	Executor  terraform.Executor
+	Executor  executor.Executor
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.

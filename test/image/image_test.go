@@ -17,7 +17,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/terraform"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // root is the repository: the build context.
@@ -139,7 +139,7 @@ func TestPinsMatchTheTestedVersions(t *testing.T) {
 	versions := versionsEnv(t)
 
 	g.Expect(StageEnv(d.Stage("terraform"))).To(HaveKeyWithValue("TERRAFORM_VERSION", versions["TERRAFORM_VERSION"]))
-	g.Expect(versions["TERRAFORM_VERSION"]).To(Equal(terraform.TerraformVersion))
+	g.Expect(versions["TERRAFORM_VERSION"]).To(Equal(terraformer.TerraformVersion))
 	providers := strings.Fields(StageEnv(d.Stage("providers"))["PROVIDERS"])
 	g.Expect(providers).To(ContainElement("gavinbunney/kubectl@" + versions["KUBECTL_PROVIDER_VERSION"]))
 

@@ -1,0 +1,76 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// Executor runs a terraform command somewhere: in a pod, or on this machine.
+type Executor interface {
+	Run(ctx context.Context, req Request) (*terraformer.Result, error)
+}
+
+// Request is one terraform run.
+type Request struct {
+	ID run.ID
+	// Owner becomes the owner of a run pod and its credentials Secret, so that deleting
+	// the owner, e.g. the Infrastructure, collects them.
+	Owner   *metav1.OwnerReference
+	Command terraformer.Command
+	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
+	// terraform's environment and nothing else.
+	Env map[string]string
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate names the field of a request that can never run.
+func (r Request) Validate() error {
+	if err := r.ID.Validate(); err != nil {
+		return err
+	}
+	if _, err := terraformer.ParseCommand(string(r.Command)); err != nil {
+		return err
+	}
+	for k := range r.Env {
+		if !envName.MatchString(k) {
+			return run.InvalidInput(fmt.Sprintf("env[%q]", k), "is not an environment variable name")
+		}
+	}
+	return nil
+}
+
+// runGuard admits at most one run per run ID within this process.
+type runGuard struct {
+	mu      sync.Mutex
+	running map[run.ID]bool
+}
+
+func (g *runGuard) acquire(r Request) (func(), error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running[r.ID] {
+		return nil, inProgress(r.Command, terraformer.ErrRunInProgress.Error())
+	}
+	if g.running == nil {
+		g.running = map[run.ID]bool{}
+	}
+	g.running[r.ID] = true
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		delete(g.running, r.ID)
+	}, nil
+}
+
+// inProgress refuses a run because another one holds its objects.
+func inProgress(command terraformer.Command, message string) error {
+	return &terraformer.RunError{Command: string(command), Message: message, Err: terraformer.ErrRunInProgress}
+}

@@ -1,0 +1,327 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// LabelCommand names the terraform command a run pod executes.
+const LabelCommand = run.LabelPrefix + "command"
+
+var (
+	// ErrCreationDeadline is returned when a run pod did not start in time.
+	ErrCreationDeadline = errors.New("the terraform run did not start in time")
+	// ErrRunDeadline is returned when a run did not finish in time.
+	ErrRunDeadline = errors.New("the terraform run did not finish in time")
+)
+
+// PodExecutor runs the terraformer in one Pod per run.
+type PodExecutor struct {
+	Client client.Client
+	// Clientset reads a pod's log when it left no termination message; optional.
+	Clientset kubernetes.Interface
+	Image     string
+	// Command starts the terraformer in the image; {"/terraformer"} when empty.
+	Command []string
+	// ServiceAccountName is the run pods' dedicated ServiceAccount: it may read the run
+	// objects and write the state, nothing else; DefaultServiceAccountName when empty.
+	ServiceAccountName string
+	// ManageServiceAccount makes each run ensure the ServiceAccount in its namespace,
+	// bound to ClusterRole there (see EnsureServiceAccount), for namespaces nobody
+	// prepared, such as shoot namespaces.
+	ManageServiceAccount bool
+	// PodLabels are added to run pods, e.g. the labels a seed's network policies select
+	// on; they never replace the labels that identify a run.
+	PodLabels map[string]string
+	// ClusterRole is what the ServiceAccount is bound to; DefaultClusterRole when empty.
+	ClusterRole string
+	Resources   corev1.ResourceRequirements
+	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
+	PluginMirror, PluginCacheDir string
+	Parallelism                  int
+	// CreationTimeout bounds how long a pod may stay pending.
+	CreationTimeout time.Duration
+	// RunTimeout becomes the pod's activeDeadlineSeconds.
+	RunTimeout time.Duration
+	// StopTimeout is the pod's termination grace period: time for terraform to stop and the state to be saved.
+	StopTimeout time.Duration
+	// PollInterval is how often the pod is looked at.
+	PollInterval time.Duration
+
+	guard runGuard
+}
+
+var _ Executor = (*PodExecutor)(nil)
+
+// Run creates the run pod, or adopts the one still running the same command after a
+// restart, and waits for it. Cancelling ctx leaves the pod running, to be adopted.
+func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if e.Image == "" {
+		return nil, run.InvalidInput("image", "must not be empty")
+	}
+	release, err := e.guard.acquire(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	log := logf.FromContext(ctx).WithValues("pod", req.ID.PodName(), "command", req.Command)
+
+	pod := &corev1.Pod{}
+	err = e.Client.Get(ctx, client.ObjectKey{Namespace: req.ID.Namespace, Name: req.ID.PodName()}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the run pod: %w", err)
+	case finished(pod):
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		pod = nil
+	case pod.Labels[LabelCommand] != string(req.Command):
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", terraformer.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
+	default:
+		log.Info("adoptingRunPod")
+	}
+	if pod == nil {
+		if pod, err = e.create(ctx, req); err != nil {
+			return nil, err
+		}
+		log.Info("runPodCreated")
+	}
+	return e.wait(ctx, req, pod)
+}
+
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
+}
+
+func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {
+	labels := req.ID.Labels()
+	labels[LabelCommand] = string(req.Command)
+	var owners []metav1.OwnerReference
+	if req.Owner != nil {
+		owners = []metav1.OwnerReference{*req.Owner}
+	}
+	if e.ManageServiceAccount {
+		if err := e.EnsureServiceAccount(ctx, req.ID.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName()}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
+		secret.Labels, secret.OwnerReferences = labels, owners
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = map[string][]byte{}
+		for k, v := range req.Env {
+			secret.Data[k] = []byte(v)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
+	}
+	pod := e.podFor(req, labels, owners)
+	if err := e.Client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, inProgress(req.Command, terraformer.ErrRunInProgress.Error())
+		}
+		return nil, fmt.Errorf("creating the run pod: %w", err)
+	}
+	return pod, nil
+}
+
+func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
+	command := e.Command
+	if len(command) == 0 {
+		command = []string{"/terraformer"}
+	}
+	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--work-dir", "/work"}
+	// The terraformer's default purpose: left out, so that a terraformer image of a
+	// version without purposes still runs an Infrastructure's runs.
+	if req.ID.Purpose != run.PurposeInfra {
+		args = append(args, "--purpose", string(req.ID.Purpose))
+	}
+	if e.PluginMirror != "" {
+		args = append(args, "--plugin-mirror", e.PluginMirror)
+	}
+	if e.PluginCacheDir != "" {
+		args = append(args, "--plugin-cache-dir", e.PluginCacheDir)
+	}
+	if e.Parallelism > 0 {
+		args = append(args, "--parallelism", fmt.Sprint(e.Parallelism))
+	}
+	var deadline *int64
+	if e.RunTimeout > 0 {
+		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
+	}
+	grace := e.StopTimeout
+	if grace == 0 {
+		grace = terraformer.DefaultStopTimeout
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ServiceAccountName:            e.serviceAccountName(),
+			ActiveDeadlineSeconds:         deadline,
+			TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(int64(65532)),
+				FSGroup:        ptr.To(int64(65532)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:    "terraformer",
+				Image:   e.Image,
+				Command: command,
+				Args:    args,
+				// Credentials come from the Secret, so they appear in no object but it.
+				EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: req.ID.EnvSecretName()}}}},
+				Resources:                e.Resources,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+}
+
+func (e *PodExecutor) wait(ctx context.Context, req Request, pod *corev1.Pod) (*terraformer.Result, error) {
+	interval := e.PollInterval
+	if interval == 0 {
+		interval = time.Second
+	}
+	var outcome func() (*terraformer.Result, error)
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		current := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), current); err != nil {
+			if apierrors.IsNotFound(err) {
+				outcome = func() (*terraformer.Result, error) {
+					return nil, &terraformer.RunError{Command: string(req.Command), Message: "the run pod disappeared", Err: terraformer.ErrTerraformFailed}
+				}
+				return true, nil
+			}
+			return false, nil
+		}
+		if current.UID != pod.UID && pod.UID != "" {
+			return false, fmt.Errorf("the run pod was replaced")
+		}
+		switch current.Status.Phase {
+		case corev1.PodSucceeded:
+			outcome = func() (*terraformer.Result, error) {
+				if err := e.cleanup(ctx, req.ID, current); err != nil {
+					return nil, err
+				}
+				result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
+				if err != nil {
+					return nil, err
+				}
+				result.Phases, _, _ = terraformer.ParseTerminationMessage(terminationMessageOf(current))
+				return result, nil
+			}
+			return true, nil
+		case corev1.PodFailed:
+			outcome = func() (*terraformer.Result, error) {
+				runErr := e.failure(ctx, req, current)
+				if err := e.cleanup(ctx, req.ID, current); err != nil {
+					return nil, errors.Join(runErr, err)
+				}
+				return nil, runErr
+			}
+			return true, nil
+		case corev1.PodPending, "":
+			if e.CreationTimeout > 0 && time.Since(current.CreationTimestamp.Time) > e.CreationTimeout {
+				outcome = func() (*terraformer.Result, error) {
+					if err := e.cleanup(ctx, req.ID, current); err != nil {
+						return nil, err
+					}
+					return nil, &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return outcome()
+}
+
+// failure reads why a pod failed: its termination message, else its log.
+func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod) error {
+	if pod.Status.Reason == "DeadlineExceeded" {
+		return &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
+	}
+	message := terminationMessageOf(pod)
+	if _, re, ok := terraformer.ParseTerminationMessage(message); ok {
+		return re
+	}
+	if message == "" && e.Clientset != nil {
+		logs, err := e.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr.To(int64(200))}).DoRaw(ctx)
+		if err == nil {
+			message = string(logs)
+		}
+	}
+	return terraformer.NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+}
+
+func terminationMessageOf(pod *corev1.Pod) string {
+	var message string
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Terminated != nil {
+			message = status.State.Terminated.Message
+		}
+	}
+	return message
+}
+
+// cleanup deletes a finished pod and its credentials.
+func (e *PodExecutor) cleanup(ctx context.Context, id run.ID, pod *corev1.Pod) error {
+	if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the run pod: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: id.EnvSecretName()}}
+	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the credentials Secret: %w", err)
+	}
+	return nil
+}
+
+func (e *PodExecutor) podLabels(runLabels map[string]string) map[string]string {
+	labels := maps.Clone(e.PodLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, runLabels)
+	return labels
+}

@@ -1,0 +1,396 @@
+package executor
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/gardener/errorcodes"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// kubelet plays the kubelet's part for the run pods of one namespace, which envtest has
+// no node for: it runs a pod's command as a process of this machine (the terraformer is
+// this test binary) and writes the pod's status back, honouring activeDeadlineSeconds
+// and deletion as the kubelet does.
+type kubelet struct {
+	f *fixture
+	kubeletOptions
+
+	mu      sync.Mutex
+	started []*corev1.Pod
+	running map[types.UID]*exec.Cmd
+	// logs hold each pod's output, by name, served to the API server when serveLogs is set.
+	logs map[string]*testenv.SyncBuffer
+}
+
+type kubeletOptions struct {
+	// paused leaves pods pending.
+	paused bool
+	// serveLogs registers a Node for this kubelet and binds the pods to it, so that the
+	// API server fetches their logs from it as from a real kubelet.
+	serveLogs bool
+	// loseTerminationMessages reports no termination message, as for a container killed
+	// before it wrote one.
+	loseTerminationMessages bool
+}
+
+func startKubelet(f *fixture, paused bool) *kubelet {
+	return startKubeletWith(f, kubeletOptions{paused: paused})
+}
+
+func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
+	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, logs: map[string]*testenv.SyncBuffer{}}
+	nodeName := ""
+	if options.serveLogs {
+		nodeName = k.registerNode()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			k.sync(ctx, nodeName)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for _, cmd := range k.running {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	})
+	return k
+}
+
+func (k *kubelet) startedPods() []*corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*corev1.Pod(nil), k.started...)
+}
+
+func (k *kubelet) sync(ctx context.Context, nodeName string) {
+	pods := &corev1.PodList{}
+	if err := env.Client.List(ctx, pods, client.InNamespace(k.f.namespace)); err != nil {
+		return
+	}
+	present := map[types.UID]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		present[pod.UID] = true
+		k.mu.Lock()
+		_, running := k.running[pod.UID]
+		k.mu.Unlock()
+		if !running && pod.Status.StartTime == nil && !k.paused {
+			k.start(ctx, pod, nodeName)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for uid, cmd := range k.running {
+		if !present[uid] {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			delete(k.running, uid)
+		}
+	}
+}
+
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
+	c := pod.Spec.Containers[0]
+	if nodeName != "" {
+		// The scheduler's part: a pod's logs are read from the node it is bound to.
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: nodeName}}
+		if err := env.Client.SubResource("binding").Create(ctx, pod, binding); err != nil {
+			return
+		}
+	}
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: c.EnvFrom[0].SecretRef.Name}, secret); err != nil {
+		return
+	}
+	dir := k.f.t.TempDir()
+	termination := filepath.Join(dir, "termination-log")
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+		return
+	}
+	// The in-cluster configuration and the image's paths, as this machine has them.
+	args := append(c.Args[:len(c.Args):len(c.Args)], "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
+		"--termination-message-path", termination, "--terraform", k.f.executor.TerraformPath,
+		"--plugin-mirror", k.f.executor.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Plugins.CacheDir)
+	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
+	cmd.Env = runEnv(nil)
+	for key, value := range secret.Data {
+		cmd.Env = append(cmd.Env, key+"="+string(value))
+	}
+	logs := &testenv.SyncBuffer{}
+	cmd.Stdout = io.MultiWriter(k.f.output, logs)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return
+	}
+	k.mu.Lock()
+	k.started = append(k.started, pod.DeepCopy())
+	k.running[pod.UID] = cmd
+	k.logs[pod.Name] = logs
+	k.mu.Unlock()
+	started := metav1.Now()
+	k.setStatus(pod, corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started})
+
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = cmd.Wait()
+	}()
+	go func() {
+		var deadline <-chan time.Time
+		if s := pod.Spec.ActiveDeadlineSeconds; s != nil {
+			deadline = time.After(time.Duration(*s) * time.Second)
+		}
+		reason := ""
+		select {
+		case <-exited:
+		case <-deadline:
+			reason = "DeadlineExceeded"
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			<-exited
+		}
+		k.mu.Lock()
+		delete(k.running, pod.UID)
+		k.mu.Unlock()
+		message, _ := os.ReadFile(termination)
+		if k.loseTerminationMessages {
+			message = nil
+		}
+		phase := corev1.PodSucceeded
+		if cmd.ProcessState.ExitCode() != 0 || reason != "" {
+			phase = corev1.PodFailed
+		}
+		k.setStatus(pod, corev1.PodStatus{Phase: phase, Reason: reason, StartTime: &started, ContainerStatuses: []corev1.ContainerStatus{{
+			Name:  c.Name,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(cmd.ProcessState.ExitCode()), Message: string(message)}},
+		}}})
+	}()
+}
+
+// registerNode starts the kubelet's log endpoint and registers a Node pointing at it;
+// the API server, which verifies no kubelet certificate unless told to, proxies pod log
+// requests to it.
+func (k *kubelet) registerNode() string {
+	g := NewWithT(k.f.t)
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// /containerLogs/<namespace>/<pod>/<container>
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+		k.mu.Lock()
+		logs, ok := k.logs[parts[min(1, len(parts)-1)]]
+		k.mu.Unlock()
+		if !strings.HasPrefix(r.URL.Path, "/containerLogs/") || len(parts) != 3 || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, logs.String())
+	}))
+	k.f.t.Cleanup(server.Close)
+	host, port, err := net.SplitHostPort(server.Listener.Addr().String())
+	g.Expect(err).NotTo(HaveOccurred())
+	portNumber, err := strconv.Atoi(port)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-" + k.f.namespace}}
+	g.Expect(env.Client.Create(context.Background(), node)).To(Succeed())
+	k.f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNumber)
+	g.Expect(env.Client.Status().Update(context.Background(), node)).To(Succeed())
+	return node.Name
+}
+
+func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
+	current := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil || current.UID != pod.UID {
+		return
+	}
+	current.Status = status
+	_ = env.Client.Status().Update(context.Background(), current)
+}
+
+func (f *fixture) podExecutor() *PodExecutor {
+	return &PodExecutor{
+		Client:             env.Client,
+		Image:              "terraseed/terraformer:test",
+		ServiceAccountName: "terraformer",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resourceQuantity("100m"), corev1.ResourceMemory: resourceQuantity("256Mi"),
+		}},
+		CreationTimeout: 30 * time.Second,
+		RunTimeout:      5 * time.Minute,
+		PollInterval:    100 * time.Millisecond,
+		PodLabels:       map[string]string{"networking.gardener.cloud/to-dns": "allowed", run.LabelPurpose: "overridden"},
+	}
+}
+
+func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 3)
+	k := startKubelet(f, false)
+	owner := &metav1.OwnerReference{APIVersion: extensionsv1alpha1.GroupVersion.String(), Kind: "Infrastructure", Name: "infra", UID: "0b7a1d1e-1111-4a7e-9b31-2f1f1e0c0001"}
+	req := f.request(terraformer.Apply)
+	req.Owner = owner
+
+	result, err := f.podExecutor().Run(context.Background(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.Outputs["names"]).To(HaveLen(3))
+	g.Expect(f.items(g)).To(HaveLen(3))
+	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "from the termination message")
+
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(1))
+	pod := pods[0]
+	g.Expect(pod.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+	g.Expect(pod.OwnerReferences).To(ConsistOf(*owner))
+	g.Expect(pod.Labels).To(And(HaveKeyWithValue(run.LabelInfrastructure, "infra"), HaveKeyWithValue(run.LabelPurpose, string(run.PurposeInfra)), HaveKeyWithValue(LabelCommand, "apply")))
+	g.Expect(pod.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-dns", "allowed"), "the seed's network-policy labels")
+	g.Expect(pod.Labels).NotTo(HaveKeyWithValue(run.LabelPurpose, "overridden"), "extra labels never replace a run's own")
+	g.Expect(pod.Spec.ServiceAccountName).To(Equal("terraformer"))
+	g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(pod.Spec.Containers[0].Resources.Requests).To(HaveKey(corev1.ResourceCPU))
+	g.Expect(pod.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(300)))
+	g.Expect(pod.Spec.Containers[0].Env).To(BeEmpty(), "credentials only through the Secret")
+
+	// Finished pods and their credentials are cleaned up.
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, &corev1.Secret{}))).To(BeTrue())
+}
+
+func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 20)
+	k := startKubelet(f, false)
+	first := f.podExecutor()
+	first.Parallelism = 1
+
+	ctx, stopController := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Run(ctx, f.request(terraformer.Apply))
+		done <- err
+	}()
+	f.waitForItems(2)
+	stopController()
+	g.Expect(<-done).To(MatchError(context.Canceled))
+
+	// The restarted controller's executor is another instance; the pod still runs.
+	second := f.podExecutor()
+	_, err := second.Run(context.Background(), f.request(terraformer.Destroy))
+	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress), "another command waits for the running pod")
+	_, err = second.Run(context.Background(), f.request(terraformer.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k.startedPods()).To(HaveLen(1), "the running pod was adopted, not started twice")
+	g.Expect(f.items(g)).To(HaveLen(20))
+}
+
+func TestPodExecutorDeadlines(t *testing.T) {
+	// Enough resources that one at a time they outlast the run deadline.
+	f := newFixture(t, 100)
+
+	t.Run("creation", func(t *testing.T) {
+		g := NewWithT(t)
+		k := startKubelet(f, true)
+		e := f.podExecutor()
+		e.CreationTimeout = time.Second
+		_, err := e.Run(context.Background(), f.request(terraformer.Apply))
+		g.Expect(err).To(MatchError(ErrCreationDeadline))
+		g.Expect(k.startedPods()).To(BeEmpty())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
+	})
+
+	t.Run("run", func(t *testing.T) {
+		g := NewWithT(t)
+		startKubelet(f, false)
+		e := f.podExecutor()
+		e.Parallelism = 1
+		e.RunTimeout = 2 * time.Second
+		_, err := e.Run(context.Background(), f.request(terraformer.Apply))
+		g.Expect(err).To(MatchError(ErrRunDeadline))
+		re := expectRunError(g, err)
+		g.Expect(errorcodes.Retryable(codesOf(re))).To(BeTrue())
+		// Stopped by SIGTERM at the deadline, the run saved what it had created: every
+		// object is in the state, or (the create in flight when the kubectl provider was
+		// stopped) the id it is named after is, so a rerun applies the same object again.
+		created, listed := f.expectNoLostStateEntry(g)
+		g.Expect(created-listed).To(BeNumerically("<=", e.Parallelism), "at most the creates in flight are missing")
+	})
+}
+
+func TestPodExecutorReportsTerraformErrors(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	f.writeConfig("testdata/syntax-error")
+	startKubelet(f, false)
+	_, err := f.podExecutor().Run(context.Background(), f.request(terraformer.Apply))
+	re := expectRunError(g, err)
+	g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
+	g.Expect(re.Phases).To(ConsistOf(BeNumerically(">", 0)), "init found the error; nothing ran after it")
+	g.Expect(re.Phases).To(HaveKey("init"))
+}
+
+func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	f.writeConfig("testdata/syntax-error")
+	startKubeletWith(f, kubeletOptions{serveLogs: true, loseTerminationMessages: true})
+	e := f.podExecutor()
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	e.Clientset = clientset
+	_, err = e.Run(context.Background(), f.request(terraformer.Apply))
+	re := expectRunError(g, err)
+	t.Logf("message: %s", re.Message)
+	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"), "terraform's error, found in the log")
+	g.Expect(strings.Count(re.Message, "Unterminated template string")).To(Equal(1), "each error once")
+	g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
+	g := NewWithT(t)
+	e := &PodExecutor{Image: "terraseed/terraformer:test"}
+	for purpose, args := range map[run.Purpose][]string{
+		run.PurposeInfra: {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work"},
+		"controlplane":   {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work", "--purpose", "controlplane"},
+	} {
+		req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: terraformer.Apply}
+		pod := e.podFor(req, req.ID.Labels(), nil)
+		g.Expect(pod.Name).To(Equal("a." + string(purpose) + ".tf-run"))
+		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))
+		g.Expect(pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name).To(Equal("a." + string(purpose) + ".tf-env"))
+	}
+}

@@ -1,0 +1,254 @@
+package state
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+const (
+	// StateKey is the key of the state file in the state ConfigMap, as Gardener's terraformer writes it.
+	StateKey = "terraform.tfstate"
+	// VarsJSONKey is the key of the variables file in the vars Secret.
+	VarsJSONKey = "terraform.tfvars.json"
+	// VarsHCLKey is the key Gardener's terraformer uses for its variables file.
+	VarsHCLKey = "terraform.tfvars"
+
+	// Finalizer keeps the run objects while a run owns them; removed after a successful destroy.
+	Finalizer = "terraseed.gardener.cloud/terraformer"
+)
+
+// RunObjects names the three objects of a terraform run and reads and writes them.
+type RunObjects struct {
+	ID run.ID
+	// Config, Vars and State override the names derived from ID, for runs whose objects
+	// another tool named.
+	Config, Vars, State string
+}
+
+// ConfigName is the ConfigMap holding the terraform files.
+func (o RunObjects) ConfigName() string { return cmp.Or(o.Config, o.ID.ConfigName()) }
+
+// VarsName is the Secret holding the variables.
+func (o RunObjects) VarsName() string { return cmp.Or(o.Vars, o.ID.VarsName()) }
+
+// StateName is the ConfigMap holding the state.
+func (o RunObjects) StateName() string { return cmp.Or(o.State, o.ID.StateName()) }
+
+func (o RunObjects) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: o.ID.Namespace, Name: name}
+}
+
+func (o RunObjects) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: name, Labels: o.ID.Labels()}
+}
+
+// WriteOption changes how an object is written.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct{ createFirst bool }
+
+// CreateFirst says the object most likely does not exist yet, as on an Infrastructure's
+// first run: it is created without being read first, and read and updated only if it
+// exists after all. One request instead of two.
+func CreateFirst(likelyNew bool) WriteOption {
+	return func(o *writeOptions) { o.createFirst = likelyNew }
+}
+
+// WriteObject creates obj or updates it to what mutate makes of it, like
+// controllerutil.CreateOrUpdate.
+func WriteObject(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn, opts ...WriteOption) error {
+	var options writeOptions
+	for _, opt := range opts {
+		opt(&options)
+	}
+	if options.createFirst {
+		fresh := obj.DeepCopyObject().(client.Object)
+		if err := mutate(); err != nil {
+			return err
+		}
+		err := c.Create(ctx, obj)
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Back to the object as given: the read below fills it in, and mutate, which
+		// holds the same pointer, changes it again.
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, mutate)
+	return err
+}
+
+// The run objects are written with the run finalizer, so that a run finds them claimed
+// and spends no requests on it; objects another tool wrote are claimed by the run.
+
+// WriteConfig creates or replaces the terraform files (file name to content).
+func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[string]string, opts ...WriteOption) error {
+	if err := o.ID.Validate(); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return run.InvalidInput("files", "must hold at least one terraform file")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
+	err := WriteObject(ctx, c, cm, func() error {
+		controllerutil.AddFinalizer(cm, Finalizer)
+		cm.Data = maps.Clone(files)
+		cm.BinaryData = nil
+		return nil
+	}, opts...)
+	if err != nil {
+		return fmt.Errorf("writing ConfigMap %s: %w", o.ConfigName(), err)
+	}
+	return nil
+}
+
+// WriteVars creates or replaces the variables as terraform.tfvars.json. Any
+// terraform.tfvars written by Gardener's terraformer is dropped so only one applies.
+func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []byte, opts ...WriteOption) error {
+	if err := o.ID.Validate(); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
+	err := WriteObject(ctx, c, secret, func() error {
+		controllerutil.AddFinalizer(secret, Finalizer)
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = map[string][]byte{VarsJSONKey: varsJSON}
+		return nil
+	}, opts...)
+	if err != nil {
+		return fmt.Errorf("writing Secret %s: %w", o.VarsName(), err)
+	}
+	return nil
+}
+
+// ReadState returns the stored state, reassembled and decoded; nil when there is none yet.
+func (o RunObjects) ReadState(ctx context.Context, c client.Client) ([]byte, error) {
+	return o.StateStore(c).Load(ctx)
+}
+
+// WriteState stores a state as is, replacing whatever is stored (used to restore a migrated state).
+func (o RunObjects) WriteState(ctx context.Context, c client.Client, state []byte) error {
+	return o.StateStore(c).Replace(ctx, state)
+}
+
+// StateStore returns the store of this run's state.
+func (o RunObjects) StateStore(c client.Client) *StateStore {
+	return &StateStore{Client: c, Objects: o, Limit: DefaultObjectLimit}
+}
+
+// ReadFiles reads the terraform files and the variables of a run, by file name. A run
+// that owns them claims the two objects.
+func (o RunObjects) ReadFiles(ctx context.Context, c client.Client, owned bool) (map[string][]byte, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, o.key(o.ConfigName()), cm); err != nil {
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", o.ConfigName(), err)
+	}
+	files := map[string][]byte{}
+	for name, content := range cm.Data {
+		files[name] = []byte(content)
+	}
+	for name, content := range cm.BinaryData {
+		files[name] = content
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, o.key(o.VarsName()), secret); err != nil {
+		return nil, fmt.Errorf("reading Secret %s: %w", o.VarsName(), err)
+	}
+	for _, key := range []string{VarsJSONKey, VarsHCLKey} {
+		if v, ok := secret.Data[key]; ok {
+			files[key] = v
+		}
+	}
+	if owned {
+		for _, obj := range []client.Object{cm, secret} {
+			if err := claim(ctx, c, obj); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
+}
+
+// claim adds the run finalizer to obj, read just before, unless it carries it already.
+func claim(ctx context.Context, c client.Client, obj client.Object) error {
+	base := obj.DeepCopyObject().(client.Object)
+	if !controllerutil.AddFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("claiming %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+// objects returns the three run objects, empty but for their names.
+func (o RunObjects) objects() []client.Object {
+	return []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.ConfigName()}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.VarsName()}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}},
+	}
+}
+
+// RemoveFinalizers releases the run objects.
+func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error {
+	for _, obj := range o.objects() {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		if !controllerutil.RemoveFinalizer(obj, Finalizer) {
+			continue
+		}
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("updating the finalizers of %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Delete releases and deletes everything a run keeps: the three run objects, the parts
+// of a split state and the credentials Secret of a pod run.
+// Objects already gone are skipped, so Delete may be repeated.
+func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
+	if err := o.ID.Validate(); err != nil {
+		return err
+	}
+	objects := append(o.objects(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.ID.EnvSecretName()}})
+	parts := &corev1.ConfigMapList{}
+	if err := c.List(ctx, parts, client.InNamespace(o.ID.Namespace), client.MatchingLabels{LabelStateOf: o.StateName()}); err != nil {
+		return fmt.Errorf("listing state parts: %w", err)
+	}
+	for i := range parts.Items {
+		objects = append(objects, &parts.Items[i])
+	}
+	for _, obj := range objects {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		if controllerutil.RemoveFinalizer(obj, Finalizer) {
+			if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("releasing %s: %w", obj.GetName(), err)
+			}
+		}
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,446 @@
+package state
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// DefaultObjectLimit is the most state bytes one object holds: the API server's 1 MiB
+// limit less room for the object's metadata.
+const DefaultObjectLimit = 1000 * 1024
+
+const (
+	// AnnotationStateEncoding names the encoding of a state that did not fit one object as plain text.
+	AnnotationStateEncoding = run.LabelPrefix + "state-encoding"
+	// StateEncodingGzip is the only encoding: the state is gzip-compressed into binaryData.
+	StateEncodingGzip = "gzip"
+	// AnnotationStateParts is the number of objects a compressed state is split across.
+	AnnotationStateParts = run.LabelPrefix + "state-parts"
+	// AnnotationStateGeneration names the set of part objects of the current state, so that
+	// a state is switched to a new set of parts in one update of the main object.
+	AnnotationStateGeneration = run.LabelPrefix + "state-generation"
+	// AnnotationStateDigest is the SHA-256 of the decoded state, checked when reading.
+	AnnotationStateDigest = run.LabelPrefix + "state-sha256"
+	// AnnotationStateSerial and AnnotationStateLineage record the serial and lineage of the
+	// state this store wrote, so that the next write need not decode it to compare.
+	AnnotationStateSerial  = run.LabelPrefix + "state-serial"
+	AnnotationStateLineage = run.LabelPrefix + "state-lineage"
+	// LabelStateOf marks the part objects of a state with the name of its main object.
+	LabelStateOf = run.LabelPrefix + "state-of"
+)
+
+var (
+	// ErrInvalidState is returned for bytes that are not a complete terraform state,
+	// such as a state file read while terraform was writing it.
+	ErrInvalidState = errors.New("not a complete terraform state")
+	// ErrLineageMismatch is returned when a state of another lineage would replace the stored one.
+	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
+	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
+	ErrCorruptState = errors.New("the stored state is corrupt")
+)
+
+// StateStore reads and writes a run's state ConfigMap. It remembers the newest state it
+// has seen so that an older snapshot is never written over a newer one.
+type StateStore struct {
+	Client  client.Client
+	Objects RunObjects
+	// Limit is the most state bytes stored in one object.
+	Limit int
+
+	mu     sync.Mutex
+	known  stateMeta
+	writes int
+	// last is the object as this store last wrote it: a save starts from it instead of
+	// reading the object again, and a conflict sends it back to reading.
+	last *corev1.ConfigMap
+}
+
+// stateMeta is what orders two snapshots of a state.
+type stateMeta struct {
+	Version int    `json:"version"`
+	Serial  int64  `json:"serial"`
+	Lineage string `json:"lineage"`
+}
+
+func (m stateMeta) empty() bool { return m.Lineage == "" }
+
+// parseStateMeta rejects anything that is not one complete JSON state document.
+func parseStateMeta(state []byte) (stateMeta, error) {
+	var m stateMeta
+	if err := json.Unmarshal(state, &m); err != nil {
+		return m, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	if m.Version == 0 || m.Lineage == "" {
+		return m, fmt.Errorf("%w: no version or lineage", ErrInvalidState)
+	}
+	return m, nil
+}
+
+// Writes is the number of state updates this store has sent to the API server.
+func (s *StateStore) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Load returns the stored state, or nil when none has been written yet.
+func (s *StateStore) Load(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cm, err := s.get(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.read(ctx, cm)
+}
+
+// read decodes the state of cm and remembers it as the newest known.
+func (s *StateStore) read(ctx context.Context, cm *corev1.ConfigMap) ([]byte, error) {
+	state, err := s.decode(ctx, cm)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := parseStateMeta(state); err == nil {
+		s.known = m
+	}
+	return state, nil
+}
+
+// Save stores state unless the store already holds the same or a newer snapshot of it.
+// It reports whether it wrote.
+func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
+	m, err := parseStateMeta(state)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stale, err := olderOrSame(m, s.known); stale || err != nil {
+		return false, err
+	}
+	written := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := s.cachedOrGet(ctx)
+		if err != nil {
+			return err
+		}
+		stored, err := s.storedMeta(ctx, cm)
+		if err != nil {
+			return err
+		}
+		if stale, err := olderOrSame(m, stored); stale || err != nil {
+			s.known = stored
+			return err
+		}
+		if err := s.write(ctx, cm, state, m); err != nil {
+			return err
+		}
+		written = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if written {
+		s.known = m
+	}
+	return written, nil
+}
+
+// Replace stores state whatever is stored now, as when restoring a migrated state.
+func (s *StateStore) Replace(ctx context.Context, state []byte) error {
+	if len(state) > 0 {
+		if _, err := parseStateMeta(state); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := s.getOrNew(ctx)
+		if err != nil {
+			return err
+		}
+		m, _ := parseStateMeta(state)
+		if err := s.write(ctx, cm, state, m); err != nil {
+			return err
+		}
+		s.known = m
+		return nil
+	})
+}
+
+// olderOrSame says whether next is not newer than stored; a state of another lineage is an error.
+func olderOrSame(next, stored stateMeta) (bool, error) {
+	if stored.empty() {
+		return false, nil
+	}
+	if next.Lineage != stored.Lineage {
+		return true, fmt.Errorf("%w: stored %s, new %s", ErrLineageMismatch, stored.Lineage, next.Lineage)
+	}
+	return next.Serial <= stored.Serial, nil
+}
+
+func (s *StateStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	if err := s.Client.Get(ctx, s.Objects.key(s.Objects.StateName()), cm); err != nil {
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", s.Objects.StateName(), err)
+	}
+	return cm, nil
+}
+
+func (s *StateStore) cachedOrGet(ctx context.Context) (*corev1.ConfigMap, error) {
+	if s.last != nil {
+		cm := s.last.DeepCopy()
+		s.last = nil
+		return cm, nil
+	}
+	return s.getOrNew(ctx)
+}
+
+func (s *StateStore) getOrNew(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm, err := s.get(ctx)
+	if apierrors.IsNotFound(err) {
+		return &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName())}, nil
+	}
+	return cm, err
+}
+
+// Claim returns the stored state, like Load, for a run that owns it: the state ConfigMap
+// carries the run finalizer afterwards, and is created empty, as Gardener's terraformer
+// does, when it is missing, so that a state can be written back at any time.
+func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cm, err := s.get(ctx)
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName()), Data: map[string]string{StateKey: ""}}
+		controllerutil.AddFinalizer(cm, Finalizer)
+		if err = s.Client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+			cm, err = s.get(ctx)
+		} else if err != nil {
+			err = fmt.Errorf("creating ConfigMap %s: %w", s.Objects.StateName(), err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := claim(ctx, s.Client, cm); err != nil {
+		return nil, err
+	}
+	s.last = cm.DeepCopy()
+	return s.read(ctx, cm)
+}
+
+// storedMeta reads the serial and lineage of the stored state, decoding it only when
+// it was not written by this store (which records them as annotations).
+func (s *StateStore) storedMeta(ctx context.Context, cm *corev1.ConfigMap) (stateMeta, error) {
+	if cm.ResourceVersion == "" {
+		return stateMeta{}, nil
+	}
+	if lineage, ok := cm.Annotations[AnnotationStateLineage]; ok {
+		serial, err := strconv.ParseInt(cm.Annotations[AnnotationStateSerial], 10, 64)
+		if err == nil {
+			return stateMeta{Version: 4, Serial: serial, Lineage: lineage}, nil
+		}
+	}
+	state, err := s.decode(ctx, cm)
+	if err != nil {
+		return stateMeta{}, err
+	}
+	if len(bytes.TrimSpace(state)) == 0 {
+		return stateMeta{}, nil
+	}
+	m, err := parseStateMeta(state)
+	if err != nil {
+		return stateMeta{}, fmt.Errorf("%w: %v", ErrCorruptState, err)
+	}
+	return m, nil
+}
+
+func (s *StateStore) partName(generation string, i int) string {
+	return fmt.Sprintf("%s.%s-%d", s.Objects.StateName(), generation, i)
+}
+
+func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, error) {
+	encoding := cm.Annotations[AnnotationStateEncoding]
+	if encoding == "" {
+		if v, ok := cm.Data[StateKey]; ok && v != "" {
+			return []byte(v), nil
+		}
+		return nil, nil
+	}
+	if encoding != StateEncodingGzip {
+		return nil, fmt.Errorf("%w: ConfigMap %s: unknown encoding %q", ErrCorruptState, cm.Name, encoding)
+	}
+	parts := 1
+	if v, ok := cm.Annotations[AnnotationStateParts]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q", ErrCorruptState, cm.Name, AnnotationStateParts, v)
+		}
+		parts = n
+	}
+	compressed := bytes.NewBuffer(cm.BinaryData[StateKey])
+	for i := 1; i < parts; i++ {
+		part := &corev1.ConfigMap{}
+		name := s.partName(cm.Annotations[AnnotationStateGeneration], i)
+		if err := s.Client.Get(ctx, s.Objects.key(name), part); err != nil {
+			return nil, fmt.Errorf("reading state part %s: %w", name, err)
+		}
+		compressed.Write(part.BinaryData[StateKey])
+	}
+	zr, err := gzip.NewReader(compressed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
+	}
+	state, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
+	}
+	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != digest(state) {
+		return nil, fmt.Errorf("%w: ConfigMap %s: digest mismatch", ErrCorruptState, cm.Name)
+	}
+	return state, nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// write stores state into cm and its parts. New parts are written under a new generation
+// before the main object points to them, so a crash in between leaves the old state whole.
+func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
+	wasSplit := cm.Annotations[AnnotationStateGeneration] != ""
+	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
+		delete(cm.Annotations, key)
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	controllerutil.AddFinalizer(cm, Finalizer)
+	if !m.empty() {
+		cm.Annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
+		cm.Annotations[AnnotationStateLineage] = m.Lineage
+	}
+	generation := ""
+	if len(state) <= s.Limit {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[StateKey] = string(state)
+		delete(cm.BinaryData, StateKey)
+	} else {
+		chunks, err := compressAndSplit(state, s.Limit)
+		if err != nil {
+			return err
+		}
+		generation = digest(state)[:12]
+		for i := 1; i < len(chunks); i++ {
+			if err := s.writePart(ctx, generation, i, chunks[i]); err != nil {
+				return err
+			}
+		}
+		delete(cm.Data, StateKey)
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[StateKey] = chunks[0]
+		cm.Annotations[AnnotationStateEncoding] = StateEncodingGzip
+		cm.Annotations[AnnotationStateParts] = strconv.Itoa(len(chunks))
+		cm.Annotations[AnnotationStateGeneration] = generation
+		cm.Annotations[AnnotationStateDigest] = digest(state)
+	}
+	var err error
+	if cm.ResourceVersion == "" {
+		err = s.Client.Create(ctx, cm)
+	} else {
+		err = s.Client.Update(ctx, cm)
+	}
+	if err != nil {
+		return fmt.Errorf("writing ConfigMap %s: %w", cm.Name, err)
+	}
+	s.writes++
+	s.last = cm.DeepCopy()
+	if !wasSplit && generation == "" {
+		return nil
+	}
+	return s.deleteStaleParts(ctx, generation)
+}
+
+func compressAndSplit(state []byte, limit int) ([][]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(state); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	compressed := buf.Bytes()
+	var chunks [][]byte
+	for len(compressed) > limit {
+		chunks = append(chunks, compressed[:limit])
+		compressed = compressed[limit:]
+	}
+	return append(chunks, compressed), nil
+}
+
+func (s *StateStore) writePart(ctx context.Context, generation string, i int, chunk []byte) error {
+	part := &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.partName(generation, i))}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.Client, part, func() error {
+		part.Labels[LabelStateOf] = s.Objects.StateName()
+		part.Labels[labelGeneration] = generation
+		part.Data = nil
+		part.BinaryData = map[string][]byte{StateKey: chunk}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing state part %s: %w", part.Name, err)
+	}
+	return nil
+}
+
+const labelGeneration = run.LabelPrefix + "state-generation"
+
+// deleteStaleParts removes the parts of generations other than the current one.
+func (s *StateStore) deleteStaleParts(ctx context.Context, current string) error {
+	parts := &corev1.ConfigMapList{}
+	if err := s.Client.List(ctx, parts, client.InNamespace(s.Objects.ID.Namespace), client.MatchingLabels{LabelStateOf: s.Objects.StateName()}); err != nil {
+		return fmt.Errorf("listing state parts: %w", err)
+	}
+	for i := range parts.Items {
+		part := &parts.Items[i]
+		if part.Labels[labelGeneration] == current {
+			continue
+		}
+		if err := s.Client.Delete(ctx, part, client.Preconditions{UID: &part.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting stale state part %s: %w", part.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// stateOf builds a state document of about size bytes that gzip cannot shrink much.
+func stateOf(t testing.TB, lineage string, serial int64, size int) []byte {
+	t.Helper()
+	noise := make([]byte, size*3/4)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	state, err := json.Marshal(map[string]any{
+		"version": 4, "terraform_version": "1.5.7", "serial": serial, "lineage": lineage,
+		"outputs":   map[string]any{"blob": map[string]any{"value": base64.StdEncoding.EncodeToString(noise), "type": "string"}},
+		"resources": []any{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+func TestStateOfThreeMiBRoundTripsThroughSplitObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "big", Purpose: run.PurposeInfra}}
+	store := objects.StateStore(env.Client)
+
+	big := stateOf(t, "lineage-a", 1, 3<<20)
+	g.Expect(len(big)).To(BeNumerically(">=", 3<<20))
+	written, err := store.Save(ctx, big)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue())
+
+	main := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, main)).To(Succeed())
+	g.Expect(main.Annotations).To(HaveKeyWithValue(AnnotationStateEncoding, StateEncodingGzip))
+	g.Expect(main.Annotations[AnnotationStateParts]).NotTo(BeElementOf("", "1"))
+	g.Expect(parts(g, objects)).NotTo(BeEmpty())
+
+	loaded, err := objects.StateStore(env.Client).Load(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loaded).To(Equal(big))
+
+	// A smaller state goes back to one plain object and the parts are deleted.
+	small := stateOf(t, "lineage-a", 2, 1000)
+	_, err = store.Save(ctx, small)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(parts(g, objects)).To(BeEmpty())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(main), main)).To(Succeed())
+	g.Expect(main.Data[StateKey]).To(Equal(string(small)))
+	g.Expect(main.Annotations).NotTo(HaveKey(AnnotationStateEncoding))
+}
+
+func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "guard", Purpose: run.PurposeInfra}}
+	newer := stateOf(t, "lineage-a", 5, 100)
+	_, err := objects.StateStore(env.Client).Save(ctx, newer)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// A second store, as after a restart, knows nothing but what is stored.
+	store := objects.StateStore(env.Client)
+	written, err := store.Save(ctx, stateOf(t, "lineage-a", 4, 100))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeFalse())
+	_, err = store.Save(ctx, newer[:len(newer)/2])
+	g.Expect(err).To(MatchError(ErrInvalidState))
+	_, err = store.Save(ctx, stateOf(t, "lineage-b", 9, 100))
+	g.Expect(err).To(MatchError(ErrLineageMismatch))
+
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(newer))
+}
+
+func parts(g Gomega, objects RunObjects) []string {
+	list := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(objects.ID.Namespace), client.MatchingLabels{LabelStateOf: objects.StateName()})).To(Succeed())
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	return names
+}
+
+func TestDeleteRemovesEverythingARunKept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	objects := RunObjects{ID: run.ID{Namespace: ns, Name: "gone", Purpose: run.PurposeInfra}}
+	neighbour := RunObjects{ID: run.ID{Namespace: ns, Name: "kept", Purpose: run.PurposeInfra}}
+	states := map[string][]byte{}
+	for _, o := range []RunObjects{objects, neighbour} {
+		g.Expect(o.WriteConfig(ctx, env.Client, map[string]string{"main.tf": ""})).To(Succeed())
+		g.Expect(o.WriteVars(ctx, env.Client, []byte(`{}`))).To(Succeed())
+		// A state split across parts.
+		store := o.StateStore(env.Client)
+		store.Limit = 4 << 10
+		states[o.ID.Name] = stateOf(t, "lineage-"+o.ID.Name, 1, 32<<10)
+		g.Expect(store.Replace(ctx, states[o.ID.Name])).To(Succeed())
+		for _, obj := range o.objects() {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			g.Expect(obj.GetFinalizers()).To(ConsistOf(Finalizer), "written for a run, %s is claimed by it", obj.GetName())
+		}
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.ID.EnvSecretName()}})).To(Succeed())
+	}
+	count := func() (int, int) {
+		cms := &corev1.ConfigMapList{}
+		g.Expect(env.Client.List(ctx, cms, client.InNamespace(ns), client.MatchingLabels{run.LabelInfrastructure: objects.ID.Name})).To(Succeed())
+		secrets := &corev1.SecretList{}
+		g.Expect(env.Client.List(ctx, secrets, client.InNamespace(ns))).To(Succeed())
+		return len(cms.Items), len(secrets.Items)
+	}
+	cms, secrets := count()
+	g.Expect(cms).To(BeNumerically(">", 3), "the config, the state and its parts")
+	g.Expect(secrets).To(Equal(4))
+
+	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed())
+	cms, secrets = count()
+	g.Expect(cms).To(BeZero())
+	g.Expect(secrets).To(Equal(2), "the neighbour's vars and credentials")
+	for _, obj := range objects.objects() {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))).To(BeTrue(), obj.GetName())
+	}
+	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed(), "again, with nothing left")
+
+	state, err := neighbour.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).To(Equal(states[neighbour.ID.Name]))
+}

@@ -1,0 +1,156 @@
+package terraformer
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var (
+	// ErrRunInProgress is returned when another run of the same ID has not finished.
+	ErrRunInProgress = errors.New("another terraform run of this Infrastructure is in progress")
+	// ErrTerraformFailed is returned when terraform itself reported an error.
+	ErrTerraformFailed = errors.New("terraform failed")
+	// ErrStateNotSaved is returned when the state could not be written back to the API server.
+	ErrStateNotSaved = errors.New("the terraform state could not be saved")
+)
+
+// RunError is a failed run: what terraform said, for a reader and for Gardener's
+// classification, which is the controller's business.
+type RunError struct {
+	// Command is the terraform command that failed.
+	Command string
+	// Blocks are terraform's error blocks, each one line; when it printed none, the last
+	// line of the output: the text that says what failed.
+	Blocks []string
+	// Message is short and readable: the blocks, or what else failed.
+	Message string
+	// Invalid is set when the run's input can never work as it is.
+	Invalid bool
+	// Phases are the terraform commands the run got to, and how long they took.
+	Phases Phases
+	// Err is the cause, e.g. ErrTerraformFailed or ErrRunInProgress, for errors.Is.
+	Err error
+}
+
+func (e *RunError) Error() string {
+	if e.Command == "" {
+		return e.Message
+	}
+	return fmt.Sprintf("terraform %s: %s", e.Command, e.Message)
+}
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// NewRunError reads terraform's output of a failed command.
+func NewRunError(command, output string, cause error) *RunError {
+	blocks := ErrorBlocks(output)
+	if len(blocks) == 0 {
+		if line := lastLine(output); line != "" {
+			blocks = []string{truncate(line, maxBlock)}
+		} else if cause != nil {
+			blocks = []string{truncate(cleanText(cause.Error()), maxBlock)}
+		}
+	}
+	return &RunError{
+		Command: command,
+		Blocks:  blocks,
+		Message: messageOf(blocks),
+		Err:     errors.Join(ErrTerraformFailed, cause),
+	}
+}
+
+// messageOf joins blocks into a RunError's message.
+func messageOf(blocks []string) string { return truncate(strings.Join(blocks, "; "), maxMessage) }
+
+// maxMessage keeps a message short enough for a status field; maxBlock keeps several
+// blocks within a termination message.
+const (
+	maxMessage = 3000
+	maxBlock   = 600
+)
+
+var (
+	ansiPattern = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+	uuidPattern = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	// longNumber matches the random parts of temporary file names, which would keep
+	// otherwise equal errors apart.
+	longNumber = regexp.MustCompile(`\d{6,}`)
+	// sourceLine matches the parts of an error block that point into the configuration
+	// rather than say what is wrong.
+	sourceLine = regexp.MustCompile(`^\s*(on .* line \d+|with [^ ]+,|\d+: |\(and \d+ more similar\))`)
+	spaces     = regexp.MustCompile(`\s+`)
+)
+
+func cleanText(s string) string {
+	s = ansiPattern.ReplaceAllString(s, "")
+	s = uuidPattern.ReplaceAllString(s, "<id>")
+	s = longNumber.ReplaceAllString(s, "<n>")
+	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+}
+
+// failurePrefix starts the line with which the terraformer reports a failed run.
+const failurePrefix = "terraformer failed: "
+
+// ErrorBlocks returns terraform's `Error:` blocks of output, each as one line of summary
+// and detail, without colour codes, source excerpts or UUIDs, each once.
+func ErrorBlocks(output string) []string {
+	var blocks []string
+	var current []string
+	inBlock := false
+	flush := func() {
+		if len(current) > 0 {
+			block := truncate(cleanText(strings.Join(current, " ")), maxBlock)
+			if !slices.Contains(blocks, block) {
+				blocks = append(blocks, block)
+			}
+		}
+		current, inBlock = nil, false
+	}
+	blankLines := 0
+	for _, line := range strings.Split(ansiPattern.ReplaceAllString(output, ""), "\n") {
+		line = strings.TrimRight(line, " \r")
+		trimmed := strings.TrimLeft(line, "│╷╵ ")
+		if line == "" {
+			blankLines++
+		} else {
+			blankLines = 0
+		}
+		switch {
+		case strings.HasPrefix(line, failurePrefix):
+			// The terraformer's own last word sums up the blocks before it.
+			flush()
+		case inBlock && blankLines == 2:
+			// Without colour, terraform ends a block with two blank lines; what follows
+			// (another tool's output, as in a pod's log) is not part of it.
+			flush()
+		case strings.HasPrefix(trimmed, "Error: "):
+			flush()
+			inBlock = true
+			current = append(current, strings.TrimPrefix(trimmed, "Error: ")+":")
+		case strings.HasPrefix(trimmed, "Warning: "), strings.HasPrefix(line, "╵"):
+			flush()
+		case inBlock && !sourceLine.MatchString(trimmed) && trimmed != "":
+			current = append(current, trimmed)
+		}
+	}
+	flush()
+	for i, b := range blocks {
+		blocks[i] = strings.TrimSuffix(b, ":")
+	}
+	return blocks
+}
+
+func lastLine(output string) string {
+	lines := strings.Split(strings.TrimSpace(output), "\n")
+	return cleanText(lines[len(lines)-1])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

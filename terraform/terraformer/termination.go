@@ -1,0 +1,104 @@
+package terraformer
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// terminationMessage is what a run pod leaves in its termination message: how long its
+// phases took and, for a failed run, enough to rebuild the RunError; small enough for
+// the kubelet's 4 KiB limit.
+type terminationMessage struct {
+	Command string   `json:"command,omitempty"`
+	Blocks  []string `json:"blocks,omitempty"`
+	// Message is left out when it is the blocks joined, and rebuilt from them.
+	Message string `json:"message,omitempty"`
+	Invalid bool   `json:"invalid,omitempty"`
+	// InProgress marks a run refused because another run of the same ID holds its objects.
+	InProgress bool `json:"inProgress,omitempty"`
+	// Phases are in seconds.
+	Phases map[string]float64 `json:"phases,omitempty"`
+	// Codes mark the message of a run pod of an earlier version as terraform's error
+	// blocks joined, which it wrote instead of the blocks.
+	Codes []string `json:"codes,omitempty"`
+}
+
+const terminationMessageLimit = 4096
+
+// WriteTerminationMessage records at path how a run ended: the phases it ran and, when
+// runErr is not nil, why it failed.
+func WriteTerminationMessage(path string, phases Phases, runErr error) error {
+	msg := terminationMessage{}
+	var re *RunError
+	switch {
+	case errors.As(runErr, &re):
+		msg = terminationMessage{Command: re.Command, Blocks: re.Blocks, Message: re.Message}
+	case runErr != nil:
+		msg = terminationMessage{Message: runErr.Error()}
+	}
+	msg.Invalid = errors.Is(runErr, run.ErrInvalidInput)
+	msg.InProgress = errors.Is(runErr, ErrRunInProgress)
+	if len(msg.Blocks) > 0 && msg.Message == messageOf(msg.Blocks) {
+		msg.Message = ""
+	}
+	if len(phases) > 0 {
+		msg.Phases = map[string]float64{}
+		for name, d := range phases {
+			msg.Phases[name] = d.Seconds()
+		}
+	}
+	for {
+		data, err := json.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(data) <= terminationMessageLimit:
+			return os.WriteFile(path, data, 0o644)
+		case len(msg.Message) >= 64:
+			msg.Message = truncate(msg.Message[:len(msg.Message)/2], len(msg.Message)/2)
+		case len(msg.Blocks) > 1:
+			// The first blocks say most: terraform stops at its first errors.
+			msg.Blocks = msg.Blocks[:len(msg.Blocks)-1]
+		default:
+			return os.WriteFile(path, data, 0o644)
+		}
+	}
+}
+
+// ParseTerminationMessage reads a termination message: the phases of the run, and the
+// RunError of a failed run; ok is false when the message is not one of a failed run (the
+// run succeeded, or the pod died before writing one).
+func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok bool) {
+	var msg terminationMessage
+	if err := json.Unmarshal([]byte(data), &msg); err != nil {
+		return nil, nil, false
+	}
+	if len(msg.Phases) > 0 {
+		phases = Phases{}
+		for name, seconds := range msg.Phases {
+			phases[name] = time.Duration(seconds * float64(time.Second))
+		}
+	}
+	if len(msg.Blocks) == 0 && len(msg.Codes) > 0 {
+		msg.Blocks = []string{msg.Message}
+	}
+	if msg.Message == "" {
+		msg.Message = messageOf(msg.Blocks)
+	}
+	if msg.Message == "" {
+		return phases, nil, false
+	}
+	cause := ErrTerraformFailed
+	switch {
+	case msg.InProgress:
+		cause = ErrRunInProgress
+	case msg.Invalid:
+		cause = run.ErrInvalidInput
+	}
+	return phases, &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Phases: phases, Err: cause}, true
+}

@@ -1,0 +1,78 @@
+package terraformer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+func writeAndParse(g Gomega, dir string, phases Phases, runErr error) (string, Phases, *RunError, bool) {
+	path := filepath.Join(dir, "termination-log")
+	g.Expect(WriteTerminationMessage(path, phases, runErr)).To(Succeed())
+	data, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	parsed, re, ok := ParseTerminationMessage(string(data))
+	return string(data), parsed, re, ok
+}
+
+func TestTerminationMessagesRebuildTheRunError(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	phases := Phases{"init": 2 * time.Second, "apply": 1500 * time.Millisecond}
+
+	_, parsed, re, ok := writeAndParse(g, dir, phases, nil)
+	g.Expect(ok).To(BeFalse(), "a successful run")
+	g.Expect(re).To(BeNil())
+	g.Expect(parsed).To(Equal(phases))
+
+	failed := NewRunError("apply", plainLog, errors.New("exit status 1"))
+	data, _, re, ok := writeAndParse(g, dir, phases, failed)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(data).NotTo(ContainSubstring(`"message"`), "the message is the blocks joined, written once")
+	g.Expect(re.Command).To(Equal("apply"))
+	g.Expect(re.Blocks).To(Equal(failed.Blocks))
+	g.Expect(re.Message).To(Equal(failed.Message))
+	g.Expect(re.Phases).To(Equal(phases))
+	g.Expect(re).To(MatchError(ErrTerraformFailed))
+
+	_, _, re, _ = writeAndParse(g, dir, nil, run.InvalidInput("workDir", "must not be empty"))
+	g.Expect(re.Invalid).To(BeTrue())
+	g.Expect(re).To(MatchError(run.ErrInvalidInput))
+	g.Expect(re.Message).To(Equal("workDir: must not be empty"))
+
+	_, _, re, _ = writeAndParse(g, dir, nil, &RunError{Command: "apply", Message: ErrRunInProgress.Error(), Err: ErrRunInProgress})
+	g.Expect(re).To(MatchError(ErrRunInProgress))
+	g.Expect(re.Invalid).To(BeFalse())
+}
+
+func TestTerminationMessagesOfEarlierRunPodsAreStillClassified(t *testing.T) {
+	g := NewWithT(t)
+	_, re, ok := ParseTerminationMessage(`{"command":"apply","codes":["ERR_INFRA_UNAUTHENTICATED"],"message":"failed to create kubernetes rest client: Unauthorized","phases":{"init":1}}`)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(re.Blocks).To(Equal([]string{"failed to create kubernetes rest client: Unauthorized"}))
+	_, re, _ = ParseTerminationMessage(`{"message":"reading ConfigMap a.infra.tf-config: connection refused","retryable":true}`)
+	g.Expect(re.Blocks).To(BeEmpty(), "no terraform error to classify")
+}
+
+func TestTerminationMessagesFitTheKubeletsLimitKeepingTheFirstBlocks(t *testing.T) {
+	g := NewWithT(t)
+	var output strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&output, "Error: failure %d\n\n%s\n\n", i, strings.Repeat(fmt.Sprintf("detail %d ", i), 80))
+	}
+	failed := NewRunError("apply", output.String(), nil)
+	g.Expect(failed.Blocks).To(HaveLen(20))
+	data, _, re, ok := writeAndParse(g, t.TempDir(), nil, failed)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(len(data)).To(BeNumerically("<=", terminationMessageLimit))
+	g.Expect(re.Blocks).To(Equal(failed.Blocks[:len(re.Blocks)]))
+	g.Expect(len(re.Blocks)).To(BeNumerically(">=", 5))
+}

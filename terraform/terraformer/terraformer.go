@@ -1,0 +1,403 @@
+package terraformer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// Command is a terraform command a run executes.
+type Command string
+
+const (
+	Apply    Command = "apply"
+	Destroy  Command = "destroy"
+	Plan     Command = "plan"
+	Validate Command = "validate"
+)
+
+// Commands are the commands a run accepts.
+var Commands = []Command{Apply, Destroy, Plan, Validate}
+
+// ParseCommand accepts one of Commands.
+func ParseCommand(s string) (Command, error) {
+	if !slices.Contains(Commands, Command(s)) {
+		return "", run.InvalidInput("command", fmt.Sprintf("%q is not one of %v", s, Commands))
+	}
+	return Command(s), nil
+}
+
+// ownsState says whether the command writes state, and so must keep it safe.
+func (c Command) ownsState() bool { return c == Apply || c == Destroy }
+
+// DefaultFinalSaveTimeout bounds the retries of the last state save after terraform exits.
+const DefaultFinalSaveTimeout = 2 * time.Minute
+
+// DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
+const DefaultStopTimeout = 10 * time.Minute
+
+// Terraformer runs one terraform command of one run in a working directory.
+// It is what cmd/terraformer executes; a process runs at most one Terraformer, because
+// Run points the process environment at the run's own CLI configuration.
+type Terraformer struct {
+	Client  client.Client
+	Objects state.RunObjects
+	Command Command
+	// WorkDir is private to this run; a state left there by a killed run is recovered
+	// when it is newer than the stored one.
+	WorkDir string
+	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
+	TerraformPath string
+	Plugins       Plugins
+	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
+	Parallelism int
+	// Stdout and Stderr receive terraform's output.
+	Stdout, Stderr io.Writer
+	// StateFallback receives the state when it cannot be saved to the API server.
+	StateFallback io.Writer
+	// FinalSaveTimeout bounds the last save; DefaultFinalSaveTimeout when zero.
+	FinalSaveTimeout time.Duration
+	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
+	StopTimeout time.Duration
+
+	store  *state.StateStore
+	phases Phases
+}
+
+// Phases is how long each terraform command of the last Run took.
+func (t *Terraformer) Phases() Phases { return t.phases }
+
+// timed runs one terraform command as the phase of that name.
+func (t *Terraformer) timed(phase string, command func() error) error {
+	started := time.Now()
+	err := command()
+	t.phases[phase] = time.Since(started)
+	return err
+}
+
+// Result is the outcome of a successful run.
+type Result struct {
+	// Outputs are the root module outputs of the saved state, JSON-typed.
+	Outputs map[string]any
+	// State is the saved state the outputs were read from; executors fill it in.
+	State []byte
+	// Changes is whether a plan found changes to make.
+	Changes bool
+	// StateWrites is how many times the state was written to the API server.
+	StateWrites int
+	// Phases is how long each terraform command of the run took.
+	Phases Phases
+}
+
+// Phases maps the terraform commands of a run ("init", then "apply", "destroy", "plan"
+// or "validate") to how long each took; a failed run holds the ones it started.
+type Phases map[string]time.Duration
+
+// Run executes the command. Cancelling ctx interrupts terraform, which then stops
+// cleanly; the state is saved in any case.
+func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
+	if err := t.Objects.ID.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := ParseCommand(string(t.Command)); err != nil {
+		return nil, err
+	}
+	if t.WorkDir == "" {
+		return nil, run.InvalidInput("workDir", "must not be empty")
+	}
+	if t.TerraformPath == "" {
+		return nil, run.InvalidInput("terraformPath", "must not be empty")
+	}
+	t.phases = Phases{}
+	id := t.Objects.ID
+	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
+	ctx = logf.IntoContext(ctx, log)
+	// API calls that must finish even after an interrupt use this context.
+	persistCtx := context.WithoutCancel(ctx)
+	t.store = t.Objects.StateStore(t.Client)
+
+	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the working directory: %w", err)
+	}
+	// The lock outlives a controller restart with the process holding it, so a second
+	// run cannot start in the same working directory while the first still runs.
+	runLock := flock.New(filepath.Join(t.WorkDir, ".terraseed-run.lock"))
+	if locked, err := runLock.TryLock(); err != nil || !locked {
+		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Err: errors.Join(ErrRunInProgress, err)}
+	}
+	defer func() { _ = runLock.Unlock() }()
+	if err := t.writeFiles(ctx); err != nil {
+		return nil, err
+	}
+	if t.Command != Validate {
+		if err := t.prepareState(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tf, stderr, err := t.terraform(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.timed("init", func() error { return t.init(ctx, tf) }); err != nil {
+		return nil, NewRunError("init", stderr.String(), err)
+	}
+
+	var watcher *stateWatcher
+	if t.Command.ownsState() {
+		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
+			return nil, fmt.Errorf("watching the state file: %w", err)
+		}
+	}
+	log.Info("terraformStarted")
+	result := &Result{}
+	runErr := t.timed(string(t.Command), func() error { return t.execute(ctx, tf, result) })
+	if watcher != nil {
+		watcher.stop()
+		if err := t.finalSave(persistCtx); err != nil {
+			return nil, errors.Join(err, runErr)
+		}
+	}
+	result.StateWrites = t.store.Writes()
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return nil, &RunError{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
+		}
+		var validation *RunError
+		if errors.As(runErr, &validation) {
+			return nil, validation
+		}
+		return nil, NewRunError(string(t.Command), stderr.String(), runErr)
+	}
+	if t.Command != Validate {
+		saved, err := os.ReadFile(t.statePath())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("reading the state file: %w", err)
+		}
+		if result.Outputs, err = state.Outputs(saved); err != nil {
+			return nil, err
+		}
+	}
+	if t.Command == Destroy {
+		if err := t.Objects.RemoveFinalizers(persistCtx, t.Client); err != nil {
+			return nil, err
+		}
+	}
+	result.Phases = t.phases
+	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
+	return result, nil
+}
+
+func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, state.StateKey) }
+
+// writeFiles replaces the terraform files of the working directory by the configured ones.
+func (t *Terraformer) writeFiles(ctx context.Context) error {
+	files, err := t.Objects.ReadFiles(ctx, t.Client, t.Command.ownsState())
+	if err != nil {
+		return err
+	}
+	for name := range files {
+		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.StateKey {
+			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), name), "must be a plain terraform file name")
+		}
+	}
+	old, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf*"))
+	if err != nil {
+		return err
+	}
+	for _, path := range old {
+		if base := filepath.Base(path); base != state.StateKey && !strings.HasPrefix(base, state.StateKey+".") {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(t.WorkDir, name), content, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// prepareState puts the newest known state into the working directory: the stored one,
+// or the one a killed run left behind when that is newer and of the same lineage.
+func (t *Terraformer) prepareState(ctx context.Context) error {
+	load := t.store.Load
+	if t.Command.ownsState() {
+		load = t.store.Claim
+	}
+	stored, err := load(ctx)
+	if err != nil {
+		return err
+	}
+	local, err := os.ReadFile(t.statePath())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the state file: %w", err)
+	}
+	if len(local) > 0 {
+		// The store writes only a newer state of the same lineage: anything else here is
+		// replaced by the stored state.
+		recovered, err := t.store.Save(ctx, local)
+		switch {
+		case recovered:
+			logf.FromContext(ctx).Info("recoveredLocalState")
+			return nil
+		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch):
+			return fmt.Errorf("%w: %w", ErrStateNotSaved, err)
+		}
+	}
+	if len(stored) == 0 {
+		if err := os.Remove(t.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(t.statePath(), stored, 0o600)
+}
+
+func (t *Terraformer) terraform(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
+	tf, err := tfexec.NewTerraform(t.WorkDir, t.TerraformPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
+	}
+	stderr := &bytes.Buffer{}
+	tf.SetStdout(orDiscard(t.Stdout))
+	tf.SetStderr(io.MultiWriter(orDiscard(t.Stderr), stderr))
+	stop := t.StopTimeout
+	if stop == 0 {
+		stop = DefaultStopTimeout
+	}
+	if err := tf.SetWaitDelay(stop); err != nil {
+		return nil, nil, err
+	}
+	cliConfig, err := t.Plugins.writeCLIConfig(t.WorkDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	// tfexec passes the process environment on, credentials (TF_VAR_*) included; it
+	// refuses to be given TF_VAR_* explicitly.
+	if err := os.Setenv("TF_CLI_CONFIG_FILE", cliConfig); err != nil {
+		return nil, nil, err
+	}
+	// tfexec caches the version, so this is the only `terraform version` of the run.
+	v, _, err := tf.Version(ctx, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
+	}
+	if v.String() != TerraformVersion {
+		return nil, nil, fmt.Errorf("%w: %s is terraform %s", ErrTerraformNotFound, t.TerraformPath, v)
+	}
+	return tf, stderr, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
+	unlock, err := t.Plugins.lockCache(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return tf.Init(ctx, tfexec.Upgrade(false))
+}
+
+func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
+	switch t.Command {
+	case Apply:
+		var opts []tfexec.ApplyOption
+		if t.Parallelism > 0 {
+			opts = append(opts, tfexec.Parallelism(t.Parallelism))
+		}
+		return tf.Apply(ctx, opts...)
+	case Destroy:
+		var opts []tfexec.DestroyOption
+		if t.Parallelism > 0 {
+			opts = append(opts, tfexec.Parallelism(t.Parallelism))
+		}
+		return tf.Destroy(ctx, opts...)
+	case Plan:
+		changes, err := tf.Plan(ctx, tfexec.Lock(false))
+		result.Changes = changes
+		return err
+	case Validate:
+		out, err := tf.Validate(ctx)
+		if err != nil {
+			return err
+		}
+		var blocks []string
+		for _, d := range out.Diagnostics {
+			if d.Severity == "error" {
+				blocks = append(blocks, cleanText(d.Summary+": "+d.Detail))
+			}
+		}
+		if len(blocks) > 0 {
+			return &RunError{Command: string(Validate), Blocks: blocks, Message: messageOf(blocks), Err: ErrTerraformFailed}
+		}
+		return nil
+	}
+	return run.InvalidInput("command", string(t.Command))
+}
+
+// finalSave writes the state once more after terraform exited, retrying until the
+// deadline; if that fails the state goes to StateFallback so that it is not lost.
+func (t *Terraformer) finalSave(ctx context.Context) error {
+	saved, err := os.ReadFile(t.statePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading the state file: %w", ErrStateNotSaved, err)
+	}
+	timeout := t.FinalSaveTimeout
+	if timeout == 0 {
+		timeout = DefaultFinalSaveTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 10 * time.Second}
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		_, lastErr = t.store.Save(ctx, saved)
+		if errors.Is(lastErr, state.ErrInvalidState) || errors.Is(lastErr, state.ErrLineageMismatch) {
+			return false, lastErr
+		}
+		return lastErr == nil, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if lastErr == nil {
+		lastErr = err
+	}
+	if t.StateFallback != nil {
+		fmt.Fprintf(t.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, saved, StateFallbackEnd)
+	}
+	return fmt.Errorf("%w: %w", ErrStateNotSaved, lastErr)
+}
+
+// The state printed when it cannot be saved is framed by these lines.
+const (
+	StateFallbackBegin = "----- BEGIN TERRAFORM STATE -----"
+	StateFallbackEnd   = "----- END TERRAFORM STATE -----"
+)
