@@ -198,6 +198,7 @@ func TestGardenletMigratesDuringASlowApply(t *testing.T) {
 
 	infra = sh.component(`{"seconds":20}`, false)
 	g.Expect(infra.Migrate(ctx)).To(Succeed())
+	g.Expect(sh.get(g).Status.LastOperation.State).To(Equal(gardencorev1beta1.LastOperationStateProcessing), "the migration is asked for while the apply runs")
 	g.Expect(infra.WaitMigrate(ctx)).To(Succeed(), sh.describe)
 	migrated := sh.get(g)
 	g.Expect(migrated.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeMigrate))
