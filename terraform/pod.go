@@ -231,6 +231,13 @@ func (e *PodExecutor) wait(ctx context.Context, req Request, pod *corev1.Pod) (*
 				if err := e.cleanup(ctx, current); err != nil {
 					return nil, err
 				}
+				// The run released the objects it may write; the Secret needs the
+				// executor's rights.
+				if req.Command == Destroy {
+					if err := req.objects().RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
+						return nil, err
+					}
+				}
 				result, err := resultFromState(ctx, req.objects().StateStore(e.Client), req.Command)
 				if err != nil {
 					return nil, err
