@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gofrs/flock"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 )
@@ -244,6 +245,39 @@ func Distroless() BaseImage {
 	}
 }
 
+// ProvidersStage runs the providers stage as the image build runs it: its one command,
+// `mirror-providers <mirror> <provider>...`, is the build context's script the stage
+// copies to that name, here writing the mirror into out. It returns the stage's path of
+// the mirror, mapped to out.
+func ProvidersStage(d *Dockerfile, contextDir, out string) (map[string]string, error) {
+	s := d.Stage("providers")
+	if s == nil {
+		return nil, fmt.Errorf("no stage %q", "providers")
+	}
+	commands, err := ShellCommands(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(commands) != 1 || len(commands[0]) < 2 {
+		return nil, fmt.Errorf("the providers stage runs %q, not one `mirror-providers <mirror> <provider>...`", commands)
+	}
+	script := ""
+	for _, cmd := range s.Commands {
+		if c, ok := cmd.(*instructions.CopyCommand); ok && c.From == "" && len(c.SourcePaths) == 1 && path.Base(c.DestPath) == commands[0][0] {
+			script = c.SourcePaths[0]
+		}
+	}
+	if script == "" {
+		return nil, fmt.Errorf("the providers stage's %s is not a script it copies from the build context", commands[0][0])
+	}
+	build := exec.Command("sh", append([]string{filepath.Join(contextDir, script), out}, commands[0][2:]...)...)
+	build.Dir = filepath.Dir(out)
+	if output, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s: %w\n%s", script, err, output)
+	}
+	return map[string]string{commands[0][1]: out}, nil
+}
+
 // BuildStage runs the `go build` commands of a stage as the image build runs them (the
 // stage's environment, the same flags) in dir, with each -o redirected into out, and
 // returns the stage paths they write, mapped to the files built.
@@ -257,6 +291,13 @@ func BuildStage(d *Dockerfile, stage, dir, out string) (map[string]string, error
 	if err != nil {
 		return nil, err
 	}
+	// Packages running this at once would compile the same packages side by side: the
+	// second waits and finds them in the build cache.
+	lock := flock.New(filepath.Join(os.TempDir(), "terraseed-image-build.lock"))
+	if err := lock.Lock(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = lock.Unlock() }()
 	built := map[string]string{}
 	for _, words := range commands {
 		if len(words) < 2 || words[0] != "go" || words[1] != "build" {
