@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -87,6 +88,7 @@ type Node struct {
 	log         io.Writer
 	lock        *flock.Flock
 	procs       []*process
+	spawn       chan spawnRequest
 	started     time.Time
 }
 
@@ -160,7 +162,8 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if err != nil || !locked {
 		return nil, fmt.Errorf("waiting for the node lock %s: %w", lock.Path(), errors.Join(err, ctx.Err()))
 	}
-	n := &Node{dir: o.StateDir, log: o.Log, lock: lock, started: time.Now()}
+	n := &Node{dir: o.StateDir, log: o.Log, lock: lock, started: time.Now(), spawn: make(chan spawnRequest)}
+	go spawner(n.spawn)
 	if _, err := os.Stat(n.dir); err == nil {
 		n.logf("cleaning up the node a previous test process left behind in %s", n.dir)
 		teardown(n.dir, n.logf)
@@ -365,7 +368,11 @@ func (n *Node) run(name, binary string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The components find no terraform configuration, proxy or kubeconfig of the machine's.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + n.dir}
-	if err := cmd.Start(); err != nil {
+	// They die with the test process, should it die without stopping them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := make(chan error)
+	n.spawn <- spawnRequest{cmd, started}
+	if err := <-started; err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
@@ -378,6 +385,22 @@ func (n *Node) run(name, binary string, args ...string) error {
 		return err
 	}
 	return nil
+}
+
+type spawnRequest struct {
+	cmd     *exec.Cmd
+	started chan<- error
+}
+
+// spawner starts the components from one OS thread that lives as long as the node:
+// the kernel sends a child its parent-death signal when the thread that started it
+// ends, and Go ends other threads at will.
+func spawner(requests <-chan spawnRequest) {
+	runtime.LockOSThread()
+	for r := range requests {
+		r.started <- r.cmd.Start()
+	}
+	// Returning locked ends the thread: every component is stopped by now.
 }
 
 // waitFor polls condition until it holds, failing early when a component exited.
@@ -480,9 +503,6 @@ func tail(path string, size int64) string {
 // removes the state and log directories and releases the machine's node lock.
 func (n *Node) Stop() error {
 	started := time.Now()
-	if n.Clientset != nil && n.alive("kube-apiserver") && n.alive("kubelet") {
-		n.deletePods()
-	}
 	stop := func(names ...string) {
 		var wg sync.WaitGroup
 		for _, p := range n.procs {
@@ -498,6 +518,11 @@ func (n *Node) Stop() error {
 		}
 		wg.Wait()
 	}
+	// Nothing recreates or places the pods deleted next.
+	stop("kube-controller-manager", "kube-scheduler")
+	if n.Clientset != nil && n.alive("kube-apiserver") && n.alive("kubelet") {
+		n.deletePods()
+	}
 	stop("kubelet")
 	if n.alive("containerd") {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -505,8 +530,9 @@ func (n *Node) Stop() error {
 		cancel()
 	}
 	stop("containerd")
-	stop("kube-scheduler", "kube-controller-manager", "kube-apiserver")
+	stop("kube-apiserver")
 	stop("etcd")
+	close(n.spawn)
 	teardown(n.dir, n.logf)
 	if n.KeepLogs {
 		n.logf("the logs are kept in %s", n.logDir)
