@@ -289,7 +289,27 @@ func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod)
 			message = string(logs)
 		}
 	}
-	return NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	runErr := NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	// Killed before it could write its message, the run left only the end of its log,
+	// which tells what it was doing, not why it ended.
+	if killed := killedBy(pod); killed != "" {
+		runErr.Message = truncate(killed+"; its log ends: "+runErr.Message, maxMessage)
+	}
+	return runErr
+}
+
+// killedBy says how a run pod's container was killed, or "" when it exited by itself.
+func killedBy(pod *corev1.Pod) string {
+	for _, status := range pod.Status.ContainerStatuses {
+		switch t := status.State.Terminated; {
+		case t == nil:
+		case t.Reason == "OOMKilled":
+			return "the run pod's container ran out of memory (OOMKilled)"
+		case t.ExitCode > 128:
+			return fmt.Sprintf("the run pod's container was killed by signal %d", t.ExitCode-128)
+		}
+	}
+	return ""
 }
 
 func terminationMessageOf(pod *corev1.Pod) string {
