@@ -271,17 +271,19 @@ func TestRunPodDeadline(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
 	gate := startGate(t, node.Config)
-	const n = 60
+	// One create a second: the run needs two minutes, and gets the time terraform needs
+	// to start on a busy machine and a few creates more.
+	const n = 120
 	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
 	r.executor.Parallelism = 1
-	r.executor.RunTimeout = 20 * time.Second
+	r.executor.RunTimeout = 45 * time.Second
 	gate.SlowDown(time.Second)
 
 	_, err := r.run(terraform.Apply)
 	g.Expect(err).To(MatchError(terraform.ErrRunDeadline))
 	pods := r.pods.seen()
 	g.Expect(pods).To(HaveLen(1))
-	g.Expect(pods[0].Spec.ActiveDeadlineSeconds).To(Equal(ptr.To(int64(20))))
+	g.Expect(pods[0].Spec.ActiveDeadlineSeconds).To(Equal(ptr.To(int64(45))))
 	g.Expect(pods[0].Status.Reason).To(Equal("DeadlineExceeded"))
 	terminated := pods[0].Status.ContainerStatuses[0].State.Terminated
 	g.Expect(terminated).NotTo(BeNil())
@@ -292,6 +294,7 @@ func TestRunPodDeadline(t *testing.T) {
 	r.expectEveryItemInState(g)
 
 	gate.SlowDown(0)
+	r.executor.Parallelism = 0
 	r.executor.RunTimeout = runTimeout
 	_, err = r.run(terraform.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -57,7 +57,8 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err, "(TERRASEED_E2E=require)")
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	// Time to wait for another package's node to stop, and to start this one.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
 	// The image is assembled while the node comes up.

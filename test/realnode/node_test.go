@@ -20,7 +20,8 @@ func TestStartRunStop(t *testing.T) {
 		t.Skip("TERRASEED_E2E=skip")
 	}
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// Time to wait for another package's node to stop, and to start this one.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	n, err := Start(ctx, Options{Log: testWriter{t}})
 	if errors.Is(err, ErrUnavailable) && !Required() {
