@@ -9,6 +9,7 @@ export TERRASEED_TOOLS_CACHE := $(TOOLS_CACHE)
 export KUBEBUILDER_ASSETS := $(TOOLS_CACHE)/kube-$(KUBERNETES_VERSION)-etcd-$(ETCD_VERSION)
 export TERRASEED_TERRAFORM := $(TOOLS_CACHE)/terraform-$(TERRAFORM_VERSION)/terraform
 export TERRASEED_PROVIDER_MIRROR := $(TOOLS_CACHE)/provider-mirror
+export TERRASEED_NODE_BINARIES := $(TOOLS_CACHE)/node-$(KUBERNETES_VERSION)
 CONTROLLER_GEN := $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
 export CONTROLLER_GEN HELM
@@ -27,6 +28,7 @@ env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
 	@echo "export KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 	@echo "export TERRASEED_TERRAFORM=$(TERRASEED_TERRAFORM)"
 	@echo "export TERRASEED_PROVIDER_MIRROR=$(TERRASEED_PROVIDER_MIRROR)"
+	@echo "export TERRASEED_NODE_BINARIES=$(TERRASEED_NODE_BINARIES)"
 	@echo "export CONTROLLER_GEN=$(CONTROLLER_GEN)"
 	@echo "export HELM=$(HELM)"
 
@@ -52,14 +54,19 @@ verify: ## Fail when generated files are stale, code is unformatted or vet compl
 build:
 	go build ./...
 
+# The end-to-end packages run pods on a node of this machine (test/realnode): after the
+# others, so that their pods and the others' control planes do not compete for the CPU.
+NODE_PACKAGES := ./test/realnode/... ./test/e2e/...
+
 .PHONY: test
 test: tools verify ## Run every test against real components.
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e)
+	go test $(GO_TEST_FLAGS) $(NODE_PACKAGES)
 	cd test/compat && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e)
 
 .PHONY: run
 run: tools ## Run terraseed on an embedded local control plane.

@@ -241,6 +241,13 @@ func (e *PodExecutor) wait(ctx context.Context, req Request, pod *corev1.Pod) (*
 				if err := e.cleanup(ctx, req.ID, current); err != nil {
 					return nil, err
 				}
+				// The run released the objects it may write; the vars Secret needs the
+				// executor's rights.
+				if req.Command == terraformer.Destroy {
+					if err := (state.RunObjects{ID: req.ID}).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
+						return nil, err
+					}
+				}
 				result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
 				if err != nil {
 					return nil, err
@@ -292,7 +299,27 @@ func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod)
 			message = string(logs)
 		}
 	}
-	return terraformer.NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	runErr := terraformer.NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	// Killed before it could write its message, the run left only the end of its log,
+	// which tells what it was doing, not why it ended.
+	if killed := killedBy(pod); killed != "" {
+		runErr.Message = killed + "; its log ends: " + runErr.Message
+	}
+	return runErr
+}
+
+// killedBy says how a run pod's container was killed, or "" when it exited by itself.
+func killedBy(pod *corev1.Pod) string {
+	for _, status := range pod.Status.ContainerStatuses {
+		switch t := status.State.Terminated; {
+		case t == nil:
+		case t.Reason == "OOMKilled":
+			return "the run pod's container ran out of memory (OOMKilled)"
+		case t.ExitCode > 128:
+			return fmt.Sprintf("the run pod's container was killed by signal %d", t.ExitCode-128)
+		}
+	}
+	return ""
 }
 
 func terminationMessageOf(pod *corev1.Pod) string {

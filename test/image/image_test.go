@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,33 +168,15 @@ func TestImageBinaries(t *testing.T) {
 	d := parseDockerfile(t, dockerfileText(t))
 	stage := d.Stage("build")
 	g.Expect(stage).NotTo(BeNil())
-	env := StageEnv(stage)
-	g.Expect(env).To(HaveKeyWithValue("CGO_ENABLED", "0"))
-	commands, err := ShellCommands(stage)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(StageEnv(stage)).To(HaveKeyWithValue("CGO_ENABLED", "0"))
 
-	out := t.TempDir()
+	start := time.Now()
+	outputs, err := BuildStage(d, "build", root, t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("the build stage's go builds: %s", time.Since(start).Round(time.Millisecond))
 	built := map[string]string{}
-	for _, words := range commands {
-		if len(words) < 2 || words[0] != "go" || words[1] != "build" {
-			continue
-		}
-		args := slices.Clone(words[1:])
-		for i := range args {
-			if args[i] == "-o" && i+1 < len(args) {
-				name := filepath.Base(args[i+1])
-				args[i+1] = filepath.Join(out, name)
-				built[name] = args[i+1]
-			}
-		}
-		cmd := exec.Command("go", args...)
-		cmd.Dir = root
-		// The image's build environment wins over the machine's.
-		cmd.Env = append(os.Environ(), env.List()...)
-		start := time.Now()
-		output, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "go %s:\n%s", strings.Join(args, " "), output)
-		t.Logf("go %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	for stagePath, local := range outputs {
+		built[filepath.Base(stagePath)] = local
 	}
 	g.Expect(built).To(HaveKey("infrastructure-controller"))
 	g.Expect(built).To(HaveKey("terraformer"))
@@ -252,15 +233,20 @@ func TestProviderMirror(t *testing.T) {
 	g.Expect(commands[0][0]).To(Equal("mirror-providers"))
 
 	mirror := filepath.Join(t.TempDir(), "mirror")
-	args := append([]string{filepath.Join(root, "build/mirror-providers.sh"), mirror}, commands[0][2:]...)
-	cmd := exec.Command("sh", args...)
-	cmd.Dir = t.TempDir()
-	output, err := cmd.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "%s", output)
+	stage, err := ProvidersStage(d, root, mirror)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stage).To(Equal(map[string]string{"/mirror": mirror}))
 
 	var files []string
 	g.Expect(filepath.WalkDir(mirror, func(path string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
+		if err != nil {
+			return err
+		}
+		// COPY keeps these modes, and the image's user is no owner of the files.
+		info, err := e.Info()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.Mode().Perm()&0o005).To(Equal(os.FileMode(0o005)), "%s: others may read and enter or run it", path)
+		if !e.IsDir() {
 			rel, _ := filepath.Rel(mirror, path)
 			files = append(files, rel)
 		}
@@ -298,7 +284,7 @@ func TestProviderMirror(t *testing.T) {
 	init := exec.Command(tf, "init", "-input=false", "-no-color")
 	init.Dir = work
 	init.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "HOME="+dir, "TF_PLUGIN_CACHE_DIR=")
-	output, err = init.CombinedOutput()
+	output, err := init.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", output)
 	g.Expect(string(output)).To(ContainSubstring("Installing gavinbunney/kubectl v" + versions["KUBECTL_PROVIDER_VERSION"]))
 }

@@ -63,9 +63,33 @@ build_kubectl_provider() {
   mv "$out/terraform-provider-kubectl" "$out/terraform-provider-kubectl_v$KUBECTL_PROVIDER_VERSION"
 }
 
+# The Kubernetes builds share most of their packages: one at a time, so that the second
+# finds the first's packages in the build cache instead of compiling them alongside.
+k8s_build_lock() {
+  if command -v flock >/dev/null; then
+    exec 9>"$cache/.kubernetes-build.lock"
+    flock 9
+  fi
+}
+
 build_control_plane() {
+  k8s_build_lock
   (cd "$here" && go build -trimpath -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
   (cd "$here" && go build -trimpath -o "$out/etcd" ./etcd)
+}
+
+# A node for the end-to-end tests (test/realnode): the kubelet, and the scheduler and
+# controller manager that place and own its pods, at the kube-apiserver's version. The
+# version is stamped, as the kubelet reports it in its Node object.
+build_node() {
+  k8s_build_lock
+  local v="v$KUBERNETES_VERSION" ld
+  ld="-s -w -X k8s.io/component-base/version.gitVersion=$v"
+  ld+=" -X k8s.io/component-base/version.gitMajor=${KUBERNETES_VERSION%%.*}"
+  ld+=" -X k8s.io/component-base/version.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)"
+  for c in kubelet kube-scheduler kube-controller-manager; do
+    (cd "$here" && go build -trimpath -ldflags "$ld" -o "$out/$c" "k8s.io/kubernetes/cmd/$c")
+  done
 }
 
 build_controller_gen() {
@@ -76,7 +100,7 @@ build_helm() {
   (cd "$out" && GOBIN="$out" go install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION")
 }
 
-want=${*:-terraform kubectl-provider control-plane controller-gen helm}
+want=${*:-terraform kubectl-provider control-plane node controller-gen helm}
 for tool in $want; do
   case $tool in
     terraform) build terraform "$cache/terraform-$TERRAFORM_VERSION" terraform build_terraform ;;
@@ -84,6 +108,7 @@ for tool in $want; do
       "$cache/provider-mirror/registry.terraform.io/gavinbunney/kubectl/$KUBECTL_PROVIDER_VERSION/linux_amd64" \
       "terraform-provider-kubectl_v$KUBECTL_PROVIDER_VERSION" build_kubectl_provider ;;
     control-plane) build "kube-apiserver + etcd" "$cache/kube-$KUBERNETES_VERSION-etcd-$ETCD_VERSION" etcd build_control_plane ;;
+    node) build "kubelet + kube-scheduler + kube-controller-manager" "$cache/node-$KUBERNETES_VERSION" kube-controller-manager build_node ;;
     controller-gen) build controller-gen "$cache/controller-gen-$CONTROLLER_TOOLS_VERSION" controller-gen build_controller_gen ;;
     helm) build helm "$cache/helm-$HELM_VERSION" helm build_helm ;;
     *) log "unknown tool $tool"; exit 2 ;;
