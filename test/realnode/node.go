@@ -502,6 +502,13 @@ func tail(path string, size int64) string {
 // mounts, network namespaces, cgroups, iptables chains, the bridge and the route. It
 // removes the state and log directories and releases the machine's node lock.
 func (n *Node) Stop() error {
+	n.stopKeepingLock()
+	return n.lock.Unlock()
+}
+
+// stopKeepingLock stops the node but keeps the machine's node lock, so that another test
+// package's node does not start before the caller looked at what is left.
+func (n *Node) stopKeepingLock() {
 	started := time.Now()
 	stop := func(names ...string) {
 		var wg sync.WaitGroup
@@ -540,7 +547,6 @@ func (n *Node) Stop() error {
 		_ = os.RemoveAll(n.logDir)
 	}
 	n.logf("stopped in %s", time.Since(started).Round(time.Millisecond))
-	return n.lock.Unlock()
 }
 
 func (n *Node) alive(name string) bool {
