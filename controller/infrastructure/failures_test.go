@@ -17,6 +17,7 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
@@ -24,7 +25,7 @@ func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
 	ctx := context.Background()
 	s := newShoot(t, "10.250.0.0/19")
 	// Host bits set: not canonical.
-	s.infra.Spec.ProviderConfig = providerConfig("10.250.16.0/19")
+	s.infra.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.16.0/19")
 	s.createSecret(t, adminKubeconfig(t))
 	startController(t, s.namespace, workDir(t))
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
@@ -51,7 +52,7 @@ func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 
 	// Fixing the spec recovers.
-	infra.Spec.ProviderConfig = providerConfig("10.250.0.0/19")
+	infra.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.0.0/19")
 	g.Expect(env.Client.Update(ctx, infra)).To(Succeed())
 	infra = s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(infra.Status.LastError).To(BeNil())

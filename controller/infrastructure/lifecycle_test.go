@@ -26,6 +26,7 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestLifecycleCreateChangeDelete(t *testing.T) {
@@ -63,7 +64,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	// A changed zone CIDR is applied.
 	g.Eventually(func(g Gomega) {
 		current := s.get(g)
-		current.Spec.ProviderConfig = providerConfig("10.250.32.0/19")
+		current.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.32.0/19")
 		g.Expect(env.Client.Update(ctx, current)).To(Succeed())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {

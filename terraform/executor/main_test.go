@@ -3,11 +3,9 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -114,34 +112,8 @@ func (f *fixture) items(g Gomega) []string {
 func (f *fixture) stateItems(g Gomega) (names, ids []string) {
 	state, err := f.objects.ReadState(context.Background(), env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
-	if len(state) == 0 {
-		return nil, nil
-	}
-	var file struct {
-		Resources []struct {
-			Type      string `json:"type"`
-			Name      string `json:"name"`
-			Instances []struct {
-				Attributes map[string]any `json:"attributes"`
-			} `json:"instances"`
-		} `json:"resources"`
-	}
-	g.Expect(json.Unmarshal(state, &file)).To(Succeed())
-	for _, r := range file.Resources {
-		for _, inst := range r.Instances {
-			switch r.Type {
-			case "kubectl_manifest":
-				names = append(names, fmt.Sprint(inst.Attributes["name"]))
-			case "terraform_data":
-				// The ids the ConfigMaps are named after, not the gates of a chain configuration.
-				if r.Name == "id" || strings.HasPrefix(r.Name, "id_") {
-					ids = append(ids, fmt.Sprint(inst.Attributes["id"]))
-				}
-			}
-		}
-	}
-	sort.Strings(names)
-	sort.Strings(ids)
+	names, ids, err = testenv.StateItems(state)
+	g.Expect(err).NotTo(HaveOccurred())
 	return names, ids
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -15,10 +14,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 const (
@@ -128,7 +127,7 @@ func newShoot(t *testing.T, kubeconfig []byte, zones ...string) *shoot {
 	s := &shoot{namespace: ns, pods: watchPods(t, ns), infra: &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infraName},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
-			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: providerConfig(zones...)},
+			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: testenv.LocalProviderConfig(zones...)},
 			Region:       "local-1",
 			SecretRef:    corev1.SecretReference{Name: "cloudprovider", Namespace: ns},
 			SSHPublicKey: []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRlc3Q terraseed@e2e"),
@@ -137,22 +136,6 @@ func newShoot(t *testing.T, kubeconfig []byte, zones ...string) *shoot {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
 	NewWithT(t).Expect(kube.Create(context.Background(), secret)).To(Succeed())
 	return s
-}
-
-// providerConfig is a local InfrastructureConfig with one zone per workers CIDR.
-func providerConfig(workers ...string) *runtime.RawExtension {
-	var zones []any
-	for i, cidr := range workers {
-		zones = append(zones, map[string]any{"name": fmt.Sprintf("zone-%c", 'a'+i), "workers": cidr})
-	}
-	raw, err := json.Marshal(map[string]any{
-		"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "InfrastructureConfig",
-		"networks": map[string]any{"cidr": "10.250.0.0/16", "zones": zones},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return &runtime.RawExtension{Raw: raw}
 }
 
 // create creates the Infrastructure; when the test ends, it is deleted and waited for.
@@ -243,7 +226,7 @@ func TestInfrastructureLifecycleThroughRunPods(t *testing.T) {
 	// A second zone: the controller reconciles the change.
 	g.Eventually(func(g Gomega) {
 		current := s.get(g)
-		current.Spec.ProviderConfig = providerConfig("10.250.0.0/19", "10.250.32.0/19")
+		current.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.0.0/19", "10.250.32.0/19")
 		g.Expect(kube.Update(context.Background(), current)).To(Succeed())
 	}).WithTimeout(quickAction).Should(Succeed())
 	s.waitSucceeded(t, extensionsv1alpha1.LastOperationTypeReconcile)

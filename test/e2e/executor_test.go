@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +25,7 @@ import (
 	tfrun "github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // run is one Infrastructure's run objects in a namespace of its own, run by the pod
@@ -107,30 +106,8 @@ func (r *run) start(command terraformer.Command) <-chan error {
 func (r *run) stored(g Gomega) (names, ids []string) {
 	stored, err := r.objects.ReadState(context.Background(), kube)
 	g.Expect(err).NotTo(HaveOccurred())
-	if len(strings.TrimSpace(string(stored))) == 0 {
-		return nil, nil
-	}
-	var file struct {
-		Resources []struct {
-			Type      string `json:"type"`
-			Instances []struct {
-				Attributes map[string]any `json:"attributes"`
-			} `json:"instances"`
-		} `json:"resources"`
-	}
-	g.Expect(json.Unmarshal(stored, &file)).To(Succeed())
-	for _, res := range file.Resources {
-		for _, inst := range res.Instances {
-			switch res.Type {
-			case "kubectl_manifest":
-				names = append(names, fmt.Sprint(inst.Attributes["name"]))
-			case "terraform_data":
-				ids = append(ids, fmt.Sprint(inst.Attributes["id"]))
-			}
-		}
-	}
-	sort.Strings(names)
-	sort.Strings(ids)
+	names, ids, err = testenv.StateItems(stored)
+	g.Expect(err).NotTo(HaveOccurred())
 	return names, ids
 }
 
