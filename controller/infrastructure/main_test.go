@@ -2,7 +2,6 @@ package infrastructure_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
@@ -153,28 +152,12 @@ func newShootIn(ns, name string, zones ...string) *shoot {
 	return &shoot{namespace: ns, infra: &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
-			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: providerConfig(zones...)},
+			DefaultSpec:  extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: testenv.LocalProviderConfig(zones...)},
 			Region:       "local-1",
 			SecretRef:    corev1.SecretReference{Name: "cloudprovider", Namespace: ns},
 			SSHPublicKey: []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRlc3Q terraseed@test"),
 		},
 	}}
-}
-
-// providerConfig is a local InfrastructureConfig with one zone per workers CIDR.
-func providerConfig(workers ...string) *runtime.RawExtension {
-	var zones []any
-	for i, cidr := range workers {
-		zones = append(zones, map[string]any{"name": fmt.Sprintf("zone-%c", 'a'+i), "workers": cidr})
-	}
-	raw, err := json.Marshal(map[string]any{
-		"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "InfrastructureConfig",
-		"networks": map[string]any{"cidr": "10.250.0.0/16", "zones": zones},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return &runtime.RawExtension{Raw: raw}
 }
 
 func (s *shoot) createSecret(t *testing.T, kubeconfig []byte) {
@@ -217,7 +200,7 @@ func (s *shoot) waitHandled(t *testing.T, opType extensionsv1alpha1.LastOperatio
 	infra := s.waitFor(t, opType, extensionsv1alpha1.LastOperationStateSucceeded)
 	NewWithT(t).Eventually(func(g Gomega) {
 		infra = s.get(g)
-		g.Expect(infra.Annotations).NotTo(HaveKey(infrastructure.AnnotationOperation))
+		g.Expect(infra.Annotations).NotTo(HaveKey(extension.AnnotationOperation))
 	}).WithTimeout(time.Minute).Should(Succeed())
 	return infra
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -41,11 +42,12 @@ func (op *operation) migrate(ctx context.Context) error {
 	}
 	if state != nil {
 		encoded, err := encodeState(state)
+		var tooLarge *stateTooLargeError
+		if errors.As(err, &tooLarge) {
+			return extension.InvalidInput(ReasonStateTooLarge, "status.state: %w; it stays in ConfigMap %s/%s", err, op.infra.Namespace, op.objects().StateName())
+		}
 		if err != nil {
 			return err
-		}
-		if len(encoded.Raw) > maxStatusState {
-			return extension.InvalidInput(ReasonStateTooLarge, "status.state: the compressed terraform state takes %d bytes, more than the %d the status can hold; it stays in ConfigMap %s/%s", len(encoded.Raw), maxStatusState, op.infra.Namespace, op.objects().StateName())
 		}
 		op.infra.Status.State = encoded
 		// The state must be safe in the status before the objects that hold it go.
@@ -66,21 +68,30 @@ func (op *operation) keepStateInStatus(state []byte) error {
 		return nil
 	}
 	encoded, err := encodeState(state)
-	if err != nil {
-		return err
-	}
-	if len(encoded.Raw) > maxStatusState {
+	var tooLarge *stateTooLargeError
+	if errors.As(err, &tooLarge) {
 		if op.infra.Status.State != nil || op.req.FirstRun {
 			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
-				"The compressed terraform state takes %d bytes, more than the %d .status.state can hold: it is kept in ConfigMap %s only", len(encoded.Raw), maxStatusState, op.objects().StateName())
+				"The %s: it is kept in ConfigMap %s only", err, op.objects().StateName())
 		}
 		op.infra.Status.State = nil
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	op.infra.Status.State = encoded
 	return nil
 }
 
+// stateTooLargeError is a state that does not fit the status even compressed.
+type stateTooLargeError struct{ size int }
+
+func (e *stateTooLargeError) Error() string {
+	return fmt.Sprintf("compressed terraform state takes %d bytes, more than the %d .status.state can hold", e.size, maxStatusState)
+}
+
+// encodeState is .status.state for a terraform state, or a stateTooLargeError.
 func encodeState(state []byte) (*runtime.RawExtension, error) {
 	var compressed bytes.Buffer
 	writer := gzip.NewWriter(&compressed)
@@ -93,6 +104,9 @@ func encodeState(state []byte) (*runtime.RawExtension, error) {
 	raw, err := json.Marshal(migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, TerraformState: compressed.Bytes()})
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > maxStatusState {
+		return nil, &stateTooLargeError{size: len(raw)}
 	}
 	return &runtime.RawExtension{Raw: raw}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -44,7 +45,7 @@ func annotate(g Gomega, s *shoot, operation string) {
 		if infra.Annotations == nil {
 			infra.Annotations = map[string]string{}
 		}
-		infra.Annotations[infrastructure.AnnotationOperation] = operation
+		infra.Annotations[extension.AnnotationOperation] = operation
 		g.Expect(env.Client.Update(context.Background(), infra)).To(Succeed())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
@@ -62,7 +63,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 
 	// migrate: the state moves into .status.state, the run objects and the finalizer go,
 	// every real object stays.
-	annotate(g, s, infrastructure.OperationMigrate)
+	annotate(g, s, extension.OperationMigrate)
 	migrated := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeMigrate)
 	g.Expect(migrated.Status.State).NotTo(BeNil())
 	g.Expect(migrated.Finalizers).NotTo(ContainElement(infrastructure.Finalizer))
@@ -78,7 +79,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	restored := &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.namespace, Name: s.infra.Name,
-			Annotations: map[string]string{infrastructure.AnnotationOperation: infrastructure.OperationWaitForState},
+			Annotations: map[string]string{extension.AnnotationOperation: extension.OperationWaitForState},
 		},
 		Spec: created.Spec,
 	}
@@ -87,7 +88,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, restored)).To(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(s.get(g).Status.LastOperation).To(BeNil()) }).
 		WithTimeout(2*time.Second).Should(Succeed(), "nothing happens while waiting for the state")
-	annotate(g, s, infrastructure.OperationRestore)
+	annotate(g, s, extension.OperationRestore)
 
 	infra := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
 	g.Expect(infra.Finalizers).To(ContainElement(infrastructure.Finalizer))

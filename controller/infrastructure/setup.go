@@ -25,12 +25,6 @@ const (
 	// Finalizer keeps an Infrastructure until its terraform resources are destroyed.
 	Finalizer = "extensions.gardener.cloud/infrastructure"
 
-	AnnotationOperation   = extension.AnnotationOperation
-	OperationReconcile    = extension.OperationReconcile
-	OperationMigrate      = extension.OperationMigrate
-	OperationRestore      = extension.OperationRestore
-	OperationWaitForState = extension.OperationWaitForState
-
 	secretRefIndex = "spec.secretRef"
 )
 
