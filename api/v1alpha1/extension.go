@@ -8,3 +8,9 @@ func (i *Infrastructure) GetExtensionSpec() *DefaultSpec { return &i.Spec.Defaul
 
 // GetExtensionStatus returns the status fields every extension kind shares.
 func (i *Infrastructure) GetExtensionStatus() *DefaultStatus { return &i.Status.DefaultStatus }
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (c *ControlPlane) GetExtensionSpec() *DefaultSpec { return &c.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (c *ControlPlane) GetExtensionStatus() *DefaultStatus { return &c.Status.DefaultStatus }

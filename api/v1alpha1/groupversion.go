@@ -17,5 +17,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&Infrastructure{}, &InfrastructureList{}, &Cluster{}, &ClusterList{})
+	SchemeBuilder.Register(&Infrastructure{}, &InfrastructureList{}, &ControlPlane{}, &ControlPlaneList{}, &Cluster{}, &ClusterList{})
 }
