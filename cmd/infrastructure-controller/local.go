@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +26,8 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/charts"
+	"github.com/terraseed/terraseed/controller/controlplane"
+	"github.com/terraseed/terraseed/controller/extension"
 )
 
 // The sample shoot that `make run` creates.
@@ -31,6 +35,8 @@ const (
 	sampleNamespace = "shoot--local--dev"
 	sampleName      = "infrastructure"
 	sampleSecret    = "cloudprovider"
+	// sampleControlPlane is the sample ControlPlane, created once the Infrastructure succeeded.
+	sampleControlPlane = "control-plane"
 )
 
 // runLocal starts kube-apiserver and etcd on this machine with the CRDs, runs the
@@ -105,8 +111,22 @@ func runLocal(ctx context.Context, args []string) error {
 		if err := createSample(ctx, c, kubeconfig); err != nil {
 			return err
 		}
-		if err := followSample(ctx, c, managerDone); err != nil {
+		infra := &extensionsv1alpha1.Infrastructure{}
+		if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleName}, infra); err != nil {
 			return err
+		}
+		if succeeded(infra) {
+			printStatus(infra)
+			if err := createSampleControlPlane(ctx, c, infra); err != nil {
+				return err
+			}
+			cp := &extensionsv1alpha1.ControlPlane{}
+			if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleControlPlane}, cp); err != nil {
+				return err
+			}
+			if succeeded(cp) {
+				printControlPlane(ctx, c, cp)
+			}
 		}
 		printNextSteps(kubeconfigPath)
 	}
@@ -192,8 +212,11 @@ func createSample(ctx context.Context, c client.Client, kubeconfig []byte) error
 }
 
 // followSample prints each change of the sample's last operation until it is final.
-func followSample(ctx context.Context, c client.Client, managerDone <-chan error) error {
-	key := client.ObjectKey{Namespace: sampleNamespace, Name: sampleName}
+func followSample(ctx context.Context, c client.Client, managerDone <-chan error, key client.ObjectKey, obj extension.Object) error {
+	kind := "Infrastructure"
+	if _, ok := obj.(*extensionsv1alpha1.ControlPlane); ok {
+		kind = "ControlPlane"
+	}
 	var shown string
 	ticker := time.NewTicker(500 * time.Millisecond)
 	defer ticker.Stop()
@@ -205,30 +228,74 @@ func followSample(ctx context.Context, c client.Client, managerDone <-chan error
 			return fmt.Errorf("the controller stopped: %w", err)
 		case <-ticker.C:
 		}
-		infra := &extensionsv1alpha1.Infrastructure{}
-		if err := c.Get(ctx, key, infra); err != nil {
+		if err := c.Get(ctx, key, obj); err != nil {
 			return err
 		}
-		last := infra.Status.LastOperation
+		status := obj.GetExtensionStatus()
+		last := status.LastOperation
 		if last == nil {
 			continue
 		}
-		line := fmt.Sprintf("  %s %s (%d%%): %s", last.Type, last.State, last.Progress, last.Description)
+		line := fmt.Sprintf("  %s %s %s (%d%%): %s", kind, last.Type, last.State, last.Progress, last.Description)
 		if line != shown {
 			fmt.Println(line)
 			shown = line
 		}
 		switch last.State {
 		case extensionsv1alpha1.LastOperationStateSucceeded:
-			printStatus(infra)
 			return nil
 		case extensionsv1alpha1.LastOperationStateError, extensionsv1alpha1.LastOperationStateFailed:
-			if infra.Status.LastError != nil {
-				fmt.Printf("  codes: %v\n", infra.Status.LastError.Codes)
+			if status.LastError != nil {
+				fmt.Printf("  codes: %v\n", status.LastError.Codes)
 			}
 			return nil
 		}
 	}
+}
+
+func succeeded(obj extension.Object) bool {
+	last := obj.GetExtensionStatus().LastOperation
+	return last != nil && last.State == extensionsv1alpha1.LastOperationStateSucceeded
+}
+
+// createSampleControlPlane creates the sample's ControlPlane as gardenlet does after the
+// Infrastructure: with the Infrastructure's providerStatus.
+func createSampleControlPlane(ctx context.Context, c client.Client, infra *extensionsv1alpha1.Infrastructure) error {
+	cp := &extensionsv1alpha1.ControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleControlPlane},
+		Spec: extensionsv1alpha1.ControlPlaneSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(
+				`{"apiVersion":"local.provider.terraseed.io/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"replicas":1}}`)}},
+			Region:                       "local-1",
+			SecretRef:                    corev1.SecretReference{Name: sampleSecret, Namespace: sampleNamespace},
+			InfrastructureProviderStatus: infra.Status.ProviderStatus,
+		},
+	}
+	if err := c.Create(ctx, cp); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the sample ControlPlane: %w", err)
+	}
+	fmt.Printf("created the sample ControlPlane %s/%s (type local)\n", sampleNamespace, sampleControlPlane)
+	return nil
+}
+
+// printControlPlane prints what the ControlPlane deployed and its health.
+func printControlPlane(ctx context.Context, c client.Client, cp *extensionsv1alpha1.ControlPlane) {
+	deployments := &appsv1.DeploymentList{}
+	configMaps := &corev1.ConfigMapList{}
+	owned := client.MatchingLabels{controlplane.OwnerLabelGroup + "/name": cp.Name}
+	var names []string
+	if c.List(ctx, deployments, client.InNamespace(cp.Namespace), owned) == nil {
+		for _, d := range deployments.Items {
+			names = append(names, "deployment/"+d.Name)
+		}
+	}
+	if c.List(ctx, configMaps, client.InNamespace(cp.Namespace), owned) == nil {
+		for _, m := range configMaps.Items {
+			names = append(names, "configmap/"+m.Name)
+		}
+	}
+	fmt.Printf("  deployed: %s\n", strings.Join(names, ", "))
+	fmt.Println("  (no controller manager or node runs here: the Deployment gets no pods, and the ControlPlaneHealthy condition says it is unavailable)")
 }
 
 func printStatus(infra *extensionsv1alpha1.Infrastructure) {
@@ -251,9 +318,12 @@ func printNextSteps(kubeconfigPath string) {
   kubectl get infrastructures -A
   kubectl get -n %[2]s infrastructure %[3]s -o yaml
   kubectl get namespaces,networkpolicies -A
+  kubectl get -n %[2]s controlplane %[4]s -o yaml
+  kubectl get -n %[2]s deployments,services,configmaps -l controlplane.terraseed.io/name=%[4]s
 delete it (terraform destroys what it created):
+  kubectl delete -n %[2]s controlplane %[4]s
   kubectl delete -n %[2]s infrastructure %[3]s
-`, kubeconfigPath, sampleNamespace, sampleName)
+`, kubeconfigPath, sampleNamespace, sampleName, sampleControlPlane)
 }
 
 func embeddedCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {

@@ -22,9 +22,10 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // runRender prints what terraform would run for an Infrastructure, like `helm template`:
 // the rendered files, the tfvars, and the environment credentials would fill (redacted).
+// For a ControlPlane it prints the objects that would be applied and the providerStatus.
 func runRender(args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("render", flag.ContinueOnError)
-	infraFile := flags.String("f", "", "the Infrastructure to render (YAML or JSON)")
+	infraFile := flags.String("f", "", "the Infrastructure or ControlPlane to render (YAML or JSON)")
 	clusterFile := flags.String("cluster", "", "the Cluster of the shoot (optional)")
 	var providerDirs stringList
 	flags.Var(&providerDirs, "providers", "a directory of providers that adds to or overrides the embedded ones (repeatable)")
@@ -32,20 +33,28 @@ func runRender(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *infraFile == "" {
-		return fmt.Errorf("-f is required: the Infrastructure to render")
+		return fmt.Errorf("-f is required: the Infrastructure or ControlPlane to render")
 	}
-	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}}
-	if err := readObject(*infraFile, in.Infrastructure); err != nil {
-		return err
-	}
+	var cluster *extensionsv1alpha1.Cluster
 	if *clusterFile != "" {
-		in.Cluster = &extensionsv1alpha1.Cluster{}
-		if err := readObject(*clusterFile, in.Cluster); err != nil {
+		cluster = &extensionsv1alpha1.Cluster{}
+		if err := readObject(*clusterFile, cluster); err != nil {
 			return err
 		}
 	}
 	registry, err := templates.NewRegistry(providerDirs...)
 	if err != nil {
+		return err
+	}
+	kind, err := readKind(*infraFile)
+	if err != nil {
+		return err
+	}
+	if kind == "ControlPlane" {
+		return renderControlPlane(registry, *infraFile, cluster, stdout)
+	}
+	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster}
+	if err := readObject(*infraFile, in.Infrastructure); err != nil {
 		return err
 	}
 	provider, err := registry.Provider(in.Infrastructure.Spec.Type)
@@ -90,4 +99,62 @@ func readObject(path string, into any) error {
 		return fmt.Errorf("decoding %s: %w", path, err)
 	}
 	return nil
+}
+
+// renderControlPlane prints the objects a ControlPlane would apply, as YAML documents, and
+// its providerStatus.
+func renderControlPlane(registry *templates.Registry, file string, cluster *extensionsv1alpha1.Cluster, stdout io.Writer) error {
+	cp := &extensionsv1alpha1.ControlPlane{}
+	if err := readObject(file, cp); err != nil {
+		return err
+	}
+	provider, err := registry.Provider(cp.Spec.Type)
+	if err != nil {
+		return err
+	}
+	out, err := provider.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+	if err != nil {
+		return err
+	}
+	for _, obj := range out.Objects {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "---\n%s", data)
+	}
+	if out.ProviderStatus != nil {
+		data, err := yaml.JSONToYAML(out.ProviderStatus.Raw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "# ---- providerStatus\n%s", prefixLines(string(data), "# "))
+	}
+	return nil
+}
+
+func prefixLines(text, prefix string) string {
+	lines := strings.SplitAfter(text, "\n")
+	var b strings.Builder
+	for _, line := range lines {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
+	}
+	return b.String()
+}
+
+// readKind reads the kind of the object in a file.
+func readKind(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var meta struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		return "", fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return meta.Kind, nil
 }

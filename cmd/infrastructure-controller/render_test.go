@@ -42,3 +42,24 @@ func TestRenderErrors(t *testing.T) {
 	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--providers", "../../templates/testdata/providers"}, &out)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("kubectl_manifest"))
 }
+
+// TestRenderControlPlane prints the objects a ControlPlane applies, with the network-policy
+// labels, and its providerStatus.
+func TestRenderControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	g.Expect(runRender([]string{"-f", "../../examples/controlplane-local.yaml"}, &out)).To(Succeed())
+	text := out.String()
+	g.Expect(strings.Count(text, "---\n")).To(Equal(3))
+	g.Expect(text).To(ContainSubstring("kind: Deployment"))
+	g.Expect(text).To(ContainSubstring("networking.gardener.cloud/to-dns: allowed"))
+	g.Expect(text).To(ContainSubstring("--feature-gates=SomeFeature=true"))
+	g.Expect(text).To(ContainSubstring("namespace: shoot--dev--local\n"))
+	g.Expect(text).To(ContainSubstring("# ---- providerStatus\n# apiVersion: local.provider.terraseed.io/v1alpha1\n"))
+
+	bad := filepath.Join(t.TempDir(), "cp.yaml")
+	data, err := os.ReadFile("../../examples/controlplane-local.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(data), "replicas: 1", "replicas: 5", 1)), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.cloudControllerManager.replicas")))
+}
