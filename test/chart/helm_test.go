@@ -212,7 +212,10 @@ func TestTemplate(t *testing.T) {
 				g.Expect(volume.ConfigMap.Items).To(ConsistOf(
 					corev1.KeyToPath{Key: "third.main.tf.tpl", Path: "third/main.tf.tpl"},
 					corev1.KeyToPath{Key: "third.provider.yaml", Path: "third/provider.yaml"},
-					corev1.KeyToPath{Key: "third.schema.json", Path: "third/schema.json"}))
+					corev1.KeyToPath{Key: "third.schema.json", Path: "third/schema.json"},
+					corev1.KeyToPath{Key: "third.controlplane.controlplane.yaml", Path: "third/controlplane/controlplane.yaml"},
+					corev1.KeyToPath{Key: "third.controlplane.objects.yaml.tpl", Path: "third/controlplane/objects.yaml.tpl"},
+					corev1.KeyToPath{Key: "third.controlplane.schema.json", Path: "third/controlplane/schema.json"}))
 				g.Expect(d.Spec.Template.Annotations).To(HaveKey("checksum/providers"))
 			}
 		})

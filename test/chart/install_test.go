@@ -106,7 +106,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	admin, err := client.New(env.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{"infrastructures." + ext, "clusters." + ext} {
+	for _, name := range []string{"infrastructures." + ext, "controlplanes." + ext, "clusters." + ext} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		g.Expect(admin.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
 		g.Expect(crd.Status.Conditions).To(ContainElement(And(
@@ -138,6 +138,14 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
 			{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
+			{"watch", ext, "controlplanes", "", shoot, ""},
+			{"patch", ext, "controlplanes", "", shoot, "control-plane"},
+			{"patch", ext, "controlplanes", "status", shoot, "control-plane"},
+			// What the embedded providers' control planes render, applied server-side.
+			{"create", "apps", "deployments", "", shoot, ""},
+			{"delete", "apps", "deployments", "", shoot, "cloud-controller-manager"},
+			{"watch", "apps", "statefulsets", "", "", ""},
+			{"patch", "", "services", "", shoot, "cloud-controller-manager"},
 		}, []access{
 			{"create", ext, "infrastructures", "", shoot, ""},
 			{"delete", ext, "infrastructures", "", shoot, "infra"},
@@ -157,8 +165,9 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"list", "", "namespaces", "", "", ""},
 			{"delete", "", "namespaces", "", "", shoot},
 			{"list", "", "nodes", "", "", ""},
-			{"create", "apps", "deployments", "", shoot, ""},
-			{"list", "", "services", "", shoot, ""},
+			{"delete", ext, "controlplanes", "", shoot, "control-plane"},
+			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
+			{"create", "", "serviceaccounts", "token", shoot, "cloud-controller-manager"},
 		})
 	})
 

@@ -35,15 +35,18 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	refs, _, _ := unstructured.NestedSlice(registration.Object, "spec", "deployment", "deploymentRefs")
 	g.Expect(refs).To(ConsistOf(HaveKeyWithValue("name", deployment.GetName())))
 	resources, _, _ := unstructured.NestedSlice(registration.Object, "spec", "resources")
-	var registered []any
+	registered := map[string][]any{}
 	for _, r := range resources {
-		g.Expect(r).To(HaveKeyWithValue("kind", "Infrastructure"))
-		registered = append(registered, r.(map[string]any)["type"])
+		kind := r.(map[string]any)["kind"].(string)
+		g.Expect(kind).To(BeElementOf("Infrastructure", "ControlPlane"))
+		registered[kind] = append(registered[kind], r.(map[string]any)["type"])
 	}
+	// Every type with a control plane registers it: the embedded providers all have one.
+	g.Expect(registered["ControlPlane"]).To(ConsistOf(registered["Infrastructure"]...))
 	values, found, err := unstructured.NestedMap(deployment.Object, "helm", "values")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeTrue())
-	g.Expect(values["providerTypes"]).To(ConsistOf(registered...))
+	g.Expect(values["providerTypes"]).To(ConsistOf(registered["Infrastructure"]...))
 
 	valuesYAML, err := yaml.Marshal(values)
 	g.Expect(err).NotTo(HaveOccurred())
