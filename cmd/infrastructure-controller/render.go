@@ -128,7 +128,7 @@ func renderControlPlane(registry *templates.Registry, file string, cluster *exte
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "# ---- providerStatus\n%s", prefixLines(string(data), "# "))
+		fmt.Fprintf(stdout, "# ---- providerStatus\n%s\n", strings.TrimSuffix(prefixLines(string(data), "# "), "\n"))
 	}
 	return nil
 }

@@ -114,9 +114,10 @@ func TestProviderAuthoringGuide(t *testing.T) {
 			}
 		}
 	}
-	// The page still teaches the whole way: files, render and apply, a refused input.
+	// The page still teaches the whole way: files, render and apply, a refused input, a
+	// control plane.
 	g.Expect(files).To(BeNumerically(">=", 4))
-	g.Expect(steps).To(Equal(2))
-	g.Expect(expects).To(Equal(2))
+	g.Expect(steps).To(Equal(3))
+	g.Expect(expects).To(Equal(3))
 	g.Expect(filepath.Join(work, "run", "terraform.tfstate")).To(BeAnExistingFile())
 }
