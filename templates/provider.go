@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -116,9 +115,11 @@ func (s StatusMapping) Outputs() []string {
 type Provider struct {
 	Manifest Manifest
 	// Source says where the provider came from (embedded, or a directory) for messages.
-	Source    string
-	schema    *jsonschema.Schema
-	templates map[string]string // output file name -> template text
+	Source string
+	// ControlPlane is the provider's control-plane part; nil when it has none.
+	ControlPlane *ControlPlane
+	schema       *jsonschema.Schema
+	templates    map[string]string // output file name -> template text
 }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
@@ -158,21 +159,11 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
 
-	rawSchema, err := fs.ReadFile(fsys, path.Join(dir, schemaFile))
-	if err != nil {
+	if p.schema, err = compileSchema(fsys, path.Join(dir, schemaFile), schemaFile); err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(rawSchema))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", schemaFile, err)
-	}
-	compiler := jsonschema.NewCompiler()
-	compiler.AssertFormat()
-	if err := compiler.AddResource(schemaFile, doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", schemaFile, err)
-	}
-	if p.schema, err = compiler.Compile(schemaFile); err != nil {
-		return nil, fmt.Errorf("%s: %w", schemaFile, err)
+	if p.ControlPlane, err = loadControlPlane(fsys, dir); err != nil {
+		return nil, err
 	}
 
 	entries, err := fs.ReadDir(fsys, dir)

@@ -23,12 +23,18 @@ import (
 // ValidationError says an Infrastructure cannot be rendered as it is: the user has to
 // change it, so it is never worth retrying.
 type ValidationError struct {
-	Type   string
+	Type string
+	// Object names what is invalid in messages: "infrastructure" when empty.
+	Object string
 	Errors field.ErrorList
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("invalid %s infrastructure: %s", e.Type, e.Errors.ToAggregate().Error())
+	object := e.Object
+	if object == "" {
+		object = "infrastructure"
+	}
+	return fmt.Sprintf("invalid %s %s: %s", e.Type, object, e.Errors.ToAggregate().Error())
 }
 
 // Codes classifies the error for status.lastError.codes.
@@ -53,18 +59,9 @@ func (p *Provider) decode(in Input) (*input, error) {
 		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
 			field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())}}
 	}
-	cluster := map[string]any{"shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
-	if in.Cluster != nil {
-		for name, raw := range map[string]*runtime.RawExtension{"shoot": &in.Cluster.Spec.Shoot, "seed": &in.Cluster.Spec.Seed, "cloudProfile": &in.Cluster.Spec.CloudProfile} {
-			v, err := decodeRaw(raw)
-			if err != nil {
-				return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
-					field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error())}}
-			}
-			if v != nil {
-				cluster[name] = v
-			}
-		}
+	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
+	if err != nil {
+		return nil, err
 	}
 	return &input{
 		infrastructure: map[string]any{
@@ -78,6 +75,26 @@ func (p *Provider) decode(in Input) (*input, error) {
 		providerConfig: config,
 		cluster:        cluster,
 	}, nil
+}
+
+// decodeCluster decodes the Cluster's shoot, seed and cloudProfile; each is an empty
+// object when absent.
+func decodeCluster(providerType string, c *extensionsv1alpha1.Cluster) (map[string]any, error) {
+	cluster := map[string]any{"shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
+	if c == nil {
+		return cluster, nil
+	}
+	for name, raw := range map[string]*runtime.RawExtension{"shoot": &c.Spec.Shoot, "seed": &c.Spec.Seed, "cloudProfile": &c.Spec.CloudProfile} {
+		v, err := decodeRaw(raw)
+		if err != nil {
+			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{
+				field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error())}}
+		}
+		if v != nil {
+			cluster[name] = v
+		}
+	}
+	return cluster, nil
 }
 
 // decodeRaw decodes an embedded object into maps, slices and json.Number; nil when empty.

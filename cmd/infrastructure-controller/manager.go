@@ -13,20 +13,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/controlplane"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
@@ -46,6 +51,7 @@ type managerOptions struct {
 	classes                 string
 	heartbeatNamespace      string
 	extensionName           string
+	controlPlaneHealth      time.Duration
 
 	executor                  string
 	terraform                 string
@@ -69,6 +75,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
+	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
 	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
 	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
 	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
@@ -111,6 +118,8 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:        o.probeAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
+		// The health check watches workloads of ControlPlanes only, not every one of the seed.
+		Cache: cache.Options{ByObject: controlPlaneWorkloads()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -163,8 +172,66 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
 		return nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "executor", o.executor)
+	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
 	return mgr, nil
+}
+
+// setupControlPlanes serves ControlPlanes of the served types whose provider has a control
+// plane, and returns those types.
+func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string, classes []extensionsv1alpha1.ExtensionClass, o managerOptions) ([]string, error) {
+	var controlPlaneTypes []string
+	for _, t := range types {
+		if p, err := providers.Provider(t); err == nil && p.ControlPlane != nil {
+			controlPlaneTypes = append(controlPlaneTypes, t)
+		}
+	}
+	if len(controlPlaneTypes) == 0 {
+		return nil, nil
+	}
+	// Applied objects are read live: caching every kind a provider renders would cost
+	// memory in proportion to the seed.
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	actuator := &controlplane.Actuator{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
+		Providers: providers,
+		Resources: controlplane.NewResourceManager(live),
+	}
+	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, classes)
+	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {
+		return nil, err
+	}
+	return controlPlaneTypes, nil
+}
+
+// controlPlaneWorkloads limits the cache of the workloads the health check watches to
+// those a ControlPlane deployed.
+func controlPlaneWorkloads() map[client.Object]cache.ByObject {
+	selector := labels.NewSelector()
+	owned, err := labels.NewRequirement(controlplane.OwnerLabelGroup+"/name", selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	selector = selector.Add(*owned)
+	byObject := map[client.Object]cache.ByObject{}
+	for _, kind := range controlplane.WorkloadKinds() {
+		gvk, err := apiutil.GVKForObject(kind, newScheme())
+		if err != nil {
+			panic(err)
+		}
+		metadata := &metav1.PartialObjectMetadata{}
+		metadata.SetGroupVersionKind(gvk)
+		byObject[metadata] = cache.ByObject{Label: selector}
+	}
+	return byObject
 }
 
 func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (executor.Executor, error) {

@@ -1,0 +1,124 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/fluxcd/cli-utils/pkg/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// The inventory of what a ControlPlane applied lives in its .status.state: Gardener keeps
+// that in the ShootState, so the objects to prune or delete stay known across restarts,
+// migrations and restores.
+const (
+	stateAPIVersion = "controlplane.terraseed.io/v1alpha1"
+	stateKind       = "ControlPlaneState"
+)
+
+// state is .status.state of a ControlPlane.
+type state struct {
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Inventory  []inventoryEntry `json:"inventory"`
+}
+
+// inventoryEntry names one applied object as Flux does: "<namespace>_<name>_<group>_<kind>"
+// and the version it was applied with.
+type inventoryEntry struct {
+	ID      string `json:"id"`
+	Version string `json:"v"`
+}
+
+// inventory is the applied objects, keyed by their ID.
+type inventory map[string]inventoryEntry
+
+func inventoryOf(objects []*unstructured.Unstructured) inventory {
+	inv := inventory{}
+	for _, obj := range objects {
+		id := object.UnstructuredToObjMetadata(obj).String()
+		inv[id] = inventoryEntry{ID: id, Version: obj.GroupVersionKind().Version}
+	}
+	return inv
+}
+
+// readInventory reads the inventory from .status.state; a state of another shape (none yet,
+// or written by another controller) holds none.
+func readInventory(cp *extensionsv1alpha1.ControlPlane) (inventory, error) {
+	inv := inventory{}
+	raw := cp.Status.State
+	if raw == nil || len(raw.Raw) == 0 {
+		return inv, nil
+	}
+	var s state
+	if err := json.Unmarshal(raw.Raw, &s); err != nil {
+		return nil, fmt.Errorf("reading the inventory from status.state: %w", err)
+	}
+	if s.APIVersion != stateAPIVersion || s.Kind != stateKind {
+		return inv, nil
+	}
+	for _, entry := range s.Inventory {
+		if _, err := object.ParseObjMetadata(entry.ID); err != nil {
+			return nil, fmt.Errorf("status.state: inventory entry %q: %w", entry.ID, err)
+		}
+		inv[entry.ID] = entry
+	}
+	return inv, nil
+}
+
+func (inv inventory) write(cp *extensionsv1alpha1.ControlPlane) {
+	s := state{APIVersion: stateAPIVersion, Kind: stateKind, Inventory: []inventoryEntry{}}
+	for _, id := range slices.Sorted(maps.Keys(inv)) {
+		s.Inventory = append(s.Inventory, inv[id])
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // strings only
+	}
+	cp.Status.State = &runtime.RawExtension{Raw: raw}
+}
+
+// union is every object of both.
+func (inv inventory) union(other inventory) inventory {
+	out := inventory{}
+	for id, e := range inv {
+		out[id] = e
+	}
+	for id, e := range other {
+		out[id] = e
+	}
+	return out
+}
+
+// without is the objects of inv that other lacks.
+func (inv inventory) without(other inventory) inventory {
+	out := inventory{}
+	for id, e := range inv {
+		if _, ok := other[id]; !ok {
+			out[id] = e
+		}
+	}
+	return out
+}
+
+// objects are stubs of the inventory's objects, enough to get or delete them, sorted.
+func (inv inventory) objects() []*unstructured.Unstructured {
+	var objects []*unstructured.Unstructured
+	for _, id := range slices.Sorted(maps.Keys(inv)) {
+		meta, err := object.ParseObjMetadata(id)
+		if err != nil {
+			continue // readInventory refused these
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(meta.GroupKind.WithVersion(inv[id].Version))
+		obj.SetNamespace(meta.Namespace)
+		obj.SetName(meta.Name)
+		objects = append(objects, obj)
+	}
+	return objects
+}
