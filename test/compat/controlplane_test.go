@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -103,7 +102,7 @@ func (sh *shootInSeed) controlPlaneObjects(g Gomega) map[string]types.UID {
 		{"service", ccmName, &corev1.Service{}},
 	} {
 		err := sh.seed.client.Get(sh.ctx, client.ObjectKey{Namespace: sh.namespace, Name: object.name}, object.obj)
-		if apierrors.IsNotFound(err) || (err == nil && deletedButForGarbageCollection(object.obj)) {
+		if apierrors.IsNotFound(err) {
 			continue
 		}
 		g.Expect(err).NotTo(HaveOccurred())
@@ -112,34 +111,29 @@ func (sh *shootInSeed) controlPlaneObjects(g Gomega) map[string]types.UID {
 	return uids
 }
 
-// deletedButForGarbageCollection tells whether only the garbage collector keeps a deleted
-// object: envtest runs no kube-controller-manager, so a foreground deletion never ends.
-func deletedButForGarbageCollection(obj client.Object) bool {
-	if obj.GetDeletionTimestamp() == nil {
-		return false
-	}
-	for _, finalizer := range obj.GetFinalizers() {
-		if finalizer != metav1.FinalizerDeleteDependents && finalizer != metav1.FinalizerOrphanDependents {
-			return false
-		}
-	}
-	return true
-}
-
 func (sh *shootInSeed) ccmDeployment(g Gomega) *appsv1.Deployment {
 	deployment := &appsv1.Deployment{}
 	g.Expect(sh.seed.client.Get(sh.ctx, client.ObjectKey{Namespace: sh.namespace, Name: ccmName}, deployment)).To(Succeed())
 	return deployment
 }
 
-// expectRendered checks what the local provider's control plane rendered from the providerConfig.
-func (sh *shootInSeed) expectRendered(g Gomega, replicas int32) {
+// expectRendered checks what the local provider's control plane rendered from the
+// providerConfig and the Infrastructure's providerStatus, and what it reports.
+func (sh *shootInSeed) expectRendered(g Gomega, cp controlplane.Interface, replicas int32) {
 	deployment := sh.ccmDeployment(g)
 	g.Expect(deployment.Spec.Replicas).To(HaveValue(Equal(replicas)), "the Deployment's replicas come from the providerConfig")
-	g.Expect(deployment.Spec.Template.Spec.Containers).To(ContainElement(HaveField("Image", ccmImage)), "the image comes from the providerConfig")
+	g.Expect(deployment.Spec.Template.Spec.Containers).To(ContainElement(And(
+		HaveField("Image", ccmImage),
+		HaveField("Args", ContainElement("--feature-gates=SomeGate=true")),
+	)), "the image and feature gates come from the providerConfig")
 	cm := &corev1.ConfigMap{}
 	g.Expect(sh.seed.client.Get(sh.ctx, client.ObjectKey{Namespace: sh.namespace, Name: cloudConfigName}, cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKeyWithValue(cloudConfigKey, Not(BeEmpty())))
+	g.Expect(cm.Data).To(HaveKeyWithValue(cloudConfigKey, And(
+		ContainSubstring("namespace = "+sh.targetNamespace()), ContainSubstring("zones = zone-a"),
+	)), "the cloud-provider config comes from the Infrastructure's providerStatus")
+	status := decodeProviderStatus(g, cp.ProviderStatus())
+	g.Expect(status).To(HaveKeyWithValue("cloudControllerManager", HaveKeyWithValue("replicas", BeNumerically("==", replicas))),
+		"the providerStatus gardenlet reads after Wait")
 }
 
 // shootControlPlaneHealthy is the Shoot's ControlPlaneHealthy condition as gardenlet's care
@@ -171,10 +165,9 @@ func TestGardenletDeploysMigratesRestoresAndDestroysTheControlPlane(t *testing.T
 	created := sh.expectControlPlaneHealthy(g)
 	g.Expect(created.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeCreate))
 	g.Expect(created.Spec.InfrastructureProviderStatus.Raw).To(MatchJSON(sh.localInfrastructureStatus()))
-	t.Logf("the ControlPlane's providerStatus, as gardenlet reads it: %s", toJSON(cp.ProviderStatus()))
 	before := sh.controlPlaneObjects(g)
 	g.Expect(before).To(HaveLen(3), "the ConfigMap, Deployment and Service are rendered into the shoot namespace")
-	sh.expectRendered(g, 1)
+	sh.expectRendered(g, cp, 1)
 
 	// The workloads are never available here (envtest runs no kube-controller-manager, so
 	// no pods): the ControlPlane says so in its ControlPlaneHealthy condition, which
@@ -200,7 +193,7 @@ func TestGardenletDeploysMigratesRestoresAndDestroysTheControlPlane(t *testing.T
 	changed := sh.expectControlPlaneHealthy(g)
 	g.Expect(changed.Generation).To(BeNumerically(">", created.Generation), "the spec changed")
 	g.Expect(changed.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeReconcile))
-	sh.expectRendered(g, 2)
+	sh.expectRendered(g, cp, 2)
 	g.Expect(sh.controlPlaneObjects(g)).To(Equal(before), "the objects are changed in place, not recreated")
 
 	// Migrate, as the source seed's gardenlet does: the seed objects go, the ControlPlane stays.
@@ -241,7 +234,7 @@ func TestGardenletDeploysMigratesRestoresAndDestroysTheControlPlane(t *testing.T
 	g.Expect(restored.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
 	g.Expect(restored.UID).NotTo(Equal(migrated.UID), "a new ControlPlane")
 	g.Expect(sh.controlPlaneObjects(g)).To(HaveLen(3), "restoring re-applies the seed objects")
-	sh.expectRendered(g, 2)
+	sh.expectRendered(g, cp, 2)
 
 	// Delete, as the shoot's deletion flow does: the seed objects go with the ControlPlane.
 	g.Expect(cp.Destroy(ctx)).To(Succeed())
