@@ -210,7 +210,7 @@ func TestGardenletDeploysMigratesRestoresAndDestroysTheControlPlane(t *testing.T
 	migrated := sh.getControlPlane(g)
 	g.Expect(migrated.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeMigrate))
 	g.Expect(migrated.Status.LastOperation.State).To(Equal(gardencorev1beta1.LastOperationStateSucceeded))
-	g.Eventually(sh.controlPlaneObjects).WithContext(ctx).WithTimeout(controlplane.DefaultTimeout).Should(BeEmpty(), "migrating removes the seed objects")
+	g.Expect(sh.controlPlaneObjects(g)).To(BeEmpty(), "migrating removes the seed objects")
 
 	// The ShootState, computed by gardenlet's code from the seed, carries what the
 	// ControlPlane keeps in its status.
