@@ -207,3 +207,46 @@ func writeControlPlaneProvider(t *testing.T, dir, objects string) {
 		}
 	}
 }
+
+const awsInfrastructureStatus = `{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","vpc":{"id":"vpc-0815","subnets":[{"id":"subnet-pub","purpose":"public","zone":"eu-west-1a"},{"id":"subnet-nodes","purpose":"nodes","zone":"eu-west-1a"}]}}`
+
+// TestAWSControlPlane renders what Gardener's AWS extension deploys: the cloud-controller-
+// manager with its cloud-provider config from the VPC and subnets of the Infrastructure.
+func TestAWSControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	p, err := registry(t).Provider("aws")
+	g.Expect(err).NotTo(HaveOccurred())
+	cp := controlPlane("aws", `{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"featureGates":{"SomeGate":true}}}`)
+	cp.Namespace = "shoot--core--aws-01"
+	cp.Spec.Region = "eu-west-1"
+	cp.Spec.InfrastructureProviderStatus = &runtime.RawExtension{Raw: []byte(awsInfrastructureStatus)}
+	cluster := &extensionsv1alpha1.Cluster{Spec: extensionsv1alpha1.ClusterSpec{Shoot: runtime.RawExtension{Raw: []byte(`{"spec":{"kubernetes":{"version":"1.31.4"},"networking":{"pods":"100.96.0.0/11"}}}`)}}}
+
+	out, err := p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Objects).To(HaveLen(3))
+	g.Expect(objectByKind(out.Objects, "ConfigMap").Object["data"]).To(HaveKeyWithValue("cloudprovider.conf",
+		"[Global]\nVPC=vpc-0815\nSubnetID=subnet-nodes\nDisableSecurityGroupIngress=true\nKubernetesClusterTag=shoot--core--aws-01\nKubernetesClusterID=shoot--core--aws-01\nZone=eu-west-1a\n"))
+	deployment := objectByKind(out.Objects, "Deployment")
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	container := containers[0].(map[string]any)
+	g.Expect(container["image"]).To(Equal("registry.k8s.io/provider-aws/cloud-controller-manager:v1.31.0"), "the image follows the shoot's minor version")
+	g.Expect(container["command"]).To(ContainElements("--cloud-provider=aws", "--cloud-config=/etc/kubernetes/cloudprovider/cloudprovider.conf", "--cluster-name=shoot--core--aws-01", "--feature-gates=SomeGate=true"))
+	env, _ := json.Marshal(container["env"])
+	g.Expect(string(env)).To(ContainSubstring(`"secretKeyRef":{"key":"accessKeyID","name":"cloudprovider"}`))
+	g.Expect(out.ProviderStatus).To(BeNil(), "Gardener's AWS extension reports no providerStatus for a ControlPlane")
+
+	// The custom route controller only when asked for.
+	cp.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"useCustomRouteController":true}}`)}
+	out, err = p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Objects).To(HaveLen(4))
+	g.Expect(out.Objects[3].GetName()).To(Equal("aws-custom-route-controller"))
+
+	// Without a VPC in the Infrastructure's status there is nothing to configure.
+	cp.Spec.InfrastructureProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}
+	_, err = p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+	var verr *templates.ValidationError
+	g.Expect(errors.As(err, &verr)).To(BeTrue(), "got %v", err)
+	g.Expect(verr.Errors[0].Field).To(Equal("infrastructureProviderStatus.vpc.id"))
+}

@@ -93,15 +93,20 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	if err := req.EnsureFinalizer(ctx); err != nil {
 		return err
 	}
-	applied, err := readInventory(cp)
+	previous, err := readState(cp)
 	if err != nil {
 		return err
 	}
+	applied := previous.inventory
 	a.Resources.SetOwnerLabels(rendered.Objects, cp.Name, cp.Namespace)
 	next := inventoryOf(rendered.Objects)
+	renderedDigest, err := digest(rendered.Objects, rendered.ProviderStatus)
+	if err != nil {
+		return err
+	}
 
 	// Whatever happens during the apply, every object that may exist stays known.
-	applied.union(next).write(cp)
+	record{inventory: applied.union(next)}.write(cp)
 	if err := req.PatchStatus(ctx); err != nil {
 		return err
 	}
@@ -120,10 +125,26 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	if err != nil {
 		return &extension.Error{Reason: ReasonApplyFailed, Err: fmt.Errorf("removing objects no longer rendered: %w", err)}
 	}
-	next.write(cp)
+	record{inventory: next, rendered: renderedDigest}.write(cp)
 	cp.Status.ProviderStatus = rendered.ProviderStatus
 	a.reportChanges(ctx, cp, changes, pruned)
 	return nil
+}
+
+// UpToDate is true when the provider renders what was applied last. Gardener's reconcile
+// request, a changed spec or a failed operation always reconcile.
+func (a *Actuator) UpToDate(_ context.Context, req request) (bool, error) {
+	previous, err := readState(req.Object)
+	if err != nil || previous.rendered == "" {
+		return false, nil
+	}
+	rendered, err := a.render(req)
+	if err != nil {
+		return false, nil // the reconcile reports it
+	}
+	a.Resources.SetOwnerLabels(rendered.Objects, req.Object.Name, req.Object.Namespace)
+	renderedDigest, err := digest(rendered.Objects, rendered.ProviderStatus)
+	return err == nil && renderedDigest == previous.rendered, nil
 }
 
 // Delete removes every object the ControlPlane deployed and waits until they are gone.
@@ -149,11 +170,11 @@ func (a *Actuator) Restore(ctx context.Context, req request) error {
 }
 
 func (a *Actuator) remove(ctx context.Context, req request, wait bool) error {
-	applied, err := readInventory(req.Object)
+	previous, err := readState(req.Object)
 	if err != nil {
 		return err
 	}
-	objects := applied.objects()
+	objects := previous.inventory.objects()
 	if _, err := a.Resources.DeleteAll(ctx, objects, a.deleteOptions(req.Object)); err != nil {
 		return &extension.Error{Reason: ReasonDeleteFailed, Err: fmt.Errorf("deleting the control plane's objects: %w", err)}
 	}

@@ -68,11 +68,11 @@ func (r *HealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !r.Serves(cp) || !cp.DeletionTimestamp.IsZero() || cp.Status.LastOperation == nil || extension.MigratedAway(cp) {
 		return ctrl.Result{}, nil
 	}
-	applied, err := readInventory(cp)
+	previous, err := readState(cp)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	condition, err := r.check(ctx, cp, applied)
+	condition, err := r.check(ctx, cp, previous.inventory)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

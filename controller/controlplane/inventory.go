@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,6 +28,9 @@ type state struct {
 	APIVersion string           `json:"apiVersion"`
 	Kind       string           `json:"kind"`
 	Inventory  []inventoryEntry `json:"inventory"`
+	// Rendered is a digest of the objects and providerStatus last applied: while a render
+	// yields the same, a reconcile nobody asked for has nothing to do.
+	Rendered string `json:"rendered,omitempty"`
 }
 
 // inventoryEntry names one applied object as Flux does: "<namespace>_<name>_<group>_<kind>"
@@ -38,6 +43,12 @@ type inventoryEntry struct {
 // inventory is the applied objects, keyed by their ID.
 type inventory map[string]inventoryEntry
 
+// record is what .status.state holds: the inventory and the digest of what was applied.
+type record struct {
+	inventory inventory
+	rendered  string
+}
+
 func inventoryOf(objects []*unstructured.Unstructured) inventory {
 	inv := inventory{}
 	for _, obj := range objects {
@@ -47,40 +58,58 @@ func inventoryOf(objects []*unstructured.Unstructured) inventory {
 	return inv
 }
 
-// readInventory reads the inventory from .status.state; a state of another shape (none yet,
-// or written by another controller) holds none.
-func readInventory(cp *extensionsv1alpha1.ControlPlane) (inventory, error) {
-	inv := inventory{}
+// readState reads .status.state; a state of another shape (none yet, or written by another
+// controller) holds no objects.
+func readState(cp *extensionsv1alpha1.ControlPlane) (record, error) {
+	rec := record{inventory: inventory{}}
 	raw := cp.Status.State
 	if raw == nil || len(raw.Raw) == 0 {
-		return inv, nil
+		return rec, nil
 	}
 	var s state
 	if err := json.Unmarshal(raw.Raw, &s); err != nil {
-		return nil, fmt.Errorf("reading the inventory from status.state: %w", err)
+		return rec, fmt.Errorf("reading the inventory from status.state: %w", err)
 	}
 	if s.APIVersion != stateAPIVersion || s.Kind != stateKind {
-		return inv, nil
+		return rec, nil
 	}
 	for _, entry := range s.Inventory {
 		if _, err := object.ParseObjMetadata(entry.ID); err != nil {
-			return nil, fmt.Errorf("status.state: inventory entry %q: %w", entry.ID, err)
+			return rec, fmt.Errorf("status.state: inventory entry %q: %w", entry.ID, err)
 		}
-		inv[entry.ID] = entry
+		rec.inventory[entry.ID] = entry
 	}
-	return inv, nil
+	rec.rendered = s.Rendered
+	return rec, nil
 }
 
-func (inv inventory) write(cp *extensionsv1alpha1.ControlPlane) {
-	s := state{APIVersion: stateAPIVersion, Kind: stateKind, Inventory: []inventoryEntry{}}
-	for _, id := range slices.Sorted(maps.Keys(inv)) {
-		s.Inventory = append(s.Inventory, inv[id])
+func (rec record) write(cp *extensionsv1alpha1.ControlPlane) {
+	s := state{APIVersion: stateAPIVersion, Kind: stateKind, Inventory: []inventoryEntry{}, Rendered: rec.rendered}
+	for _, id := range slices.Sorted(maps.Keys(rec.inventory)) {
+		s.Inventory = append(s.Inventory, rec.inventory[id])
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		panic(err) // strings only
 	}
 	cp.Status.State = &runtime.RawExtension{Raw: raw}
+}
+
+// digest identifies what a render produced.
+func digest(objects []*unstructured.Unstructured, providerStatus *runtime.RawExtension) (string, error) {
+	h := sha256.New()
+	for _, obj := range objects {
+		raw, err := obj.MarshalJSON()
+		if err != nil {
+			return "", err
+		}
+		h.Write(raw)
+		h.Write([]byte{0})
+	}
+	if providerStatus != nil {
+		h.Write(providerStatus.Raw)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // union is every object of both.

@@ -32,7 +32,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, a *A
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("controlplane-health").
 		For(&extensionsv1alpha1.ControlPlane{}, builder.WithPredicates(predicate.NewPredicateFuncs(r.Serves))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: options.MaxConcurrentReconciles})
+		WithOptions(controller.Options{MaxConcurrentReconciles: options.MaxConcurrentReconciles, SkipNameValidation: options.SkipNameValidation})
 	ours := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		_, ok := obj.GetLabels()[OwnerLabelGroup+"/name"]
 		return ok

@@ -84,17 +84,36 @@ func (e *Environment) CRDs() []schema.GroupKind {
 	return kinds
 }
 
-// Run is the body of a TestMain: it starts the environment into *env, runs the tests and
-// stops it again, returning the exit code.
-func Run(m *testing.M, env **Environment) int {
+// Run is the body of a TestMain: it starts the environment into *env, then each extra
+// component (a controller manager, ...), runs the tests and stops everything again,
+// returning the exit code.
+func Run(m *testing.M, env **Environment, extras ...func(*Environment) (stop func() error, err error)) int {
 	started, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	*env = started
-	code := m.Run()
+	var stops []func() error
+	code := 0
+	for _, extra := range extras {
+		stop, err := extra(started)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+			break
+		}
+		stops = append(stops, stop)
+	}
+	if code == 0 {
+		code = m.Run()
+	}
 	removeBuilt()
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping:", err)
+		}
+	}
 	if err := started.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		if code == 0 {
