@@ -2,7 +2,10 @@ package compat_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -13,9 +16,12 @@ import (
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
@@ -72,6 +78,56 @@ func gardenerInfrastructure() *gardenextensionsv1alpha1.Infrastructure {
 	}
 }
 
+func gardenerControlPlane() *gardenextensionsv1alpha1.ControlPlane {
+	now := metav1.NewTime(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
+	class := gardenextensionsv1alpha1.ExtensionClassShoot
+	purpose := gardenextensionsv1alpha1.Normal
+	return &gardenextensionsv1alpha1.ControlPlane{
+		TypeMeta: metav1.TypeMeta{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "ControlPlane"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "foobar", Namespace: "shoot--foobar--aws",
+			Annotations: map[string]string{"gardener.cloud/operation": "reconcile"},
+		},
+		Spec: gardenextensionsv1alpha1.ControlPlaneSpec{
+			DefaultSpec: gardenextensionsv1alpha1.DefaultSpec{
+				Type:           "aws",
+				Class:          &class,
+				ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"featureGates":{"SomeGate":true}}}`)},
+			},
+			Purpose:                      &purpose,
+			InfrastructureProviderStatus: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","vpc":{"id":"vpc-0815","subnets":[{"id":"subnet-1","purpose":"nodes","zone":"eu-west-1a"}]}}`)},
+			Region:                       "eu-west-1",
+			SecretRef:                    corev1.SecretReference{Name: "cloudprovider", Namespace: "shoot--foobar--aws"},
+		},
+		Status: gardenextensionsv1alpha1.ControlPlaneStatus{
+			DefaultStatus: gardenextensionsv1alpha1.DefaultStatus{
+				ProviderStatus: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneStatus"}`)},
+				Conditions: []gardencorev1beta1.Condition{{
+					Type: "ControlPlaneHealthy", Status: gardencorev1beta1.ConditionFalse,
+					LastTransitionTime: now, LastUpdateTime: now,
+					Reason: "DeploymentUnhealthy", Message: "cloud-controller-manager has 0 of 1 replicas available",
+					Codes: []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorConfigurationProblem},
+				}},
+				LastError: &gardencorev1beta1.LastError{
+					Description: "spec.providerConfig.cloudControllerManager.replicas: must be at most 3", TaskID: ptr("task"),
+					Codes:          []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorConfigurationProblem},
+					LastUpdateTime: &now,
+				},
+				LastOperation: &gardencorev1beta1.LastOperation{
+					Description: "reconciling", LastUpdateTime: now, Progress: 50,
+					State: gardencorev1beta1.LastOperationStateError, Type: gardencorev1beta1.LastOperationTypeReconcile,
+				},
+				ObservedGeneration: 2,
+				State:              &runtime.RawExtension{Raw: []byte(`{"inventory":[{"id":"foobar_cloud-controller-manager_apps_Deployment","v":"v1"}]}`)},
+				Resources: []gardencorev1beta1.NamedResourceReference{{
+					Name:        "cloud-provider-config",
+					ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cloud-provider-config"},
+				}},
+			},
+		},
+	}
+}
+
 func gardenerCluster() *gardenextensionsv1alpha1.Cluster {
 	return &gardenextensionsv1alpha1.Cluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "Cluster"},
@@ -103,6 +159,13 @@ func TestInfrastructureIsWireCompatible(t *testing.T) {
 	theirs := gardenerInfrastructure()
 	g.Expect(unsetFields(reflect.ValueOf(theirs).Elem(), "Infrastructure")).To(BeEmpty(), "the fixture must set every field Gardener has")
 	roundTrip(g, theirs, &extensionsv1alpha1.Infrastructure{}, &gardenextensionsv1alpha1.Infrastructure{})
+}
+
+func TestControlPlaneIsWireCompatible(t *testing.T) {
+	g := NewWithT(t)
+	theirs := gardenerControlPlane()
+	g.Expect(unsetFields(reflect.ValueOf(theirs).Elem(), "ControlPlane")).To(BeEmpty(), "the fixture must set every field Gardener has")
+	roundTrip(g, theirs, &extensionsv1alpha1.ControlPlane{}, &gardenextensionsv1alpha1.ControlPlane{})
 }
 
 func TestClusterIsWireCompatible(t *testing.T) {
@@ -160,3 +223,32 @@ func unsetFields(v reflect.Value, path string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The seed serves terraseed's CRD for every kind terraseed has one for, not Gardener's.
+func TestSeedServesTerraseedsCRDs(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	s := seedFor(t)
+	scheme := runtime.NewScheme()
+	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(s.env.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	files, err := filepath.Glob(filepath.Join(repoRoot(), "charts", "terraseed", "crds", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(ContainElement(HaveSuffix("extensions.gardener.cloud_controlplanes.yaml")))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		g.Expect(err).NotTo(HaveOccurred())
+		ours := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(yaml.UnmarshalStrict(data, ours)).To(Succeed(), file)
+		served := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(ours), served)).To(Succeed())
+		g.Expect(served.Spec.Versions).To(HaveLen(len(ours.Spec.Versions)), ours.Name)
+		for i, version := range ours.Spec.Versions {
+			g.Expect(equality.Semantic.DeepEqual(served.Spec.Versions[i].Schema, version.Schema)).To(BeTrue(),
+				"the seed serves %s from %s:\n%s", ours.Name, filepath.Base(file), cmp.Diff(version.Schema, served.Spec.Versions[i].Schema))
+			g.Expect(served.Spec.Versions[i].AdditionalPrinterColumns).To(Equal(version.AdditionalPrinterColumns), ours.Name)
+		}
+	}
+}

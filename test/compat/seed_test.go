@@ -28,7 +28,7 @@ import (
 )
 
 // The seed of the gardenlet tests is a real kube-apiserver and etcd with terraseed's CRDs
-// for Infrastructure and Cluster and Gardener's CRDs for every other kind gardenlet reads,
+// for Infrastructure, ControlPlane and Cluster and Gardener's CRDs for every other kind gardenlet reads,
 // and terraseed's controller running against it as a process, as it runs in a seed. The
 // garden side (gardener-apiserver) does not run here; a fake client stands in for it.
 type seedCluster struct {
@@ -167,7 +167,8 @@ func startSeed() (_ *seedCluster, err error) {
 }
 
 // crdPaths are terraseed's CRDs and, from Gardener's module, the CRDs gardenlet installs
-// in a seed for every other kind it lists when it computes a ShootState.
+// in a seed for every other kind it lists when it computes a ShootState. Of two CRDs of one
+// name envtest installs the last it read, so Gardener's is left out where terraseed has one.
 func crdPaths() ([]string, error) {
 	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gardener/gardener")
 	out, err := list.Output()
@@ -175,8 +176,12 @@ func crdPaths() ([]string, error) {
 		return nil, fmt.Errorf("finding Gardener's module: %w", err)
 	}
 	gardener := strings.TrimSpace(string(out))
-	paths := []string{filepath.Join(repoRoot(), "charts", "terraseed", "crds")}
+	ours := filepath.Join(repoRoot(), "charts", "terraseed", "crds")
+	paths := []string{ours}
 	for _, plural := range []string{"backupentries", "containerruntimes", "controlplanes", "dnsrecords", "extensions", "networks", "operatingsystemconfigs", "workers"} {
+		if _, err := os.Stat(filepath.Join(ours, "extensions.gardener.cloud_"+plural+".yaml")); err == nil {
+			continue
+		}
 		paths = append(paths, filepath.Join(gardener, "pkg", "component", "extensions", "crds", "assets", "crd-extensions.gardener.cloud_"+plural+".yaml"))
 	}
 	for _, plural := range []string{"machinedeployments", "machinesets", "machines"} {

@@ -143,14 +143,15 @@ func (sh *shootInSeed) describe() string {
 	return "the Infrastructure now: " + describe(infra)
 }
 
-func describe(infra *gardenextensionsv1alpha1.Infrastructure) string {
-	status := infra.Status
+// describe returns, for a failure message, what Gardener looks at in an extension object.
+func describe(obj gardenextensionsv1alpha1.Object) string {
+	status := obj.GetExtensionStatus()
 	state := "none"
-	if status.State != nil {
-		state = fmt.Sprintf("%d bytes", len(status.State.Raw))
+	if raw := status.GetState(); raw != nil {
+		state = fmt.Sprintf("%d bytes", len(raw.Raw))
 	}
 	return fmt.Sprintf("generation %d, observedGeneration %d, annotations %v, finalizers %v, lastOperation %s, lastError %s, status.state %s",
-		infra.Generation, status.ObservedGeneration, infra.Annotations, infra.Finalizers, toJSON(status.LastOperation), toJSON(status.LastError), state)
+		obj.GetGeneration(), status.GetObservedGeneration(), obj.GetAnnotations(), obj.GetFinalizers(), toJSON(status.GetLastOperation()), toJSON(status.GetLastError()), state)
 }
 
 func toJSON(v any) string {
