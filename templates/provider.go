@@ -119,6 +119,7 @@ type Provider struct {
 	Source    string
 	schema    *jsonschema.Schema
 	templates map[string]string // output file name -> template text
+	mutations *Mutations
 }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
@@ -200,6 +201,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	}
 	if len(p.templates) == 0 {
 		return nil, fmt.Errorf("no *%s files", templateExt)
+	}
+	if p.mutations, err = loadMutations(fsys, dir); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
