@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -199,7 +201,7 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager) err
 		ServerCertDuration:     w.opts.CertValidity,
 		LookaheadInterval:      w.opts.RotationLookahead,
 		RotationCheckFrequency: w.opts.RotationCheckInterval,
-		ControllerName:         "controlplane-webhook-certificates-" + w.opts.ConfigurationName,
+		ControllerName:         rotatorName(w.opts.ConfigurationName),
 	}); err != nil {
 		return err
 	}
@@ -219,6 +221,19 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager) err
 	}
 	log.Info("servingControlPlaneWebhook", "types", w.types, "configuration", w.opts.ConfigurationName, "dnsName", w.dnsName)
 	return nil
+}
+
+// rotators counts the certificate rotations set up in this process: controller-runtime
+// refuses a controller name twice in a process, and a manager started again in the same
+// process (tests, an embedded restart) needs a new one.
+var rotators atomic.Int64
+
+func rotatorName(configuration string) string {
+	name := "controlplane-webhook-certificates-" + configuration
+	if n := rotators.Add(1); n > 1 {
+		name += "-" + strconv.FormatInt(n, 10)
+	}
+	return name
 }
 
 // Configuration is the MutatingWebhookConfiguration the webhook registers, without the
