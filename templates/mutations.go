@@ -257,6 +257,9 @@ func (c *ContainerMutation) validate(p *field.Path) field.ErrorList {
 	seen := map[string]bool{}
 	for i, e := range c.Env {
 		ep := p.Child("env").Index(i).Child("name")
+		if isTemplate(e.Name) {
+			continue
+		}
 		if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(ep, e.Name, strings.Join(msgs, "; ")))
 		} else if seen[e.Name] {
@@ -268,14 +271,20 @@ func (c *ContainerMutation) validate(p *field.Path) field.ErrorList {
 	for i, m := range c.VolumeMounts {
 		mp := p.Child("volumeMounts").Index(i)
 		errs = append(errs, dnsLabel(mp.Child("name"), m.Name, seen)...)
-		if !strings.HasPrefix(m.MountPath, "/") {
+		if !isTemplate(m.MountPath) && !strings.HasPrefix(m.MountPath, "/") {
 			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path"))
 		}
 	}
 	return errs
 }
 
+// isTemplate says a value is checked once rendered, not when the provider loads.
+func isTemplate(s string) bool { return strings.Contains(s, "{{") }
+
 func dnsLabel(p *field.Path, name string, seen map[string]bool) field.ErrorList {
+	if isTemplate(name) {
+		return nil
+	}
 	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
 		return field.ErrorList{field.Invalid(p, name, strings.Join(msgs, "; "))}
 	}
@@ -292,7 +301,7 @@ func dnsLabel(p *field.Path, name string, seen map[string]bool) field.ErrorList 
 func renderValues(p *field.Path, v any, names bool, render func(*field.Path, string) (string, error)) (any, error) {
 	switch v := v.(type) {
 	case string:
-		if !strings.Contains(v, "{{") {
+		if !isTemplate(v) {
 			return v, nil
 		}
 		out, err := render(p, v)
