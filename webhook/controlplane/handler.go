@@ -32,10 +32,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := json.Unmarshal(req.Object.Raw, deployment); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	// The object selector matches Gardener's labels; the name must agree with them, so
-	// that a Deployment labelled like a control-plane component is not taken for one.
-	role, known := templates.ControlPlaneDeployments[deployment.Name]
-	if !known || deployment.Labels[labelRole] != role {
+	if !IsControlPlane(deployment) {
 		return admission.Allowed("not a control-plane Deployment")
 	}
 	var cluster *extensionsv1alpha1.Cluster
@@ -47,16 +44,15 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
 	}
-	mutation, err := h.provider.RenderMutation(deployment.Name, templates.MutationInput{Namespace: req.Namespace, Cluster: cluster})
+	changed, err := MutateDeployment(h.provider, deployment, req.Namespace, cluster)
 	if err != nil {
 		// The provider's data or the Cluster is wrong: refusing keeps an unmutated
 		// control plane from running, and the message reaches whoever wrote the Deployment.
 		return admission.Errored(http.StatusUnprocessableEntity, err)
 	}
-	if mutation == nil {
+	if !changed {
 		return admission.Allowed("no mutation for this Deployment")
 	}
-	Mutate(&deployment.Spec.Template.Spec, mutation)
 	mutated, err := json.Marshal(deployment)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -64,4 +60,27 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	response := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
 	ctrl.LoggerFrom(ctx).V(1).Info("mutatedDeployment", "namespace", req.Namespace, "name", deployment.Name, "type", h.provider.Manifest.Type, "patches", len(response.Patches))
 	return response
+}
+
+// IsControlPlane says whether a Deployment is one of Gardener's control-plane Deployments:
+// its name and its app and role labels agree, so that a Deployment labelled like a
+// control-plane component is not taken for one.
+func IsControlPlane(d *appsv1.Deployment) bool {
+	role, known := templates.ControlPlaneDeployments[d.Name]
+	return known && d.Labels[labelApp] == appKubernetes && d.Labels[labelRole] == role
+}
+
+// MutateDeployment applies the provider's mutation of a control-plane Deployment in a
+// shoot namespace, rendered from the namespace's Cluster (nil when there is none). It
+// reports false when the provider has nothing for the Deployment.
+func MutateDeployment(p *templates.Provider, d *appsv1.Deployment, namespace string, cluster *extensionsv1alpha1.Cluster) (bool, error) {
+	if !IsControlPlane(d) {
+		return false, nil
+	}
+	mutation, err := p.RenderMutation(d.Name, templates.MutationInput{Namespace: namespace, Cluster: cluster})
+	if err != nil || mutation == nil {
+		return false, err
+	}
+	Mutate(&d.Spec.Template.Spec, mutation)
+	return true, nil
 }

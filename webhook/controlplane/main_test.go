@@ -58,10 +58,11 @@ func TestMain(m *testing.M) {
 // envtest's kube-apiserver calls through the configuration the webhook registers.
 type webhookUnderTest struct {
 	*controlplane.Webhook
-	options controlplane.Options
-	port    int
-	cancel  context.CancelFunc
-	done    chan error
+	options   controlplane.Options
+	providers *templates.Registry
+	port      int
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 // startWebhook serves the webhook for every provider type, with the providers embedded
@@ -74,9 +75,7 @@ func startWebhook(t *testing.T, dirs ...string) *webhookUnderTest {
 	g.Expect(err).NotTo(HaveOccurred())
 	release := env.Namespace(t)
 	port := freePort(t)
-	w := &webhookUnderTest{port: port, options: controlplane.Options{
-		Providers:         registry,
-		Types:             registry.Types(),
+	w := &webhookUnderTest{port: port, providers: registry, options: controlplane.Options{
 		Port:              port,
 		CertDir:           t.TempDir(),
 		Namespace:         release,
@@ -107,7 +106,7 @@ func (w *webhookUnderTest) start(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log.WithName(t.Name())))
-	g.Expect(w.SetupWithManager(ctx, mgr)).To(Succeed())
+	g.Expect(w.SetupWithManager(ctx, mgr, w.providers, w.providers.Types())).To(Succeed())
 	w.cancel, w.done = cancel, make(chan error, 1)
 	go func() { w.done <- mgr.Start(ctx) }()
 	select {

@@ -60,10 +60,6 @@ const (
 
 // Options configure the webhook.
 type Options struct {
-	// Providers and the Types served; types whose provider has no mutations.yaml are not
-	// registered.
-	Providers *templates.Registry
-	Types     []string
 	// Port and Host the server listens on (Host "" is every address).
 	Port int
 	Host string
@@ -88,20 +84,19 @@ type Options struct {
 // Webhook is the control-plane webhook: its server, its handlers, its configuration and
 // its certificates.
 type Webhook struct {
-	opts    Options
-	types   []string
-	dnsName string
-	certs   *certificates
-	server  webhook.Server
-	ready   chan struct{}
+	opts      Options
+	providers *templates.Registry
+	types     []string
+	dnsName   string
+	certs     *certificates
+	server    webhook.Server
+	ready     chan struct{}
 }
 
-// New checks the options and builds the webhook's server. A webhook without types (no
-// served provider has mutations) serves nothing and removes its configuration.
+// New checks the options and builds the webhook's server, which the manager needs before
+// the webhook is set up with it.
 func New(o Options) (*Webhook, error) {
 	switch {
-	case o.Providers == nil:
-		return nil, errors.New("no providers")
 	case o.Namespace == "":
 		return nil, errors.New("the namespace of the certificate Secret is required")
 	case o.SecretName == "" || o.ConfigurationName == "":
@@ -127,16 +122,6 @@ func New(o Options) (*Webhook, error) {
 		}
 		w.dnsName = fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
 	}
-	for _, t := range o.Types {
-		p, err := o.Providers.Provider(t)
-		if err != nil {
-			return nil, err
-		}
-		if p.Mutations() != nil {
-			w.types = append(w.types, t)
-		}
-	}
-	slices.Sort(w.types)
 	w.certs = &certificates{key: types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}, dir: o.CertDir}
 	w.server = webhook.NewServer(webhook.Options{
 		Host: o.Host,
@@ -151,17 +136,36 @@ func New(o Options) (*Webhook, error) {
 // Types lists the provider types the webhook mutates for.
 func (w *Webhook) Types() []string { return w.types }
 
-// Server is the webhook server, for the manager's options.
-func (w *Webhook) Server() webhook.Server { return w.server }
+// Server is the webhook server, for the manager's options; nil for a nil Webhook, so that
+// the manager builds its default one.
+func (w *Webhook) Server() webhook.Server {
+	if w == nil {
+		return nil
+	}
+	return w.server
+}
 
 // Ready is closed once the serving certificate exists and its CA is in the configuration.
 func (w *Webhook) Ready() <-chan struct{} { return w.ready }
 
-// SetupWithManager registers the handlers and the webhook configuration and adds the
-// certificate rotation. The manager must have been built with Server().
-func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+// SetupWithManager registers a handler per served type whose provider has mutations, and
+// the webhook configuration, and adds the certificate rotation; without such types it
+// serves nothing and removes the configuration. The manager must have been built with
+// Server().
+func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string) error {
 	log := ctrl.LoggerFrom(ctx)
 	c := mgr.GetClient()
+	w.providers, w.types = providers, nil
+	for _, t := range types {
+		p, err := providers.Provider(t)
+		if err != nil {
+			return err
+		}
+		if p.Mutations() != nil {
+			w.types = append(w.types, t)
+		}
+	}
+	slices.Sort(w.types)
 	if len(w.types) == 0 {
 		log.Info("noControlPlaneMutations", "configuration", w.opts.ConfigurationName)
 		err := c.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: w.opts.ConfigurationName}})
@@ -171,7 +175,7 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager) err
 		return errors.New("the manager's webhook server is not the control-plane webhook's")
 	}
 	for _, t := range w.types {
-		p, err := w.opts.Providers.Provider(t)
+		p, err := providers.Provider(t)
 		if err != nil {
 			return err
 		}
@@ -243,7 +247,7 @@ func (w *Webhook) Configuration() *admissionregistrationv1.MutatingWebhookConfig
 		ObjectMeta: metav1.ObjectMeta{Name: w.opts.ConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": "terraseed"}},
 	}
 	for _, t := range w.types {
-		p, _ := w.opts.Providers.Provider(t)
+		p, _ := w.providers.Provider(t)
 		var roles []string
 		for _, name := range p.Mutations().DeploymentNames() {
 			roles = append(roles, templates.ControlPlaneDeployments[name])
