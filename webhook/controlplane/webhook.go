@@ -308,8 +308,8 @@ func (w *Webhook) register(ctx context.Context, c client.Client, reader client.R
 			caBundle = hook.ClientConfig.CABundle
 		}
 	}
+	// Only the webhooks: the object's metadata may be a Helm release's.
 	patched := current.DeepCopy()
-	patched.Labels = want.Labels
 	patched.Webhooks = want.Webhooks
 	for i := range patched.Webhooks {
 		patched.Webhooks[i].ClientConfig.CABundle = caBundle
