@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,29 +53,7 @@ func TestWebhookRunsWithTheChartsRBAC(t *testing.T) {
 	_, c := controllerContainer(t, objects)
 	g.Expect(c.Args).To(ContainElement("--webhook-configuration=terraseed-controlplane"))
 
-	registry, err := templates.NewRegistry()
-	g.Expect(err).NotTo(HaveOccurred())
-	w, err := controlplane.New(controlplane.Options{
-		Port: freePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
-		SecretName: "terraseed-webhook-cert", ConfigurationName: "webhook-terraseed-controlplane",
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(serviceAccountConfig(release, "terraseed"), ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", WebhookServer: w.Server(),
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	runCtx, cancel := context.WithCancel(ctx)
-	g.Expect(w.SetupWithManager(runCtx, mgr, registry, registry.Types())).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); g.Expect(<-done).To(Succeed()) })
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("the manager stopped: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the webhook's certificate was not ready within a minute")
-	}
+	stop := runWebhookAs(t, release)
 
 	secret := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "terraseed-webhook-cert"}, secret)).To(Succeed())
@@ -92,6 +71,52 @@ func TestWebhookRunsWithTheChartsRBAC(t *testing.T) {
 		g.Expect(*hook.ClientConfig.Service.Port).To(Equal(int32(443)))
 	}
 	g.Expect(names).To(ConsistOf("aws.controlplane.terraseed.io", "local.controlplane.terraseed.io"))
+
+	// Deleted by hand, the configuration is not re-created by a restarted controller,
+	// which may not create one: the chart owns it.
+	stop()
+	g.Expect(env.Client.Delete(ctx, config)).To(Succeed())
+	runWebhookAs(t, release)
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: config.Name}, config))).To(BeTrue())
+}
+
+// runWebhookAs runs the control-plane webhook as the chart's ServiceAccount until the
+// test ends or the returned function is called.
+func runWebhookAs(t *testing.T, release string) (stop func()) {
+	t.Helper()
+	g := NewWithT(t)
+	registry, err := templates.NewRegistry()
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := controlplane.New(controlplane.Options{
+		Port: freePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
+		SecretName: "terraseed-webhook-cert", ConfigurationName: "webhook-terraseed-controlplane",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(serviceAccountConfig(release, "terraseed"), ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", WebhookServer: w.Server(),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(w.SetupWithManager(ctx, mgr, registry, registry.Types())).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			g.Expect(<-done).To(Succeed())
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("the manager stopped: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the webhook's certificate was not ready within a minute")
+	}
+	return stop
 }
 
 func freePort(t *testing.T) int {

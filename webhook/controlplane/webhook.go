@@ -297,7 +297,15 @@ func (w *Webhook) register(ctx context.Context, c client.Client, reader client.R
 	current := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	err := reader.Get(ctx, client.ObjectKeyFromObject(want), current)
 	if apierrors.IsNotFound(err) {
-		return c.Create(ctx, want, client.FieldOwner(fieldOwner))
+		err := c.Create(ctx, want, client.FieldOwner(fieldOwner))
+		if apierrors.IsForbidden(err) {
+			// In a cluster the chart owns the configuration, so that it goes with the
+			// release; deleted by hand (an emergency), it stays deleted until the chart
+			// brings it back, and the webhook serves without being called.
+			ctrl.LoggerFrom(ctx).Info("webhookConfigurationMissing", "configuration", want.Name, "hint", "helm upgrade restores it")
+			return nil
+		}
+		return err
 	}
 	if err != nil {
 		return err
