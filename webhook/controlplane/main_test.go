@@ -182,7 +182,7 @@ func shootNamespace(t *testing.T, providerType string) string {
 }
 
 // readDeployment reads a Deployment from testdata.
-func readDeployment(t *testing.T, name string) *appsv1.Deployment {
+func readDeployment(t testing.TB, name string) *appsv1.Deployment {
 	t.Helper()
 	data, err := os.ReadFile("testdata/" + name)
 	if err != nil {

@@ -5,6 +5,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/webhook/controlplane"
@@ -117,6 +121,32 @@ func TestMutateSeeds(t *testing.T) {
 			once := d.DeepCopy()
 			controlplane.Mutate(&d.Spec.Template.Spec, m)
 			g.Expect(d).To(Equal(once))
+		})
+	}
+}
+
+// BenchmarkMutateDeployment is the work of one admission past decoding: rendering the
+// provider's mutation (templated from the Cluster for local) and applying it.
+func BenchmarkMutateDeployment(b *testing.B) {
+	registry, err := templates.NewRegistry()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "shoot--core--aws-01"}, Spec: extensionsv1alpha1.ClusterSpec{
+		Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"region": "eu-west-1", "networking": {"pods": "100.96.0.0/11"}}}`)}}}
+	for _, providerType := range []string{"aws", "local"} {
+		b.Run(providerType, func(b *testing.B) {
+			p, err := registry.Provider(providerType)
+			if err != nil {
+				b.Fatal(err)
+			}
+			seed := readDeployment(b, "seed-001-kube-controller-manager.yaml")
+			for b.Loop() {
+				d := seed.DeepCopy()
+				if changed, err := controlplane.MutateDeployment(p, d, cluster.Name, cluster); err != nil || !changed {
+					b.Fatalf("changed %t: %v", changed, err)
+				}
+			}
 		})
 	}
 }

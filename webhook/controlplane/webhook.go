@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -323,9 +322,4 @@ func (w *Webhook) register(ctx context.Context, c client.Client, reader client.R
 		patched.Webhooks[i].ClientConfig.CABundle = caBundle
 	}
 	return c.Patch(ctx, patched, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldOwner))
-}
-
-// CertificateFiles are the serving certificate's and key's paths under the directory.
-func CertificateFiles(dir string) (cert, key string) {
-	return filepath.Join(dir, corev1.TLSCertKey), filepath.Join(dir, corev1.TLSPrivateKeyKey)
 }
