@@ -82,6 +82,7 @@ func TestMutationsAreValidatedOnLoad(t *testing.T) {
 		{"volume without source", kcm + "        flags: [--a=1]\n    volumes: [{name: config}]\n", "deployments[kube-controller-manager].volumes[0]: Invalid value: \"config\": set exactly one volume source"},
 		{"volume name", kcm + "        flags: [--a=1]\n    volumes: [{name: Config, emptyDir: {}}]\n", "volumes[0].name: Invalid value: \"Config\""},
 		{"volume twice", kcm + "        flags: [--a=1]\n    volumes: [{name: c, emptyDir: {}}, {name: c, emptyDir: {}}]\n", "volumes[1].name: Duplicate value: \"c\""},
+		{"a function that changes from call to call", kcm + "        flags: ['--seed={{ randAlpha 8 }}']\n", `function "randAlpha" not defined`},
 		{"broken template", kcm + "        flags: ['--a={{ .cluster.name '] \n", "flags[0]: Invalid value: \"--a={{ .cluster.name \": not a template"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
