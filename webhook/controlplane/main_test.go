@@ -61,8 +61,10 @@ type webhookUnderTest struct {
 	options   controlplane.Options
 	providers *templates.Registry
 	port      int
-	cancel    context.CancelFunc
-	done      chan error
+	// probe is an aws shoot namespace where start checks that the API server calls it.
+	probe  string
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startWebhook serves the webhook for every provider type, with the providers embedded
@@ -116,6 +118,18 @@ func (w *webhookUnderTest) start(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the webhook's certificate was not ready within a minute")
 	}
+	// Ready means the CA is in the configuration; the API server picks it up through its
+	// own watch, a moment later.
+	if w.probe == "" {
+		w.probe = shootNamespace(t, "aws")
+	}
+	probe := readDeployment(t, "seed-001-kube-controller-manager.yaml")
+	probe.Namespace = w.probe
+	g.Eventually(func(g Gomega) {
+		d := probe.DeepCopy()
+		g.Expect(env.Client.Create(context.Background(), d, client.DryRunAll)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cloud-provider=external"))
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
 func (w *webhookUnderTest) stop(t *testing.T) {

@@ -128,10 +128,13 @@ func TestCertificateRotationKeepsAdmitting(t *testing.T) {
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(w.servedBy(oldCA)).NotTo(Succeed(), "the server still presents a certificate of the old CA")
 
+	// The API server follows the configuration's new caBundle through its own watch.
 	aws := shootNamespace(t, "aws")
-	stored, err := create(ctx, aws, readDeployment(t, "seed-001-kube-controller-manager.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(stored.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cloud-provider=external"))
+	g.Eventually(func(g Gomega) {
+		stored, err := create(ctx, aws, readDeployment(t, "seed-001-kube-controller-manager.yaml"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(stored.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cloud-provider=external"))
+	}).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
 	// A restarted controller keeps the valid certificate instead of making another.
 	w.stop(t)
