@@ -72,6 +72,12 @@ type webhookUnderTest struct {
 // cluster-scoped, and a configuration whose server is gone refuses Deployments.
 func startWebhook(t *testing.T, dirs ...string) *webhookUnderTest {
 	t.Helper()
+	return startWebhookWith(t, func(*controlplane.Options) {}, dirs...)
+}
+
+// startWebhookWith is startWebhook with options changed by configure.
+func startWebhookWith(t *testing.T, configure func(*controlplane.Options), dirs ...string) *webhookUnderTest {
+	t.Helper()
 	g := NewWithT(t)
 	registry, err := templates.NewRegistry(dirs...)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -85,6 +91,7 @@ func startWebhook(t *testing.T, dirs ...string) *webhookUnderTest {
 		ConfigurationName: "terraseed-" + release,
 		URL:               "https://localhost:" + strconv.Itoa(port),
 	}}
+	configure(&w.options)
 	t.Cleanup(func() {
 		w.stop(t)
 		_ = env.Client.Delete(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: w.options.ConfigurationName}})

@@ -143,6 +143,32 @@ func TestCertificateRotationKeepsAdmitting(t *testing.T) {
 	g.Expect(w.servedBy(newCA)).To(Succeed())
 }
 
+// The serving certificate is always within its renewal window, so it is renewed on every
+// check and every change of the Secret, under the same CA: not one admission fails
+// meanwhile.
+func TestServingCertificateRenewalDropsNoAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	w := startWebhookWith(t, func(o *controlplane.Options) {
+		o.CertValidity, o.RotationLookahead, o.RotationCheckInterval = time.Hour, 2*time.Hour, time.Second
+	})
+	ca := w.secret(g).Data["ca.crt"]
+	aws := shootNamespace(t, "aws")
+	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
+	certificates := map[string]bool{}
+	admissions := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) || len(certificates) < 3; admissions++ {
+		g.Expect(admissions).To(BeNumerically("<", 2000), "the serving certificate was not renewed")
+		certificates[string(w.secret(g).Data["tls.crt"])] = true
+		d := kcm.DeepCopy()
+		d.Namespace = aws
+		g.Expect(env.Client.Create(ctx, d, client.DryRunAll)).To(Succeed(), "admission %d", admissions)
+		g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cloud-provider=external"))
+	}
+	g.Expect(w.secret(g).Data["ca.crt"]).To(Equal(ca))
+	t.Logf("%d admissions across %d serving certificates", admissions, len(certificates))
+}
+
 // With the webhook down, its failure policy (Fail) holds: the control-plane Deployments
 // of served shoot namespaces are refused rather than stored unmutated; everything else is
 // admitted as before.
