@@ -120,6 +120,7 @@ type Provider struct {
 	ControlPlane *ControlPlane
 	schema       *jsonschema.Schema
 	templates    map[string]string // output file name -> template text
+	mutations    *Mutations
 }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
@@ -191,6 +192,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	}
 	if len(p.templates) == 0 {
 		return nil, fmt.Errorf("no *%s files", templateExt)
+	}
+	if p.mutations, err = loadMutations(fsys, dir); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

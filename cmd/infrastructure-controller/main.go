@@ -21,6 +21,8 @@ commands:
   local   start an embedded local control plane, run the controller against it with the
           local executor and create a sample Infrastructure; keeps running until interrupted
   render  print the terraform files and tfvars for an Infrastructure: render -f infra.yaml [--cluster c.yaml] [--providers dir]
+  mutate  print a control-plane Deployment as the control-plane webhook stores it:
+          mutate -f deployment.yaml --type aws [--cluster c.yaml] [--providers dir]
 `
 
 func main() {
@@ -45,6 +47,8 @@ func main() {
 		err = runLocal(ctx, os.Args[2:])
 	case "render":
 		err = runRender(os.Args[2:], os.Stdout)
+	case "mutate":
+		err = runMutate(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

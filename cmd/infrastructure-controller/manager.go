@@ -63,6 +63,8 @@ type managerOptions struct {
 	runTimeout                time.Duration
 	podCreationTimeout        time.Duration
 	terraformerPodLabels      string
+
+	webhook webhookOptions
 }
 
 func (o *managerOptions) bind(flags *flag.FlagSet) {
@@ -88,6 +90,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
+	o.webhook.bind(flags)
 }
 
 func newScheme() *k8sruntime.Scheme {
@@ -108,6 +111,10 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
+	controlPlaneWebhook, err := o.webhook.build()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		LeaderElection:          o.leaderElect,
@@ -120,6 +127,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
 		Cache: cache.Options{ByObject: controlPlaneWorkloads()},
+		WebhookServer:                 controlPlaneWebhook.Server(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -151,6 +159,11 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	classes, err := parseClasses(o.classes)
 	if err != nil {
 		return nil, fmt.Errorf("--extension-classes: %w", err)
+	}
+	if controlPlaneWebhook != nil {
+		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
+			return nil, fmt.Errorf("the control-plane webhook: %w", err)
+		}
 	}
 	if o.heartbeatNamespace != "" {
 		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {

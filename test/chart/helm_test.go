@@ -177,6 +177,16 @@ func TestTemplate(t *testing.T) {
 				g.Expect(terraformerRole).NotTo(BeNil())
 				g.Expect(find(objects, "Role", "terraseed-leases")).NotTo(BeNil())
 				g.Expect(find(objects, "Service", "terraseed-metrics")).NotTo(BeNil())
+				// The control-plane webhook: the API server calls it through its Service; the
+				// chart owns the configuration and the certificate Secret the controller fills.
+				g.Expect(c.Args).To(ContainElements("--webhook-mode=service", "--webhook-port=9443", "--webhook-namespace=garden-terraseed",
+					"--webhook-service=terraseed-webhook", "--webhook-secret=terraseed-webhook-cert", "--webhook-configuration=terraseed-controlplane"))
+				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "webhook"), HaveField("ContainerPort", int32(9443)))))
+				service := convert[corev1.Service](t, find(objects, "Service", "terraseed-webhook"))
+				g.Expect(service.Spec.Ports).To(ConsistOf(And(HaveField("Port", int32(443)), HaveField("TargetPort.StrVal", "webhook"))))
+				g.Expect(service.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
+				g.Expect(find(objects, "Secret", "terraseed-webhook-cert")).NotTo(BeNil())
+				g.Expect(find(objects, "MutatingWebhookConfiguration", "terraseed-controlplane")).NotTo(BeNil())
 			case "local-executor":
 				g.Expect(c.Args).To(ContainElements("--executor=local", "--leader-elect=false", "--terraform=/usr/local/bin/terraform",
 					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090"))
@@ -190,6 +200,10 @@ func TestTemplate(t *testing.T) {
 				g.Expect(leases.Name).To(Equal("terraseed-leases"))
 				g.Expect(leases.Rules).To(HaveExactElements(HaveField("Resources", Equal([]string{"leases"}))))
 				g.Expect(find(objects, "Service", "")).To(BeNil())
+				g.Expect(c.Args).To(ContainElement("--webhook-mode=off"))
+				g.Expect(c.Ports).NotTo(ContainElement(HaveField("Name", "webhook")))
+				g.Expect(find(objects, "MutatingWebhookConfiguration", "")).To(BeNil())
+				g.Expect(find(objects, "Secret", "")).To(BeNil())
 				role := convert[rbacv1.ClusterRole](t, find(objects, "ClusterRole", "terraseed"))
 				for _, r := range role.Rules {
 					g.Expect(r.Resources).NotTo(ContainElements(ContainSubstring("pods")))

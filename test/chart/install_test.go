@@ -146,8 +146,17 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"delete", "apps", "deployments", "", shoot, "cloud-controller-manager"},
 			{"watch", "apps", "statefulsets", "", "", ""},
 			{"patch", "", "services", "", shoot, "cloud-controller-manager"},
+			// The control-plane webhook: its configuration and its certificate Secret.
+			{"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", ""},
+			{"patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "terraseed-controlplane"},
+			{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "terraseed-controlplane"},
+			{"update", "", "secrets", "", release, "terraseed-webhook-cert"},
 		}, []access{
 			{"create", ext, "infrastructures", "", shoot, ""},
+			{"create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", ""},
+			{"patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "another-webhook"},
+			{"delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "terraseed-controlplane"},
+			{"create", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", ""},
 			{"delete", ext, "infrastructures", "", shoot, "infra"},
 			{"update", ext, "clusters", "", "", shoot},
 			{"create", ext, "controlplanes", "", shoot, ""},

@@ -115,9 +115,19 @@ func TestProviderAuthoringGuide(t *testing.T) {
 		}
 	}
 	// The page still teaches the whole way: files, render and apply, a refused input, a
-	// control plane.
-	g.Expect(files).To(BeNumerically(">=", 4))
-	g.Expect(steps).To(Equal(3))
-	g.Expect(expects).To(Equal(3))
+	// control plane and its mutation.
+	g.Expect(files).To(BeNumerically(">=", 7))
+	g.Expect(steps).To(Equal(4))
+	g.Expect(expects).To(Equal(4))
 	g.Expect(filepath.Join(work, "run", "terraform.tfstate")).To(BeAnExistingFile())
+
+	// The mutation is idempotent, as the webhook's must be: mutating the result again
+	// prints it unchanged.
+	again := exec.Command(filepath.Join(bin, "infrastructure-controller"), "mutate", "-f", "mutated.yaml", "--type", "sandbox", "--cluster", "cluster.yaml", "--providers", "providers")
+	again.Dir, again.Env = work, environ
+	twice, err := again.Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	once, err := os.ReadFile(filepath.Join(work, "mutated.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(twice)).To(Equal(string(once)))
 }

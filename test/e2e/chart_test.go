@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,19 @@ func TestChartControllerRunsInPods(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(podLogs(g, releaseNamespace, holder)).To(ContainSubstring("servingProviderTypes"))
 	}).WithTimeout(quickAction).Should(Succeed())
+
+	// Ready means the control-plane webhook serves: the pods generated its certificate
+	// into the chart's Secret and its CA into the chart's webhook configuration.
+	secret := &corev1.Secret{}
+	g.Expect(kube.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: "terraseed-webhook-cert"}, secret)).To(Succeed())
+	g.Expect(secret.Data).To(HaveKey("tls.crt"))
+	config := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	g.Expect(kube.Get(context.Background(), client.ObjectKey{Name: "terraseed-controlplane"}, config)).To(Succeed())
+	g.Expect(config.Webhooks).To(HaveLen(2), "aws and local")
+	for _, hook := range config.Webhooks {
+		g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), hook.Name)
+		g.Expect(hook.ClientConfig.Service.Name).To(Equal("terraseed-webhook"))
+	}
 }
 
 // shoot is an Infrastructure of type local in a namespace of its own, with the

@@ -1,0 +1,358 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// mutationsFile is optional: a provider without it leaves the control plane as Gardener
+// deploys it.
+const mutationsFile = "mutations.yaml"
+
+// ControlPlaneDeployments are the Deployments of a shoot's control plane that Gardener
+// deploys into the shoot namespace, by name, with the value of the `role` label Gardener
+// gives them (all of them also carry app=kubernetes). A provider mutates these only.
+var ControlPlaneDeployments = map[string]string{
+	"kube-apiserver":          "apiserver",
+	"kube-controller-manager": "controller-manager",
+	"kube-scheduler":          "scheduler",
+}
+
+// Mutations is a provider's mutations.yaml: what the control-plane webhook changes in
+// Gardener's control-plane Deployments of the provider's shoot namespaces.
+type Mutations struct {
+	// Deployments by name (kube-apiserver, kube-controller-manager, kube-scheduler).
+	Deployments map[string]DeploymentMutation `json:"deployments"`
+
+	// raw is the file as plain values; its strings are templates, rendered per request.
+	raw       map[string]any
+	templated bool
+}
+
+// DeploymentMutation changes one Deployment's pod template.
+type DeploymentMutation struct {
+	// Containers by name.
+	Containers map[string]ContainerMutation `json:"containers"`
+	// Volumes are added to the pod, or replace the pod's volume of the same name.
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+}
+
+// ContainerMutation changes one container.
+type ContainerMutation struct {
+	// Flags are `--name=value` (or `--name`): each replaces every `--name` and `--name=...`
+	// in the container's command and args, or is appended when there is none.
+	Flags []string `json:"flags,omitempty"`
+	// ListFlags are `--name=a,b`: each value is added once to the comma-separated list of
+	// every `--name=...`, or `--name=a,b` is appended when there is none.
+	ListFlags []string `json:"listFlags,omitempty"`
+	// Env variables are added, or replace the variable of the same name.
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// VolumeMounts are added, or replace the mount of the same volume name.
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// MutationInput is what a mutation's templates may read.
+type MutationInput struct {
+	// Namespace is the shoot namespace of the Deployment.
+	Namespace string
+	// Cluster is the namespace's Cluster (its name equals the namespace); nil when there is
+	// none, and the templates then see empty shoot, seed and cloudProfile objects.
+	Cluster *extensionsv1alpha1.Cluster
+}
+
+// MutationError says a mutation could not be rendered for a Deployment: a template failed,
+// or rendered a value that is not valid where it lands.
+type MutationError struct {
+	Type       string
+	Deployment string
+	Err        error
+}
+
+func (e *MutationError) Error() string {
+	return fmt.Sprintf("mutating %s for provider %q: %v", e.Deployment, e.Type, e.Err)
+}
+func (e *MutationError) Unwrap() error { return e.Err }
+
+// Mutations returns the provider's control-plane mutations; nil when it declares none.
+func (p *Provider) Mutations() *Mutations { return p.mutations }
+
+// DeploymentNames lists the Deployments the mutations change, sorted.
+func (m *Mutations) DeploymentNames() []string {
+	return slices.Sorted(maps.Keys(m.Deployments))
+}
+
+// Templated says whether any value is a template, and so whether rendering reads the Cluster.
+func (m *Mutations) Templated() bool { return m.templated }
+
+// RenderMutation renders the mutation of one Deployment; nil when the provider leaves it alone.
+func (p *Provider) RenderMutation(deployment string, in MutationInput) (*DeploymentMutation, error) {
+	m := p.mutations
+	if m == nil {
+		return nil, nil
+	}
+	if _, ok := m.Deployments[deployment]; !ok {
+		return nil, nil
+	}
+	fail := func(err error) (*DeploymentMutation, error) {
+		return nil, &MutationError{Type: p.Manifest.Type, Deployment: deployment, Err: err}
+	}
+	root := field.NewPath("deployments").Key(deployment)
+	raw := m.raw["deployments"].(map[string]any)[deployment]
+	cluster := map[string]any{"name": in.Namespace, "shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
+	if in.Cluster != nil {
+		cluster["name"] = in.Cluster.Name
+		for name, rawObject := range map[string]*runtime.RawExtension{"shoot": &in.Cluster.Spec.Shoot, "seed": &in.Cluster.Spec.Seed, "cloudProfile": &in.Cluster.Spec.CloudProfile} {
+			v, err := decodeRaw(rawObject)
+			if err != nil {
+				return fail(field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error()))
+			}
+			if v != nil {
+				cluster[name] = v
+			}
+		}
+	}
+	data := map[string]any{"namespace": in.Namespace, "type": p.Manifest.Type, "cluster": cluster}
+	rendered, err := renderValues(root, raw, false, func(p *field.Path, text string) (string, error) {
+		tpl, err := template.New(p.String()).Option("missingkey=error").Funcs(mutationFuncs()).Parse(text)
+		if err != nil {
+			return "", err
+		}
+		var buf bytes.Buffer
+		if err := tpl.Execute(&buf, data); err != nil {
+			return "", err
+		}
+		return buf.String(), nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	var out DeploymentMutation
+	if err := decodeStrict(rendered, &out); err != nil {
+		return fail(fmt.Errorf("%s: %w", root, err))
+	}
+	if errs := out.validate(root); len(errs) > 0 {
+		return fail(errs.ToAggregate())
+	}
+	return &out, nil
+}
+
+// loadMutations reads and checks a provider's optional mutations.yaml.
+func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
+	text, err := fs.ReadFile(fsys, path.Join(dir, mutationsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &Mutations{}
+	if err := yaml.UnmarshalStrict(text, m); err != nil {
+		return nil, fmt.Errorf("%s: %w", mutationsFile, err)
+	}
+	if err := yaml.Unmarshal(text, &m.raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", mutationsFile, err)
+	}
+	errs := m.validate()
+	// Parse every template now, so a broken one fails when the provider loads, not in an
+	// admission request.
+	_, _ = renderValues(field.NewPath("deployments"), m.raw["deployments"], true, func(p *field.Path, text string) (string, error) {
+		m.templated = true
+		if _, err := template.New(p.String()).Funcs(mutationFuncs()).Parse(text); err != nil {
+			errs = append(errs, field.Invalid(p, text, "not a template: "+err.Error()))
+		}
+		return text, nil
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", mutationsFile, errs.ToAggregate())
+	}
+	return m, nil
+}
+
+func (m *Mutations) validate() field.ErrorList {
+	root := field.NewPath("deployments")
+	if len(m.Deployments) == 0 {
+		return field.ErrorList{field.Required(root, "name at least one Deployment, or remove "+mutationsFile)}
+	}
+	var errs field.ErrorList
+	for _, name := range m.DeploymentNames() {
+		p := root.Key(name)
+		if _, ok := ControlPlaneDeployments[name]; !ok {
+			errs = append(errs, field.NotSupported(root, name, slices.Sorted(maps.Keys(ControlPlaneDeployments))))
+			continue
+		}
+		d := m.Deployments[name]
+		errs = append(errs, d.validate(p)...)
+	}
+	return errs
+}
+
+var flagName = regexp.MustCompile(`^--[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (d *DeploymentMutation) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(d.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("containers"), "name at least one container"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.Containers)) {
+		cp := p.Child("containers").Key(name)
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("containers"), name, strings.Join(msgs, "; ")))
+		}
+		c := d.Containers[name]
+		errs = append(errs, c.validate(cp)...)
+	}
+	seen := map[string]bool{}
+	for i, v := range d.Volumes {
+		vp := p.Child("volumes").Index(i)
+		errs = append(errs, dnsLabel(vp.Child("name"), v.Name, seen)...)
+		var sources map[string]any
+		_ = json.Unmarshal(mustJSON(v.VolumeSource), &sources)
+		if len(sources) != 1 {
+			errs = append(errs, field.Invalid(vp, v.Name, fmt.Sprintf("set exactly one volume source (configMap, secret, emptyDir, ...), not %d", len(sources))))
+		}
+	}
+	return errs
+}
+
+func (c *ContainerMutation) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]*field.Path{}
+	checkFlag := func(fp *field.Path, flag string, list bool) {
+		name, value, hasValue := strings.Cut(flag, "=")
+		switch {
+		case !flagName.MatchString(name):
+			errs = append(errs, field.Invalid(fp, flag, "must be --name=value or --name, and the name cannot be a template"))
+			return
+		case list && (!hasValue || slices.Contains(strings.Split(value, ","), "")):
+			errs = append(errs, field.Invalid(fp, flag, "must be --name=value[,value...] with no empty value"))
+		}
+		if first, ok := names[name]; ok {
+			errs = append(errs, field.Duplicate(fp, fmt.Sprintf("%s is already set at %s", name, first)))
+		}
+		names[name] = fp
+	}
+	for i, flag := range c.Flags {
+		checkFlag(p.Child("flags").Index(i), flag, false)
+	}
+	for i, flag := range c.ListFlags {
+		checkFlag(p.Child("listFlags").Index(i), flag, true)
+	}
+	seen := map[string]bool{}
+	for i, e := range c.Env {
+		ep := p.Child("env").Index(i).Child("name")
+		if isTemplate(e.Name) {
+			continue
+		}
+		if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(ep, e.Name, strings.Join(msgs, "; ")))
+		} else if seen[e.Name] {
+			errs = append(errs, field.Duplicate(ep, e.Name))
+		}
+		seen[e.Name] = true
+	}
+	seen = map[string]bool{}
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		errs = append(errs, dnsLabel(mp.Child("name"), m.Name, seen)...)
+		if !isTemplate(m.MountPath) && !strings.HasPrefix(m.MountPath, "/") {
+			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path"))
+		}
+	}
+	return errs
+}
+
+// isTemplate says a value is checked once rendered, not when the provider loads.
+func isTemplate(s string) bool { return strings.Contains(s, "{{") }
+
+func dnsLabel(p *field.Path, name string, seen map[string]bool) field.ErrorList {
+	if isTemplate(name) {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(p, name, strings.Join(msgs, "; "))}
+	}
+	if seen[name] {
+		return field.ErrorList{field.Duplicate(p, name)}
+	}
+	seen[name] = true
+	return nil
+}
+
+// renderValues copies a plain value, passing every string that holds a template action
+// through render. names says v is a map keyed by name (deployments, containers), which
+// field paths show as [name].
+func renderValues(p *field.Path, v any, names bool, render func(*field.Path, string) (string, error)) (any, error) {
+	switch v := v.(type) {
+	case string:
+		if !isTemplate(v) {
+			return v, nil
+		}
+		out, err := render(p, v)
+		if err != nil {
+			return nil, field.Invalid(p, v, err.Error())
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for _, key := range slices.Sorted(maps.Keys(v)) {
+			child := p.Child(key)
+			if names {
+				child = p.Key(key)
+			}
+			r, err := renderValues(child, v[key], !names && key == "containers", render)
+			if err != nil {
+				return nil, err
+			}
+			out[key] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			r, err := renderValues(p.Index(i), e, false, render)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}
+
+// mutationFuncs are the templates' functions without tfvar and invalid, which only mean
+// something in terraform templates, and without those whose result changes from call to
+// call: a mutation must give the same Deployment every time Gardener writes it.
+func mutationFuncs() template.FuncMap {
+	funcs := funcMap(nil)
+	for _, name := range []string{"tfvar", "invalid",
+		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
+		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
+		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
+		"bcrypt", "htpasswd", "encryptAES"} {
+		delete(funcs, name)
+	}
+	return funcs
+}
+
+func decodeStrict(v any, into any) error {
+	return yaml.UnmarshalStrict(mustJSON(v), into)
+}
