@@ -315,7 +315,12 @@ func manifestFuncMap(state *renderState) template.FuncMap {
 }
 
 func executeManifest(name, text string, data any, state *renderState) (string, error) {
-	tpl, err := template.New(name).Option("missingkey=error").Funcs(manifestFuncMap(state)).Parse(text)
+	return executeText(name, text, manifestFuncMap(state), data)
+}
+
+// executeText runs one template on data; a missing map key is an error.
+func executeText(name, text string, funcs template.FuncMap, data any) (string, error) {
+	tpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
@@ -115,30 +113,21 @@ func (p *Provider) RenderMutation(deployment string, in MutationInput) (*Deploym
 	}
 	root := field.NewPath("deployments").Key(deployment)
 	raw := m.raw["deployments"].(map[string]any)[deployment]
-	cluster := map[string]any{"name": in.Namespace, "shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
+	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
+	if err != nil {
+		var invalid *ValidationError
+		if errors.As(err, &invalid) {
+			return fail(invalid.Errors.ToAggregate())
+		}
+		return fail(err)
+	}
+	cluster["name"] = in.Namespace
 	if in.Cluster != nil {
 		cluster["name"] = in.Cluster.Name
-		for name, rawObject := range map[string]*runtime.RawExtension{"shoot": &in.Cluster.Spec.Shoot, "seed": &in.Cluster.Spec.Seed, "cloudProfile": &in.Cluster.Spec.CloudProfile} {
-			v, err := decodeRaw(rawObject)
-			if err != nil {
-				return fail(field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error()))
-			}
-			if v != nil {
-				cluster[name] = v
-			}
-		}
 	}
 	data := map[string]any{"namespace": in.Namespace, "type": p.Manifest.Type, "cluster": cluster}
 	rendered, err := renderValues(root, raw, false, func(p *field.Path, text string) (string, error) {
-		tpl, err := template.New(p.String()).Option("missingkey=error").Funcs(mutationFuncs()).Parse(text)
-		if err != nil {
-			return "", err
-		}
-		var buf bytes.Buffer
-		if err := tpl.Execute(&buf, data); err != nil {
-			return "", err
-		}
-		return buf.String(), nil
+		return executeText(p.String(), text, mutationFuncs(), data)
 	})
 	if err != nil {
 		return fail(err)

@@ -2,8 +2,6 @@ package controlplane_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -31,11 +28,7 @@ var env *testenv.Environment
 const healthPeriod = 2 * time.Second
 
 func TestMain(m *testing.M) {
-	logFile, err := os.CreateTemp("", "terraseed-controller-log-")
-	if err != nil {
-		panic(err)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	endLog := testenv.LogControllersToFile()
 	code := testenv.Run(m, &env, func(e *testenv.Environment) (func() error, error) {
 		// Deployments get ReplicaSets, and ReplicaSets pods, as in a seed; the garbage
 		// collector removes what a deleted Deployment owned.
@@ -45,25 +38,8 @@ func TestMain(m *testing.M) {
 		}
 		return cm.Stop, nil
 	})
-	_ = logFile.Close()
-	if code != 0 {
-		printTail(logFile.Name(), 64<<10)
-	}
-	_ = os.Remove(logFile.Name())
+	endLog(code != 0)
 	os.Exit(code)
-}
-
-func printTail(path string, size int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.Size() > size {
-		_, _ = f.Seek(-size, io.SeekEnd)
-	}
-	fmt.Fprintln(os.Stderr, "---- the end of the controllers' log:")
-	_, _ = io.Copy(os.Stderr, f)
 }
 
 // startController runs the ControlPlane controller and its health check for one namespace.

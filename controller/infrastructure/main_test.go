@@ -2,7 +2,6 @@ package infrastructure_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -37,34 +35,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// The controllers' log goes to a file, kept and named when a test fails, so that it
-	// does not interleave with test and benchmark output.
-	logFile, err := os.CreateTemp("", "terraseed-controller-log-")
-	if err != nil {
-		panic(err)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	endLog := testenv.LogControllersToFile()
 	code := testenv.Run(m, &env)
-	_ = logFile.Close()
-	if code != 0 {
-		printTail(logFile.Name(), 64<<10)
-	}
-	_ = os.Remove(logFile.Name())
+	endLog(code != 0)
 	os.Exit(code)
-}
-
-// printTail prints the end of a log, where the failure is, for CI to show.
-func printTail(path string, size int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.Size() > size {
-		_, _ = f.Seek(-size, io.SeekEnd)
-	}
-	fmt.Fprintln(os.Stderr, "---- the end of the controllers' log:")
-	_, _ = io.Copy(os.Stderr, f)
 }
 
 // controllerUnderTest is a manager running the Infrastructure controller for one namespace.
