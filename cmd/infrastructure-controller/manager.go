@@ -126,8 +126,8 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		HealthProbeBindAddress:        o.probeAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
-		Cache: cache.Options{ByObject: controlPlaneWorkloads()},
-		WebhookServer:                 controlPlaneWebhook.Server(),
+		Cache:         cache.Options{ByObject: controlPlaneWorkloads()},
+		WebhookServer: controlPlaneWebhook.Server(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
