@@ -85,6 +85,21 @@ func podLogs(g Gomega, namespace, name string) string {
 	return string(logs)
 }
 
+// previousRun tells how a restarted container's previous run ended and what it printed last.
+func previousRun(p corev1.Pod) string {
+	status := p.Status.ContainerStatuses[0]
+	if status.RestartCount == 0 {
+		return ""
+	}
+	logs, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Previous: true, TailLines: ptrTo(int64(40))}).DoRaw(context.Background())
+	if err != nil {
+		logs = []byte(err.Error())
+	}
+	return fmt.Sprintf("last state %+v; the previous run's log:\n%s", status.LastTerminationState, logs)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 // The chart's controller runs in pods of the assembled image: two replicas, one of them
 // the elected leader, ready by their probes, running as the unprivileged user on a
 // read-only root file system with the image's terraform configuration.
@@ -97,7 +112,7 @@ func TestChartControllerRunsInPods(t *testing.T) {
 	for _, p := range pods {
 		names = append(names, p.Name)
 		g.Expect(p.Spec.Containers[0].Image).To(Equal(ImageName))
-		g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "the liveness probe never failed")
+		g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "the liveness probe never failed: %s", previousRun(p))
 		expectHardened(t, p.Status.ContainerStatuses[0].ContainerID)
 		pid, err := node.ContainerPID(context.Background(), p.Status.ContainerStatuses[0].ContainerID)
 		g.Expect(err).NotTo(HaveOccurred())
