@@ -152,18 +152,20 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			return nil, err
 		}
 	}
+	if o.driftInterval < 0 {
+		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+	}
 	executor, err := o.newExecutor(ctx, mgr)
 	if err != nil {
 		return nil, err
 	}
 	actuator := &infrastructure.Actuator{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
-		Providers: providers,
-		Executor:  executor,
-		// A negative interval is refused by no one and checks never, like zero.
-		DriftInterval: max(o.driftInterval, 0),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
+		Providers:     providers,
+		Executor:      executor,
+		DriftInterval: o.driftInterval,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
