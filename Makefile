@@ -8,6 +8,7 @@ TOOLS_CACHE ?= $(or $(TERRASEED_TOOLS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cac
 export TERRASEED_TOOLS_CACHE := $(TOOLS_CACHE)
 export KUBEBUILDER_ASSETS := $(TOOLS_CACHE)/kube-$(KUBERNETES_VERSION)-etcd-$(ETCD_VERSION)
 export TERRASEED_TERRAFORM := $(TOOLS_CACHE)/terraform-$(TERRAFORM_VERSION)/terraform
+export TERRASEED_TOFU := $(TOOLS_CACHE)/opentofu-$(OPENTOFU_VERSION)/tofu
 export TERRASEED_PROVIDER_MIRROR := $(TOOLS_CACHE)/provider-mirror
 export TERRASEED_NODE_BINARIES := $(TOOLS_CACHE)/node-$(KUBERNETES_VERSION)
 CONTROLLER_GEN := $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
@@ -27,6 +28,7 @@ tools: ## Build every pinned tool into the cache (seconds when cached).
 env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
 	@echo "export KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 	@echo "export TERRASEED_TERRAFORM=$(TERRASEED_TERRAFORM)"
+	@echo "export TERRASEED_TOFU=$(TERRASEED_TOFU)"
 	@echo "export TERRASEED_PROVIDER_MIRROR=$(TERRASEED_PROVIDER_MIRROR)"
 	@echo "export TERRASEED_NODE_BINARIES=$(TERRASEED_NODE_BINARIES)"
 	@echo "export CONTROLLER_GEN=$(CONTROLLER_GEN)"

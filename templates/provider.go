@@ -36,6 +36,9 @@ type Manifest struct {
 	Networks NetworkChecks `json:"networks,omitempty"`
 	// Resources lists the terraform resource and data source types the templates may declare.
 	Resources []string `json:"resources,omitempty"`
+	// ProtectedResources are resource types an apply must not destroy or replace, such as
+	// a VPC: such a plan stops with an error until it is allowed once.
+	ProtectedResources []string `json:"protectedResources,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
 }
@@ -223,6 +226,11 @@ func (m *Manifest) check() error {
 	ps := m.Status.ProviderStatus
 	if ps.APIVersion == "" || ps.Kind == "" {
 		return fmt.Errorf("status.providerStatus needs apiVersion and kind")
+	}
+	for i, t := range m.ProtectedResources {
+		if !slices.Contains(m.Resources, t) || strings.HasPrefix(t, "data.") {
+			return fmt.Errorf("protectedResources[%d]: %q is not a resource type declared in resources", i, t)
+		}
 	}
 	for field := range ps.Fields {
 		if field == "apiVersion" || field == "kind" || strings.HasPrefix(field, ".") || strings.HasSuffix(field, ".") || strings.Contains(field, "..") {

@@ -63,6 +63,8 @@ type managerOptions struct {
 	runTimeout                time.Duration
 	podCreationTimeout        time.Duration
 	terraformerPodLabels      string
+	openTofu                  bool
+	driftInterval             time.Duration
 
 	webhook webhookOptions
 }
@@ -89,6 +91,8 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
+	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	o.webhook.bind(flags)
 }
@@ -170,16 +174,20 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			return nil, err
 		}
 	}
+	if o.driftInterval < 0 {
+		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+	}
 	executor, err := o.newExecutor(ctx, mgr)
 	if err != nil {
 		return nil, err
 	}
 	actuator := &infrastructure.Actuator{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("terraseed-infrastructure"),
-		Providers: providers,
-		Executor:  executor,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
+		Providers:     providers,
+		Executor:      executor,
+		DriftInterval: o.driftInterval,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
@@ -249,11 +257,17 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 
 func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (executor.Executor, error) {
 	pluginCache := o.pluginCache
+	if o.openTofu && o.terraform == "" {
+		return nil, errors.New("--terraform must name the OpenTofu binary with --opentofu")
+	}
 	switch o.executor {
 	case "local":
-		terraformPath, err := terraformer.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin"))
-		if err != nil {
-			return nil, fmt.Errorf("--terraform: %w", err)
+		terraformPath := o.terraform
+		if !o.openTofu {
+			var err error
+			if terraformPath, err = terraformer.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin")); err != nil {
+				return nil, fmt.Errorf("--terraform: %w", err)
+			}
 		}
 		self, err := os.Executable()
 		if err != nil {
@@ -270,6 +284,7 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 			Config:        mgr.GetConfig(),
 			Terraformer:   terraformerCommand(self),
 			TerraformPath: terraformPath,
+			OpenTofu:      o.openTofu,
 			Plugins:       terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
 			BaseDir:       filepath.Join(o.workDir, "runs"),
 			StopTimeout:   time.Minute,
@@ -284,6 +299,11 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 		}
 		if pluginCache == "" {
 			pluginCache = "/tmp/plugin-cache"
+		}
+		// The image's terraform is the terraformer's default; OpenTofu is named.
+		imageTerraform := ""
+		if o.openTofu {
+			imageTerraform = o.terraform
 		}
 		podLabels, err := parseLabels(o.terraformerPodLabels)
 		if err != nil {
@@ -301,6 +321,8 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 			RunTimeout:           o.runTimeout,
 			CreationTimeout:      o.podCreationTimeout,
 			PodLabels:            podLabels,
+			OpenTofu:             o.openTofu,
+			TerraformPath:        imageTerraform,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("100m"),
 				corev1.ResourceMemory: resource.MustParse("256Mi"),

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,6 +41,14 @@ type UpToDateChecker[T Object] interface {
 	UpToDate(ctx context.Context, req Request[T]) (bool, error)
 }
 
+// Verifier is implemented by actuators that look, between operations, whether what an
+// up-to-date object describes still matches the world, changing nothing but what the
+// object's conditions say about it. Verify runs after every successful reconcile, also
+// one skipped as up to date, and returns when to look next; zero looks no more.
+type Verifier[T Object] interface {
+	Verify(ctx context.Context, req Request[T]) (next time.Duration)
+}
+
 // Request is one operation on one object.
 type Request[T Object] struct {
 	Object T
@@ -61,3 +70,17 @@ func (r Request[T]) PatchStatus(ctx context.Context) error { return r.op.patchSt
 // EnsureFinalizer adds the kind's finalizer; an actuator calls it once the input is
 // known valid and before it creates anything.
 func (r Request[T]) EnsureFinalizer(ctx context.Context) error { return r.op.addFinalizer(ctx) }
+
+// RemoveAnnotation removes an annotation the actuator acted on, such as a permission
+// given once.
+func (r Request[T]) RemoveAnnotation(ctx context.Context, key string) error {
+	return r.op.patchMetadata(ctx, func(obj T) bool {
+		annotations := obj.GetAnnotations()
+		if _, ok := annotations[key]; !ok {
+			return false
+		}
+		delete(annotations, key)
+		obj.SetAnnotations(annotations)
+		return true
+	})
+}

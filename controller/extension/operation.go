@@ -87,6 +87,18 @@ func (op *operation[T]) upToDate(ctx context.Context, req Request[T]) (bool, err
 	return checker.UpToDate(ctx, req)
 }
 
+// verify lets a Verifier look at an object whose reconcile succeeded; what it found is
+// written even when the reconcile was skipped as up to date.
+func (op *operation[T]) verify(ctx context.Context, opType extensionsv1alpha1.LastOperationType) ctrl.Result {
+	verifier, ok := op.r.Actuator.(Verifier[T])
+	if !ok {
+		return ctrl.Result{}
+	}
+	next := verifier.Verify(ctx, op.request(opType))
+	op.skipped = false
+	return ctrl.Result{RequeueAfter: next}
+}
+
 // restore takes over from .status.state; the annotation goes only once that succeeded.
 func (op *operation[T]) restore(ctx context.Context) error {
 	opType := extensionsv1alpha1.LastOperationTypeRestore

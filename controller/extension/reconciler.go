@@ -140,7 +140,11 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result
 	case next == extensionsv1alpha1.LastOperationTypeRestore:
 		return op.finish(ctx, next, op.restore(ctx))
 	default:
-		return op.finish(ctx, next, op.reconcile(ctx, next))
+		result, err := op.finish(ctx, next, op.reconcile(ctx, next))
+		if err != nil || !result.IsZero() || ctx.Err() != nil {
+			return result, err
+		}
+		return op.verify(ctx, next), nil
 	}
 }
 

@@ -89,5 +89,9 @@ func (op *operation) deleteRunObjects(ctx context.Context) error {
 	if err := op.actuator.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the stored credentials: %w", err)
 	}
+	outputs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.OutputsName()}}
+	if err := op.actuator.Client.Delete(ctx, outputs); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the sensitive outputs: %w", err)
+	}
 	return nil
 }

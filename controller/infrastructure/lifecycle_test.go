@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"testing"
 	"time"
 
@@ -24,17 +25,34 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestLifecycleCreateChangeDelete(t *testing.T) {
+	testLifecycle(t, terraformer.TerraformVersion)
+}
+
+// TestLifecycleOnOpenTofu runs the same lifecycle with OpenTofu instead of terraform.
+func TestLifecycleOnOpenTofu(t *testing.T) {
+	tofu := testenv.OpenTofu(t)
+	testLifecycle(t, terraformer.OpenTofuVersion, func(a *infrastructure.Actuator) {
+		e := a.Executor.(*executor.LocalExecutor)
+		e.TerraformPath, e.OpenTofu = tofu, true
+	})
+}
+
+// testLifecycle creates, changes and deletes a local Infrastructure with the binary of
+// the given version.
+func testLifecycle(t *testing.T, version string, opts ...actuatorOption) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))
-	startController(t, s.namespace, workDir(t))
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, opts...)
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
@@ -58,6 +76,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 	state, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(state)).To(ContainSubstring(`"kubectl_manifest"`))
+	g.Expect(string(state)).To(MatchRegexp(`"terraform_version":\s*"`+regexp.QuoteMeta(version)+`"`), "the state was written by the binary chosen")
 	// gardenlet's backup of the shoot's state finds the terraform state in the status.
 	g.Expect(stateInStatus(g, infra)).To(Equal(state))
 

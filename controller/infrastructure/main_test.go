@@ -55,7 +55,10 @@ func startController(t testing.TB, namespace, workDir string) *controllerUnderTe
 	return startControllerWith(t, namespace, workDir, env.Config, 2)
 }
 
-func startControllerWith(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int) *controllerUnderTest {
+// actuatorOption changes the actuator of a controller under test.
+type actuatorOption func(*infrastructure.Actuator)
+
+func startControllerWith(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int, opts ...actuatorOption) *controllerUnderTest {
 	t.Helper()
 	g := NewWithT(t)
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
@@ -68,6 +71,9 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 	g.Expect(err).NotTo(HaveOccurred())
 	output := &testenv.SyncBuffer{}
 	reconciler := newReconciler(t, mgr.GetClient(), mgr.GetAPIReader(), config, workDir, mgr.GetEventRecorder("terraseed-infrastructure"), output)
+	for _, opt := range opts {
+		opt(reconciler.Actuator.(*infrastructure.Actuator))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
@@ -98,7 +104,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 			StopTimeout:   time.Minute,
 			Output:        output,
 		},
-	}, []string{"local", "slow"}, nil)
+	}, []string{"local", "slow", "guarded"}, nil)
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

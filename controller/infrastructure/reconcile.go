@@ -9,9 +9,7 @@ import (
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func (op *operation) reconcile(ctx context.Context) error {
@@ -105,14 +103,19 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	if err := objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON, firstRun); err != nil {
 		return err
 	}
-	result, err := op.actuator.run(ctx, executor.Request{
-		ID: objects.ID, Owner: op.owner(), Command: terraformer.Apply, Env: env,
-	})
+	result, err := op.actuator.run(ctx, op.applyRequest(ctx, provider.Manifest.ProtectedResources, env))
+	if err != nil {
+		return op.refused(err)
+	}
+	outputs, err := op.keepSensitiveOutputs(ctx, provider, result.State)
 	if err != nil {
 		return err
 	}
-	status, err := provider.Status(result.Outputs)
+	status, err := provider.Status(outputs)
 	if err != nil {
+		return err
+	}
+	if err := op.afterApply(ctx, result.Plan); err != nil {
 		return err
 	}
 	infra.Status.ProviderStatus = status.ProviderStatus

@@ -3,6 +3,7 @@ package infrastructure
 import (
 	"context"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ type Actuator struct {
 	Recorder  events.EventRecorder
 	Providers *templates.Registry
 	Executor  executor.Executor
+	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
+	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
+	DriftInterval time.Duration
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.

@@ -69,11 +69,54 @@ resource "aws_vpc" "vpc" {
   tags                 = merge(local.tags, { Name = local.cluster_name })
 }
 
+resource "aws_vpc_dhcp_options" "vpc_dhcp_options" {
+  domain_name         = var.region == "us-east-1" ? "ec2.internal" : "${var.region}.compute.internal"
+  domain_name_servers = ["AmazonProvidedDNS"]
+  tags                = merge(local.tags, { Name = local.cluster_name })
+}
+
+resource "aws_vpc_dhcp_options_association" "vpc_dhcp_options_association" {
+  vpc_id          = aws_vpc.vpc.id
+  dhcp_options_id = aws_vpc_dhcp_options.vpc_dhcp_options.id
+}
+
+# Takes the VPC's default security group over, which removes its rules.
+resource "aws_default_security_group" "default" {
+  vpc_id = aws_vpc.vpc.id
+}
+
 resource "aws_internet_gateway" "igw" {
   vpc_id = aws_vpc.vpc.id
   tags   = merge(local.tags, { Name = local.cluster_name })
 }
 {{- end }}
+
+# Gardener's terraform-era AWS template (charts/internal/aws-infra) named some resources
+# differently: a state it wrote is taken over by these moves, and nothing is recreated.
+moved {
+  from = aws_route_table.routetable_main
+  to   = aws_route_table.public
+}
+
+moved {
+  from = aws_route.public
+  to   = aws_route.public_default
+}
+
+moved {
+  from = aws_security_group_rule.nodes_tcp_all
+  to   = aws_security_group_rule.nodes_tcp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_udp_all
+  to   = aws_security_group_rule.nodes_udp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_egress_all
+  to   = aws_security_group_rule.nodes_egress
+}
 
 resource "aws_route_table" "public" {
   vpc_id = local.vpc_id
@@ -87,8 +130,9 @@ resource "aws_route" "public_default" {
 }
 
 resource "aws_security_group" "nodes" {
-  name        = "${local.cluster_name}-nodes"
-  description = "Security group for the nodes of ${local.cluster_name}"
+  name = "${local.cluster_name}-nodes"
+  # Gardener's description: it cannot change without replacing the group.
+  description = "Security group for nodes"
   vpc_id      = local.vpc_id
   tags        = merge(local.tags, { Name = "${local.cluster_name}-nodes" })
 }
@@ -151,14 +195,19 @@ resource "aws_subnet" "private_utility_z{{ $i }}" {
   tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z{{ $i }}", "kubernetes.io/role/internal-elb" = "use" })
 }
 
-resource "aws_security_group_rule" "nodes_utility_z{{ $i }}" {
+{{- range $subnet := list "internal" "public" }}
+{{- range $protocol := list "tcp" "udp" }}
+
+resource "aws_security_group_rule" "nodes_{{ $protocol }}_{{ $subnet }}_z{{ $i }}" {
   type              = "ingress"
-  from_port         = 0
-  to_port           = 0
-  protocol          = "-1"
-  cidr_blocks       = [var.zone_{{ $i }}_internal, var.zone_{{ $i }}_public]
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "{{ $protocol }}"
+  cidr_blocks       = [var.zone_{{ $i }}_{{ $subnet }}]
   security_group_id = aws_security_group.nodes.id
 }
+{{- end }}
+{{- end }}
 {{ if hasKey $zone "elasticIPAllocationID" }}
 resource "aws_nat_gateway" "natgw_z{{ $i }}" {
   allocation_id = {{ tfvar (printf "zone_%d_elastic_ip_allocation_id" $i) $zone.elasticIPAllocationID }}
@@ -202,6 +251,26 @@ resource "aws_route_table_association" "public_utility_z{{ $i }}" {
   subnet_id      = aws_subnet.public_utility_z{{ $i }}.id
   route_table_id = aws_route_table.public.id
 }
+
+moved {
+  from = aws_route_table.routetable_private_utility_z{{ $i }}
+  to   = aws_route_table.private_utility_z{{ $i }}
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z{{ $i }}_association_nodes_z{{ $i }}
+  to   = aws_route_table_association.nodes_z{{ $i }}
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z{{ $i }}_association_private_utility_z{{ $i }}
+  to   = aws_route_table_association.private_utility_z{{ $i }}
+}
+
+moved {
+  from = aws_route_table_association.routetable_main_association_public_utility_z{{ $i }}
+  to   = aws_route_table_association.public_utility_z{{ $i }}
+}
 {{ end }}
 resource "aws_iam_role" "nodes" {
   name = "${local.cluster_name}-nodes"
@@ -240,5 +309,10 @@ resource "aws_key_pair" "nodes" {
   key_name   = "${local.cluster_name}-ssh-publickey"
   public_key = {{ tfvar "ssh_public_key" (trim .infrastructure.sshPublicKey) }}
   tags       = local.tags
+}
+
+moved {
+  from = aws_key_pair.kubernetes
+  to   = aws_key_pair.nodes
 }
 {{- end }}

@@ -27,6 +27,13 @@ type Request struct {
 	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
 	// terraform's environment and nothing else.
 	Env map[string]string
+	// ProtectedTypes are resource types an apply must not destroy or replace, unless
+	// AllowDestroy is set (see terraformer.ErrDestroyProtected).
+	ProtectedTypes []string
+	AllowDestroy   bool
+	// Progress, when set, is called from another goroutine with each new progress of
+	// the run, at most every few seconds; never after Run returned.
+	Progress func(terraformer.Progress)
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -38,6 +45,11 @@ func (r Request) Validate() error {
 	}
 	if _, err := terraformer.ParseCommand(string(r.Command)); err != nil {
 		return err
+	}
+	for i, t := range r.ProtectedTypes {
+		if !envName.MatchString(t) {
+			return run.InvalidInput(fmt.Sprintf("protectedTypes[%d]", i), fmt.Sprintf("%q is not a resource type", t))
+		}
 	}
 	for k := range r.Env {
 		if !envName.MatchString(k) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +37,9 @@ type LocalExecutor struct {
 	Terraformer []string
 	// TerraformPath is the terraform binary of the pinned version.
 	TerraformPath string
-	Plugins       terraformer.Plugins
+	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
+	OpenTofu bool
+	Plugins  terraformer.Plugins
 	// BaseDir holds one directory per run ID.
 	BaseDir     string
 	Parallelism int
@@ -44,6 +47,9 @@ type LocalExecutor struct {
 	Output io.Writer
 	// StopTimeout is how long a cancelled run may take to stop before it is killed.
 	StopTimeout time.Duration
+	// ProgressInterval is how often the run writes its progress and it is read;
+	// terraformer.DefaultProgressInterval when zero.
+	ProgressInterval time.Duration
 
 	guard runGuard
 }
@@ -73,7 +79,12 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	cmd.Stdout = io.MultiWriter(cmp.Or[io.Writer](e.Output, io.Discard), output)
 	cmd.Stderr = cmd.Stdout
 	logf.FromContext(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
+	if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
+		return nil, err
+	}
+	stopProgress := followProgress(ctx, e.Client, req, e.ProgressInterval)
 	runErr := cmd.Run()
+	stopProgress()
 	if runErr != nil {
 		return nil, runFailure(req.Command, termination, output.String(), runErr)
 	}
@@ -85,7 +96,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	if data, err := os.ReadFile(termination); err == nil {
 		result.Phases, _, _ = terraformer.ParseTerminationMessage(string(data))
 	}
-	return result, nil
+	return withPlan(ctx, e.Client, req, result)
 }
 
 // command prepares the terraformer's process and returns it with the path of its termination message.
@@ -113,6 +124,7 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 		"--parallelism", strconv.Itoa(e.Parallelism),
 		"--termination-message-path", termination,
 	)
+	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
 	cmd := exec.CommandContext(ctx, e.Terraformer[0], args...)
 	cmd.Env = runEnv(req.Env)
 	cmd.Dir = dir
@@ -221,3 +233,21 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *tailBuffer) String() string { return b.buf.String() }
+
+// runArgs are the terraformer's flags both executors derive from a request.
+func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
+	var args []string
+	if openTofu {
+		args = append(args, "--opentofu")
+	}
+	if len(req.ProtectedTypes) > 0 {
+		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
+	}
+	if req.AllowDestroy {
+		args = append(args, "--allow-destroy")
+	}
+	if progressInterval > 0 {
+		args = append(args, "--progress-interval", progressInterval.String())
+	}
+	return args
+}

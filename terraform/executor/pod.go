@@ -64,6 +64,13 @@ type PodExecutor struct {
 	StopTimeout time.Duration
 	// PollInterval is how often the pod is looked at.
 	PollInterval time.Duration
+	// OpenTofu runs OpenTofu of the pinned version instead of terraform: TerraformPath
+	// names it in the image.
+	OpenTofu      bool
+	TerraformPath string
+	// ProgressInterval is how often the run writes its progress and it is read;
+	// terraformer.DefaultProgressInterval when zero.
+	ProgressInterval time.Duration
 
 	guard runGuard
 }
@@ -104,12 +111,21 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 		log.Info("adoptingRunPod")
 	}
 	if pod == nil {
+		if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
+			return nil, err
+		}
 		if pod, err = e.create(ctx, req); err != nil {
 			return nil, err
 		}
 		log.Info("runPodCreated")
 	}
-	return e.wait(ctx, req, pod)
+	stopProgress := followProgress(ctx, e.Client, req, e.ProgressInterval)
+	result, err := e.wait(ctx, req, pod)
+	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	return withPlan(ctx, e.Client, req, result)
 }
 
 func finished(pod *corev1.Pod) bool {
@@ -170,6 +186,10 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	if e.Parallelism > 0 {
 		args = append(args, "--parallelism", fmt.Sprint(e.Parallelism))
 	}
+	if e.TerraformPath != "" {
+		args = append(args, "--terraform", e.TerraformPath)
+	}
+	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
 	var deadline *int64
 	if e.RunTimeout > 0 {
 		deadline = ptr.To(int64(e.RunTimeout.Seconds()))

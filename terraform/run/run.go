@@ -54,6 +54,9 @@ func (id ID) EnvSecretName() string { return id.name("tf-env") }
 // destroy can run after the secret they came from is gone.
 func (id ID) CredentialsName() string { return id.name("credentials") }
 
+// OutputsName names the Secret holding the sensitive outputs of the runs.
+func (id ID) OutputsName() string { return id.name("outputs") }
+
 // Dir is the run's directory below a local executor's base directory: it outlives the
 // run, so that the next run finds a state the last one could not save.
 func (id ID) Dir() string { return filepath.Join(id.Namespace, id.Name+"."+string(id.Purpose)) }

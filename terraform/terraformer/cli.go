@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		parallelism            = flags.Int("parallelism", 0, "concurrent terraform operations (default: terraform's)")
 		terminationMessagePath = flags.String("termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 		finalSaveTimeout       = flags.Duration("final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
+		openTofu               = flags.Bool("opentofu", false, "the binary of --terraform is OpenTofu "+OpenTofuVersion)
+		protected              = flags.String("protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
+		allowDestroy           = flags.Bool("allow-destroy", false, "let an apply destroy or replace resources of the protected types")
+		progressInterval       = flags.Duration("progress-interval", DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
 		plugins                Plugins
 	)
 	flags.StringVar(&objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
@@ -99,6 +104,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A binary named on the command line is used as is: the run checks its version with
 	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
 	tfPath := *terraformPath
+	if tfPath == "" && *openTofu {
+		return fail(run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu"))
+	}
 	if tfPath == "" {
 		if tfPath, err = FindTerraform(ctx, "", *allowInstall, *installDir); err != nil {
 			return fail(err)
@@ -110,6 +118,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Command:          command,
 		WorkDir:          *workDir,
 		TerraformPath:    tfPath,
+		OpenTofu:         *openTofu,
+		ProtectedTypes:   splitList(*protected),
+		AllowDestroy:     *allowDestroy,
+		ProgressInterval: *progressInterval,
 		Plugins:          plugins,
 		Parallelism:      *parallelism,
 		Stdout:           stdout,
@@ -154,4 +166,14 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 		return nil, errors.Join(errors.New("creating the API client"), err)
 	}
 	return c, nil
+}
+
+func splitList(s string) []string {
+	var items []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

@@ -29,6 +29,8 @@ type RunError struct {
 	Message string
 	// Invalid is set when the run's input can never work as it is.
 	Invalid bool
+	// Protected is set when the run refused to destroy protected resources (ErrDestroyProtected).
+	Protected bool
 	// Phases are the terraform commands the run got to, and how long they took.
 	Phases Phases
 	// Err is the cause, e.g. ErrTerraformFailed or ErrRunInProgress, for errors.Is.

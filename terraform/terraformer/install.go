@@ -17,6 +17,9 @@ import (
 // TerraformVersion is the pinned terraform version: the last MPL release.
 const TerraformVersion = "1.5.7"
 
+// OpenTofuVersion is the pinned OpenTofu version, the alternative binary.
+const OpenTofuVersion = "1.10.10"
+
 // ErrTerraformNotFound is returned when no terraform of the pinned version is installed
 // and installing one was not allowed.
 var ErrTerraformNotFound = errors.New("terraform " + TerraformVersion + " is not installed")

@@ -20,6 +20,8 @@ type terminationMessage struct {
 	Invalid bool   `json:"invalid,omitempty"`
 	// InProgress marks a run refused because another run of the same ID holds its objects.
 	InProgress bool `json:"inProgress,omitempty"`
+	// Protected marks a run refused because its plan destroys protected resources.
+	Protected bool `json:"protected,omitempty"`
 	// Phases are in seconds.
 	Phases map[string]float64 `json:"phases,omitempty"`
 	// Codes mark the message of a run pod of an earlier version as terraform's error
@@ -42,6 +44,7 @@ func WriteTerminationMessage(path string, phases Phases, runErr error) error {
 	}
 	msg.Invalid = errors.Is(runErr, run.ErrInvalidInput)
 	msg.InProgress = errors.Is(runErr, ErrRunInProgress)
+	msg.Protected = errors.Is(runErr, ErrDestroyProtected)
 	if len(msg.Blocks) > 0 && msg.Message == messageOf(msg.Blocks) {
 		msg.Message = ""
 	}
@@ -99,6 +102,8 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok b
 		cause = ErrRunInProgress
 	case msg.Invalid:
 		cause = run.ErrInvalidInput
+	case msg.Protected:
+		cause = ErrDestroyProtected
 	}
-	return phases, &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Phases: phases, Err: cause}, true
+	return phases, &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: phases, Err: cause}, true
 }

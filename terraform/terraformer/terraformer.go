@@ -65,7 +65,9 @@ type Terraformer struct {
 	WorkDir string
 	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
 	TerraformPath string
-	Plugins       Plugins
+	// OpenTofu says that TerraformPath is OpenTofu of OpenTofuVersion instead.
+	OpenTofu bool
+	Plugins  Plugins
 	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
 	Parallelism int
 	// Stdout and Stderr receive terraform's output.
@@ -76,9 +78,16 @@ type Terraformer struct {
 	FinalSaveTimeout time.Duration
 	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
 	StopTimeout time.Duration
+	// ProtectedTypes are resource types an apply must not destroy or replace unless
+	// AllowDestroy is set; the run then fails with ErrDestroyProtected before changing anything.
+	ProtectedTypes []string
+	AllowDestroy   bool
+	// ProgressInterval is how often at most the progress is written; DefaultProgressInterval when zero.
+	ProgressInterval time.Duration
 
-	store  *state.StateStore
-	phases Phases
+	store   *state.StateStore
+	phases  Phases
+	tracker *tracker
 }
 
 // Phases is how long each terraform command of the last Run took.
@@ -100,6 +109,8 @@ type Result struct {
 	State []byte
 	// Changes is whether a plan found changes to make.
 	Changes bool
+	// Plan is what the plan of an apply or a plan run found; executors fill it in.
+	Plan *PlanSummary
 	// StateWrites is how many times the state was written to the API server.
 	StateWrites int
 	// Phases is how long each terraform command of the run took.
@@ -167,7 +178,14 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	}
 	log.Info("terraformStarted")
 	result := &Result{}
+	if t.Command != Validate {
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, annotate(t.Client, id.Namespace, t.Objects.ConfigName()))
+	}
 	runErr := t.timed(string(t.Command), func() error { return t.execute(ctx, tf, result) })
+	if t.tracker != nil {
+		t.tracker.stop(persistCtx)
+		result.Plan = t.tracker.Plan()
+	}
 	if watcher != nil {
 		watcher.stop()
 		if err := t.finalSave(persistCtx); err != nil {
@@ -182,6 +200,10 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		var validation *RunError
 		if errors.As(runErr, &validation) {
 			return nil, validation
+		}
+		// In JSON mode terraform reports its errors as diagnostics on stdout.
+		if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
+			return nil, &RunError{Command: string(t.Command), Blocks: blocks, Message: messageOf(blocks), Err: errors.Join(ErrTerraformFailed, runErr)}
 		}
 		return nil, NewRunError(string(t.Command), stderr.String(), runErr)
 	}
@@ -303,8 +325,12 @@ func (t *Terraformer) terraform(ctx context.Context) (*tfexec.Terraform, *bytes.
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
 	}
-	if v.String() != TerraformVersion {
-		return nil, nil, fmt.Errorf("%w: %s is terraform %s", ErrTerraformNotFound, t.TerraformPath, v)
+	want, binary := TerraformVersion, "terraform"
+	if t.OpenTofu {
+		want, binary = OpenTofuVersion, "OpenTofu"
+	}
+	if v.String() != want {
+		return nil, nil, fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
 	}
 	return tf, stderr, nil
 }
@@ -328,19 +354,23 @@ func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
 func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
 	switch t.Command {
 	case Apply:
-		var opts []tfexec.ApplyOption
-		if t.Parallelism > 0 {
-			opts = append(opts, tfexec.Parallelism(t.Parallelism))
-		}
-		return tf.Apply(ctx, opts...)
+		return t.apply(ctx, tf)
 	case Destroy:
 		var opts []tfexec.DestroyOption
 		if t.Parallelism > 0 {
 			opts = append(opts, tfexec.Parallelism(t.Parallelism))
 		}
-		return tf.Destroy(ctx, opts...)
+		w := t.tracker.writer(true)
+		err := tf.DestroyJSON(ctx, w, opts...)
+		_ = w.Close()
+		return err
 	case Plan:
-		changes, err := tf.Plan(ctx, tfexec.Lock(false))
+		w := t.tracker.writer(true)
+		changes, err := tf.PlanJSON(ctx, w, tfexec.Lock(false))
+		_ = w.Close()
+		if err == nil {
+			t.tracker.publishPlan(ctx)
+		}
 		result.Changes = changes
 		return err
 	case Validate:
@@ -360,6 +390,50 @@ func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result 
 		return nil
 	}
 	return run.InvalidInput("command", string(t.Command))
+}
+
+// planFile is where an apply keeps its plan; writeFiles removes it before the next run.
+const planFile = "terraseed.tfplan"
+
+// apply plans, publishes the plan, refuses one that destroys a protected resource, and
+// applies exactly the plan it checked.
+func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
+	planOpts := []tfexec.PlanOption{tfexec.Out(planFile)}
+	applyOpts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile)}
+	if t.Parallelism > 0 {
+		planOpts = append(planOpts, tfexec.Parallelism(t.Parallelism))
+		applyOpts = append(applyOpts, tfexec.Parallelism(t.Parallelism))
+	}
+	w := t.tracker.writer(true)
+	_, err := tf.PlanJSON(ctx, w, planOpts...)
+	_ = w.Close()
+	if err != nil {
+		return err
+	}
+	t.tracker.publishPlan(ctx)
+	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
+		if !t.AllowDestroy {
+			return protectedError(hits)
+		}
+		logf.FromContext(ctx).Info("destroyingProtectedResources", "changes", len(hits))
+	}
+	w = t.tracker.writer(false)
+	err = tf.ApplyJSON(ctx, w, applyOpts...)
+	_ = w.Close()
+	return err
+}
+
+// ErrDestroyProtected is returned when an apply would destroy or replace a resource of a
+// protected type without being allowed to.
+var ErrDestroyProtected = errors.New("the plan destroys or replaces protected resources")
+
+func protectedError(hits []Change) *RunError {
+	described := make([]string, len(hits))
+	for i, h := range hits {
+		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
+	}
+	message := fmt.Sprintf("%s: %s; nothing was changed", ErrDestroyProtected, listed(described, 20))
+	return &RunError{Command: string(Apply), Message: message, Protected: true, Err: ErrDestroyProtected}
 }
 
 // finalSave writes the state once more after terraform exited, retrying until the

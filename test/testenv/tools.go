@@ -16,6 +16,12 @@ func Terraform(t testing.TB) string {
 	return requireEnvFile(t, "TERRASEED_TERRAFORM")
 }
 
+// OpenTofu returns the path of the pinned OpenTofu binary that `make tools` built.
+func OpenTofu(t testing.TB) string {
+	t.Helper()
+	return requireEnvFile(t, "TERRASEED_TOFU")
+}
+
 // ProviderMirror returns the terraform filesystem mirror holding the pinned providers.
 func ProviderMirror(t testing.TB) string {
 	t.Helper()

@@ -56,6 +56,18 @@ build_terraform() {
   (cd "$out" && GOBIN="$out" go install "github.com/hashicorp/terraform@v$TERRAFORM_VERSION")
 }
 
+# OpenTofu, the alternative binary. Its module replaces a dependency, which `go install
+# module@version` refuses: it is built in a copy of its module, as its own main module.
+# Release builds stamp the version without the -dev marker, which the run checks.
+build_tofu() {
+  local dir
+  dir=$(cd "$out" && go mod download -json "github.com/opentofu/opentofu@v$OPENTOFU_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  cp -r "$dir" "$out/src"
+  chmod -R u+w "$out/src"
+  (cd "$out/src" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out/tofu" ./cmd/tofu)
+  rm -rf "$out/src"
+}
+
 # The provider lands in a terraform filesystem mirror (unpacked layout), so that runs
 # never download it.
 build_kubectl_provider() {
@@ -100,10 +112,23 @@ build_helm() {
   (cd "$out" && GOBIN="$out" go install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION")
 }
 
-want=${*:-terraform kubectl-provider control-plane node controller-gen helm}
+# OpenTofu resolves a source without a host to registry.opentofu.org: the mirror serves
+# the same provider packages under that host too.
+link_opentofu_mirror() {
+  local from="$cache/provider-mirror/registry.terraform.io" to="$cache/provider-mirror/registry.opentofu.org" pkg rel
+  for pkg in "$from"/*/*/*/*; do
+    [[ -d "$pkg" ]] || continue
+    rel=${pkg#"$from"/}
+    mkdir -p "$(dirname "$to/$rel")"
+    ln -sfn "$pkg" "$to/$rel"
+  done
+}
+
+want=${*:-terraform tofu kubectl-provider control-plane node controller-gen helm}
 for tool in $want; do
   case $tool in
     terraform) build terraform "$cache/terraform-$TERRAFORM_VERSION" terraform build_terraform ;;
+    tofu) build OpenTofu "$cache/opentofu-$OPENTOFU_VERSION" tofu build_tofu ;;
     kubectl-provider) build "kubectl provider" \
       "$cache/provider-mirror/registry.terraform.io/gavinbunney/kubectl/$KUBECTL_PROVIDER_VERSION/linux_amd64" \
       "terraform-provider-kubectl_v$KUBECTL_PROVIDER_VERSION" build_kubectl_provider ;;
@@ -115,3 +140,6 @@ for tool in $want; do
   esac
 done
 finish
+if [[ " $want " == *" kubectl-provider "* ]]; then
+  link_opentofu_mirror
+fi

@@ -46,6 +46,33 @@ data "aws_internet_gateway" "igw" {
   }
 }
 
+# Gardener's terraform-era AWS template (charts/internal/aws-infra) named some resources
+# differently: a state it wrote is taken over by these moves, and nothing is recreated.
+moved {
+  from = aws_route_table.routetable_main
+  to   = aws_route_table.public
+}
+
+moved {
+  from = aws_route.public
+  to   = aws_route.public_default
+}
+
+moved {
+  from = aws_security_group_rule.nodes_tcp_all
+  to   = aws_security_group_rule.nodes_tcp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_udp_all
+  to   = aws_security_group_rule.nodes_udp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_egress_all
+  to   = aws_security_group_rule.nodes_egress
+}
+
 resource "aws_route_table" "public" {
   vpc_id = local.vpc_id
   tags   = merge(local.tags, { Name = local.cluster_name })
@@ -58,8 +85,9 @@ resource "aws_route" "public_default" {
 }
 
 resource "aws_security_group" "nodes" {
-  name        = "${local.cluster_name}-nodes"
-  description = "Security group for the nodes of ${local.cluster_name}"
+  name = "${local.cluster_name}-nodes"
+  # Gardener's description: it cannot change without replacing the group.
+  description = "Security group for nodes"
   vpc_id      = local.vpc_id
   tags        = merge(local.tags, { Name = "${local.cluster_name}-nodes" })
 }
@@ -122,12 +150,39 @@ resource "aws_subnet" "private_utility_z0" {
   tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z0", "kubernetes.io/role/internal-elb" = "use" })
 }
 
-resource "aws_security_group_rule" "nodes_utility_z0" {
+resource "aws_security_group_rule" "nodes_tcp_internal_z0" {
   type              = "ingress"
-  from_port         = 0
-  to_port           = 0
-  protocol          = "-1"
-  cidr_blocks       = [var.zone_0_internal, var.zone_0_public]
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_0_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_internal_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_0_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_tcp_public_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_0_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_public_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_0_public]
   security_group_id = aws_security_group.nodes.id
 }
 
@@ -166,6 +221,26 @@ resource "aws_route_table_association" "private_utility_z0" {
 resource "aws_route_table_association" "public_utility_z0" {
   subnet_id      = aws_subnet.public_utility_z0.id
   route_table_id = aws_route_table.public.id
+}
+
+moved {
+  from = aws_route_table.routetable_private_utility_z0
+  to   = aws_route_table.private_utility_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z0_association_nodes_z0
+  to   = aws_route_table_association.nodes_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z0_association_private_utility_z0
+  to   = aws_route_table_association.private_utility_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_main_association_public_utility_z0
+  to   = aws_route_table_association.public_utility_z0
 }
 
 resource "aws_iam_role" "nodes" {

@@ -46,9 +46,52 @@ resource "aws_vpc" "vpc" {
   tags                 = merge(local.tags, { Name = local.cluster_name })
 }
 
+resource "aws_vpc_dhcp_options" "vpc_dhcp_options" {
+  domain_name         = var.region == "us-east-1" ? "ec2.internal" : "${var.region}.compute.internal"
+  domain_name_servers = ["AmazonProvidedDNS"]
+  tags                = merge(local.tags, { Name = local.cluster_name })
+}
+
+resource "aws_vpc_dhcp_options_association" "vpc_dhcp_options_association" {
+  vpc_id          = aws_vpc.vpc.id
+  dhcp_options_id = aws_vpc_dhcp_options.vpc_dhcp_options.id
+}
+
+# Takes the VPC's default security group over, which removes its rules.
+resource "aws_default_security_group" "default" {
+  vpc_id = aws_vpc.vpc.id
+}
+
 resource "aws_internet_gateway" "igw" {
   vpc_id = aws_vpc.vpc.id
   tags   = merge(local.tags, { Name = local.cluster_name })
+}
+
+# Gardener's terraform-era AWS template (charts/internal/aws-infra) named some resources
+# differently: a state it wrote is taken over by these moves, and nothing is recreated.
+moved {
+  from = aws_route_table.routetable_main
+  to   = aws_route_table.public
+}
+
+moved {
+  from = aws_route.public
+  to   = aws_route.public_default
+}
+
+moved {
+  from = aws_security_group_rule.nodes_tcp_all
+  to   = aws_security_group_rule.nodes_tcp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_udp_all
+  to   = aws_security_group_rule.nodes_udp_node_ports
+}
+
+moved {
+  from = aws_security_group_rule.nodes_egress_all
+  to   = aws_security_group_rule.nodes_egress
 }
 
 resource "aws_route_table" "public" {
@@ -63,8 +106,9 @@ resource "aws_route" "public_default" {
 }
 
 resource "aws_security_group" "nodes" {
-  name        = "${local.cluster_name}-nodes"
-  description = "Security group for the nodes of ${local.cluster_name}"
+  name = "${local.cluster_name}-nodes"
+  # Gardener's description: it cannot change without replacing the group.
+  description = "Security group for nodes"
   vpc_id      = local.vpc_id
   tags        = merge(local.tags, { Name = "${local.cluster_name}-nodes" })
 }
@@ -127,12 +171,39 @@ resource "aws_subnet" "private_utility_z0" {
   tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z0", "kubernetes.io/role/internal-elb" = "use" })
 }
 
-resource "aws_security_group_rule" "nodes_utility_z0" {
+resource "aws_security_group_rule" "nodes_tcp_internal_z0" {
   type              = "ingress"
-  from_port         = 0
-  to_port           = 0
-  protocol          = "-1"
-  cidr_blocks       = [var.zone_0_internal, var.zone_0_public]
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_0_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_internal_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_0_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_tcp_public_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_0_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_public_z0" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_0_public]
   security_group_id = aws_security_group.nodes.id
 }
 
@@ -173,6 +244,26 @@ resource "aws_route_table_association" "public_utility_z0" {
   route_table_id = aws_route_table.public.id
 }
 
+moved {
+  from = aws_route_table.routetable_private_utility_z0
+  to   = aws_route_table.private_utility_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z0_association_nodes_z0
+  to   = aws_route_table_association.nodes_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z0_association_private_utility_z0
+  to   = aws_route_table_association.private_utility_z0
+}
+
+moved {
+  from = aws_route_table_association.routetable_main_association_public_utility_z0
+  to   = aws_route_table_association.public_utility_z0
+}
+
 # Zone 1: workers, public and internal subnets, a NAT gateway and the routes between them.
 resource "aws_subnet" "nodes_z1" {
   vpc_id            = local.vpc_id
@@ -195,12 +286,39 @@ resource "aws_subnet" "private_utility_z1" {
   tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z1", "kubernetes.io/role/internal-elb" = "use" })
 }
 
-resource "aws_security_group_rule" "nodes_utility_z1" {
+resource "aws_security_group_rule" "nodes_tcp_internal_z1" {
   type              = "ingress"
-  from_port         = 0
-  to_port           = 0
-  protocol          = "-1"
-  cidr_blocks       = [var.zone_1_internal, var.zone_1_public]
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_1_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_internal_z1" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_1_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_tcp_public_z1" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_1_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_public_z1" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_1_public]
   security_group_id = aws_security_group.nodes.id
 }
 
@@ -236,6 +354,26 @@ resource "aws_route_table_association" "public_utility_z1" {
   route_table_id = aws_route_table.public.id
 }
 
+moved {
+  from = aws_route_table.routetable_private_utility_z1
+  to   = aws_route_table.private_utility_z1
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z1_association_nodes_z1
+  to   = aws_route_table_association.nodes_z1
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z1_association_private_utility_z1
+  to   = aws_route_table_association.private_utility_z1
+}
+
+moved {
+  from = aws_route_table_association.routetable_main_association_public_utility_z1
+  to   = aws_route_table_association.public_utility_z1
+}
+
 # Zone 2: workers, public and internal subnets, a NAT gateway and the routes between them.
 resource "aws_subnet" "nodes_z2" {
   vpc_id            = local.vpc_id
@@ -258,12 +396,39 @@ resource "aws_subnet" "private_utility_z2" {
   tags              = merge(local.tags, { Name = "${local.cluster_name}-private-utility-z2", "kubernetes.io/role/internal-elb" = "use" })
 }
 
-resource "aws_security_group_rule" "nodes_utility_z2" {
+resource "aws_security_group_rule" "nodes_tcp_internal_z2" {
   type              = "ingress"
-  from_port         = 0
-  to_port           = 0
-  protocol          = "-1"
-  cidr_blocks       = [var.zone_2_internal, var.zone_2_public]
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_2_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_internal_z2" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_2_internal]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_tcp_public_z2" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "tcp"
+  cidr_blocks       = [var.zone_2_public]
+  security_group_id = aws_security_group.nodes.id
+}
+
+resource "aws_security_group_rule" "nodes_udp_public_z2" {
+  type              = "ingress"
+  from_port         = 30000
+  to_port           = 32767
+  protocol          = "udp"
+  cidr_blocks       = [var.zone_2_public]
   security_group_id = aws_security_group.nodes.id
 }
 
@@ -304,6 +469,26 @@ resource "aws_route_table_association" "public_utility_z2" {
   route_table_id = aws_route_table.public.id
 }
 
+moved {
+  from = aws_route_table.routetable_private_utility_z2
+  to   = aws_route_table.private_utility_z2
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z2_association_nodes_z2
+  to   = aws_route_table_association.nodes_z2
+}
+
+moved {
+  from = aws_route_table_association.routetable_private_utility_z2_association_private_utility_z2
+  to   = aws_route_table_association.private_utility_z2
+}
+
+moved {
+  from = aws_route_table_association.routetable_main_association_public_utility_z2
+  to   = aws_route_table_association.public_utility_z2
+}
+
 resource "aws_iam_role" "nodes" {
   name = "${local.cluster_name}-nodes"
   path = "/"
@@ -334,4 +519,9 @@ resource "aws_key_pair" "nodes" {
   key_name   = "${local.cluster_name}-ssh-publickey"
   public_key = var.ssh_public_key
   tags       = local.tags
+}
+
+moved {
+  from = aws_key_pair.kubernetes
+  to   = aws_key_pair.nodes
 }

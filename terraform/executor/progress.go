@@ -1,0 +1,97 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// DefaultProgressPollInterval is how often the configuration ConfigMap is read for a
+// run's progress.
+const DefaultProgressPollInterval = 2 * time.Second
+
+// clearRunAnnotations removes what an earlier run reported, before a new run starts.
+func clearRunAnnotations(ctx context.Context, c client.Client, id run.ID) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		terraformer.AnnotationProgress: nil, terraformer.AnnotationPlan: nil,
+	}}})
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.ConfigName()}}
+	if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("clearing the progress of an earlier run: %w", err)
+	}
+	return nil
+}
+
+// readRunAnnotations reads the progress and the plan the run reported so far.
+func readRunAnnotations(ctx context.Context, c client.Client, id run.ID) (*terraformer.Progress, *terraformer.PlanSummary, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}, cm); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	progress, plan := terraformer.ReadRunAnnotations(cm.Annotations)
+	return progress, plan, nil
+}
+
+// followProgress hands every new progress of the run to report until the returned stop
+// is called; stop returns once report is no longer called.
+func followProgress(ctx context.Context, c client.Client, req Request, interval time.Duration) (stop func()) {
+	if req.Progress == nil {
+		return func() {}
+	}
+	if interval <= 0 {
+		interval = DefaultProgressPollInterval
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		var last terraformer.Progress
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			// A failed read is tried again at the next tick: progress is a courtesy.
+			progress, _, err := readRunAnnotations(ctx, c, req.ID)
+			if err != nil || progress == nil || *progress == last || progress.Command != string(req.Command) {
+				continue
+			}
+			last = *progress
+			req.Progress(*progress)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// withPlan adds the plan the run reported to its result.
+func withPlan(ctx context.Context, c client.Client, req Request, result *terraformer.Result) (*terraformer.Result, error) {
+	if req.Command != terraformer.Apply && req.Command != terraformer.Plan {
+		return result, nil
+	}
+	_, plan, err := readRunAnnotations(ctx, c, req.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the plan of the run: %w", err)
+	}
+	result.Plan = plan
+	result.Changes = plan.HasChanges()
+	return result, nil
+}
