@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/webhook/controlplane"
 )
 
@@ -33,14 +31,7 @@ func runMutate(args []string, stdout, stderr io.Writer) error {
 	if err := readObject(*deploymentFile, deployment); err != nil {
 		return err
 	}
-	var cluster *extensionsv1alpha1.Cluster
-	if *clusterFile != "" {
-		cluster = &extensionsv1alpha1.Cluster{}
-		if err := readObject(*clusterFile, cluster); err != nil {
-			return err
-		}
-	}
-	registry, err := templates.NewRegistry(providerDirs...)
+	cluster, registry, err := readClusterAndProviders(*clusterFile, providerDirs)
 	if err != nil {
 		return err
 	}

@@ -35,14 +35,7 @@ func runRender(args []string, stdout io.Writer) error {
 	if *infraFile == "" {
 		return fmt.Errorf("-f is required: the Infrastructure or ControlPlane to render")
 	}
-	var cluster *extensionsv1alpha1.Cluster
-	if *clusterFile != "" {
-		cluster = &extensionsv1alpha1.Cluster{}
-		if err := readObject(*clusterFile, cluster); err != nil {
-			return err
-		}
-	}
-	registry, err := templates.NewRegistry(providerDirs...)
+	cluster, registry, err := readClusterAndProviders(*clusterFile, providerDirs)
 	if err != nil {
 		return err
 	}
@@ -88,6 +81,20 @@ func runRender(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "# %s=<redacted: key %q>%s\n", c.EnvName(), c.Key, optional)
 	}
 	return nil
+}
+
+// readClusterAndProviders reads the optional Cluster file and loads the providers, as the
+// offline commands take them.
+func readClusterAndProviders(clusterFile string, providerDirs []string) (*extensionsv1alpha1.Cluster, *templates.Registry, error) {
+	var cluster *extensionsv1alpha1.Cluster
+	if clusterFile != "" {
+		cluster = &extensionsv1alpha1.Cluster{}
+		if err := readObject(clusterFile, cluster); err != nil {
+			return nil, nil, err
+		}
+	}
+	registry, err := templates.NewRegistry(providerDirs...)
+	return cluster, registry, err
 }
 
 func readObject(path string, into any) error {
