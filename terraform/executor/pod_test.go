@@ -291,9 +291,12 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 20)
+	// The run pod waits at the gate until the test opens it: it is surely still running
+	// when the restarted controller looks, however fast the machine.
+	gate := f.newGate(4)
+	f.writeChainConfig(20, gate)
 	k := startKubelet(f, false)
 	first := f.podExecutor()
-	first.Parallelism = 1
 
 	ctx, stopController := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -301,7 +304,7 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 		_, err := first.Run(ctx, f.request(terraformer.Apply))
 		done <- err
 	}()
-	f.waitForItems(2)
+	gate.waitUntilReached()
 	stopController()
 	g.Expect(<-done).To(MatchError(context.Canceled))
 
@@ -309,6 +312,7 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	second := f.podExecutor()
 	_, err := second.Run(context.Background(), f.request(terraformer.Destroy))
 	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress), "another command waits for the running pod")
+	gate.open()
 	_, err = second.Run(context.Background(), f.request(terraformer.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k.startedPods()).To(HaveLen(1), "the running pod was adopted, not started twice")
