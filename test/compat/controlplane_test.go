@@ -1,14 +1,12 @@
 package compat_test
 
 import (
-	"context"
 	"testing"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1helper "github.com/gardener/gardener/pkg/apis/core/v1beta1/helper"
 	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/controlplane"
-	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
 	healthchecker "github.com/gardener/gardener/pkg/utils/kubernetes/health/checker"
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
@@ -68,25 +66,17 @@ func localControlPlaneConfig(replicas int) string {
 }
 
 func (sh *shootInSeed) getControlPlane(g Gomega) *gardenextensionsv1alpha1.ControlPlane {
-	cp := &gardenextensionsv1alpha1.ControlPlane{}
-	g.Expect(sh.seed.client.Get(sh.ctx, sh.key(), cp)).To(Succeed())
-	return cp
+	return getExtension(g, sh, &gardenextensionsv1alpha1.ControlPlane{})
 }
 
 // expectControlPlaneHealthy reads the ControlPlane and checks it with Gardener's own health check.
 func (sh *shootInSeed) expectControlPlaneHealthy(g Gomega) *gardenextensionsv1alpha1.ControlPlane {
-	cp := sh.getControlPlane(g)
-	g.Expect(health.CheckExtensionObject(cp)).To(Succeed(), "Gardener's health check of %s", describe(cp))
-	return cp
+	return expectExtensionHealthy(g, sh, &gardenextensionsv1alpha1.ControlPlane{})
 }
 
 // describeControlPlane returns, for a failure message, what Gardener looks at in the ControlPlane now.
 func (sh *shootInSeed) describeControlPlane() string {
-	cp := &gardenextensionsv1alpha1.ControlPlane{}
-	if err := sh.seed.client.Get(context.Background(), sh.key(), cp); err != nil {
-		return "the ControlPlane now: " + err.Error()
-	}
-	return "the ControlPlane now: " + describe(cp)
+	return describeNow(sh, "ControlPlane", &gardenextensionsv1alpha1.ControlPlane{})
 }
 
 // controlPlaneObjects returns the UIDs of the objects the local provider's control plane

@@ -122,28 +122,42 @@ func (sh *shootInSeed) key() client.ObjectKey {
 }
 
 func (sh *shootInSeed) get(g Gomega) *gardenextensionsv1alpha1.Infrastructure {
-	infra := &gardenextensionsv1alpha1.Infrastructure{}
-	g.Expect(sh.seed.client.Get(sh.ctx, sh.key(), infra)).To(Succeed())
-	return infra
+	return getExtension(g, sh, &gardenextensionsv1alpha1.Infrastructure{})
 }
 
 // expectHealthy reads the Infrastructure and checks it with Gardener's own health check.
 func (sh *shootInSeed) expectHealthy(g Gomega) *gardenextensionsv1alpha1.Infrastructure {
-	infra := sh.get(g)
-	g.Expect(health.CheckExtensionObject(infra)).To(Succeed(), "Gardener's health check of %s", describe(infra))
-	return infra
+	return expectExtensionHealthy(g, sh, &gardenextensionsv1alpha1.Infrastructure{})
+}
+
+// getExtension reads the shoot's extension object of obj's kind into obj.
+func getExtension[T gardenextensionsv1alpha1.Object](g Gomega, sh *shootInSeed, obj T) T {
+	g.Expect(sh.seed.client.Get(sh.ctx, sh.key(), obj)).To(Succeed())
+	return obj
+}
+
+// expectExtensionHealthy reads the shoot's extension object of obj's kind and checks it
+// with Gardener's own health check.
+func expectExtensionHealthy[T gardenextensionsv1alpha1.Object](g Gomega, sh *shootInSeed, obj T) T {
+	getExtension(g, sh, obj)
+	g.Expect(health.CheckExtensionObject(obj)).To(Succeed(), "Gardener's health check of %s", describe(obj))
+	return obj
+}
+
+// describeNow returns, for a failure message, what Gardener looks at in the shoot's
+// extension object of obj's kind now.
+func describeNow(sh *shootInSeed, kind string, obj gardenextensionsv1alpha1.Object) string {
+	if err := sh.seed.client.Get(context.Background(), sh.key(), obj); err != nil {
+		return fmt.Sprintf("the %s now: %v", kind, err)
+	}
+	return fmt.Sprintf("the %s now: %s", kind, describe(obj))
 }
 
 // describe returns, for a failure message, what Gardener looks at in the Infrastructure now.
 func (sh *shootInSeed) describe() string {
-	infra := &gardenextensionsv1alpha1.Infrastructure{}
-	if err := sh.seed.client.Get(context.Background(), sh.key(), infra); err != nil {
-		return fmt.Sprintf("the Infrastructure now: %v", err)
-	}
-	return "the Infrastructure now: " + describe(infra)
+	return describeNow(sh, "Infrastructure", &gardenextensionsv1alpha1.Infrastructure{})
 }
 
-// describe returns, for a failure message, what Gardener looks at in an extension object.
 func describe(obj gardenextensionsv1alpha1.Object) string {
 	status := obj.GetExtensionStatus()
 	state := "none"
