@@ -126,7 +126,15 @@ func Run(m *testing.M, env **Environment, extras ...func(*Environment) (stop fun
 // Namespace creates a namespace for one test and deletes it when the test ends.
 func (e *Environment) Namespace(t testing.TB) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	return e.LabelledNamespace(t, nil)
+}
+
+// LabelledNamespace is Namespace with labels set when it is created. Labels patched on
+// later reach the API server's own namespace cache a moment after the patch returns, so
+// admission webhooks selecting on them could still pass over a request made right after.
+func (e *Environment) LabelledNamespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-", Labels: labels}}
 	if err := e.Client.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}

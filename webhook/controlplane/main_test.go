@@ -191,15 +191,10 @@ func freePort(t *testing.T) int {
 // the provider type; "" leaves it unlabelled.
 func shootNamespace(t *testing.T, providerType string) string {
 	t.Helper()
-	ns := env.Namespace(t)
-	if providerType != "" {
-		namespace := &corev1.Namespace{}
-		NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, namespace)).To(Succeed())
-		patch := client.MergeFrom(namespace.DeepCopy())
-		namespace.Labels[controlplane.LabelShootProvider] = providerType
-		NewWithT(t).Expect(env.Client.Patch(context.Background(), namespace, patch)).To(Succeed())
+	if providerType == "" {
+		return env.Namespace(t)
 	}
-	return ns
+	return env.LabelledNamespace(t, map[string]string{controlplane.LabelShootProvider: providerType})
 }
 
 // readDeployment reads a Deployment from testdata.
