@@ -207,25 +207,27 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 	out := &RenderedControlPlane{}
 	seen := map[string]string{}
 	for _, file := range cp.Templates() {
+		name := path.Join(controlPlaneDir, file)
+		fileError := func(err error) error { return &RenderError{Type: p.Manifest.Type, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, p.controlPlaneRenderError(path.Join(controlPlaneDir, file), err)
+			return nil, p.controlPlaneRenderError(name, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: path.Join(controlPlaneDir, file), Err: err}
+			return nil, fileError(err)
 		}
 		for _, obj := range objects {
 			if err := placeObject(obj, namespace); err != nil {
-				return nil, &RenderError{Type: p.Manifest.Type, File: path.Join(controlPlaneDir, file), Err: err}
+				return nil, fileError(err)
 			}
 			id := obj.GroupVersionKind().GroupKind().String() + "/" + obj.GetName()
 			if other, ok := seen[id]; ok {
-				return nil, &RenderError{Type: p.Manifest.Type, File: path.Join(controlPlaneDir, file), Err: fmt.Errorf("%s is rendered twice (also by %s)", id, other)}
+				return nil, fileError(fmt.Errorf("%s is rendered twice (also by %s)", id, other))
 			}
 			seen[id] = file
 			if err := addPodLabels(obj, cp.Manifest.NetworkPolicyLabels); err != nil {
-				return nil, &RenderError{Type: p.Manifest.Type, File: path.Join(controlPlaneDir, file), Err: err}
+				return nil, fileError(err)
 			}
 			out.Objects = append(out.Objects, obj)
 		}

@@ -40,8 +40,10 @@ type Mutations struct {
 	Deployments map[string]DeploymentMutation `json:"deployments"`
 
 	// raw is the file as plain values; its strings are templates, rendered per request.
-	raw       map[string]any
-	templated bool
+	raw map[string]any
+	// parsed holds each templated string of raw, parsed when the provider loads, by its
+	// field path: an admission only executes them.
+	parsed map[string]*template.Template
 }
 
 // DeploymentMutation changes one Deployment's pod template.
@@ -97,7 +99,7 @@ func (m *Mutations) DeploymentNames() []string {
 }
 
 // Templated says whether any value is a template, and so whether rendering reads the Cluster.
-func (m *Mutations) Templated() bool { return m.templated }
+func (m *Mutations) Templated() bool { return len(m.parsed) > 0 }
 
 // RenderMutation renders the mutation of one Deployment; nil when the provider leaves it alone.
 func (p *Provider) RenderMutation(deployment string, in MutationInput) (*DeploymentMutation, error) {
@@ -126,8 +128,14 @@ func (p *Provider) RenderMutation(deployment string, in MutationInput) (*Deploym
 		cluster["name"] = in.Cluster.Name
 	}
 	data := map[string]any{"namespace": in.Namespace, "type": p.Manifest.Type, "cluster": cluster}
-	rendered, err := renderValues(root, raw, false, func(p *field.Path, text string) (string, error) {
-		return executeText(p.String(), text, mutationFuncs(), data)
+	rendered, err := renderValues(root, raw, false, func(p *field.Path, _ string) (string, error) {
+		tpl, ok := m.parsed[p.String()]
+		if !ok {
+			return "", fmt.Errorf("no template was parsed for %s when the provider loaded", p)
+		}
+		var out strings.Builder
+		err := tpl.Execute(&out, data)
+		return out.String(), err
 	})
 	if err != nil {
 		return fail(err)
@@ -160,12 +168,15 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 	}
 	errs := m.validate()
 	// Parse every template now, so a broken one fails when the provider loads, not in an
-	// admission request.
+	// admission request, and an admission does not parse again.
+	m.parsed = map[string]*template.Template{}
+	funcs := mutationFuncs()
 	_, _ = renderValues(field.NewPath("deployments"), m.raw["deployments"], true, func(p *field.Path, text string) (string, error) {
-		m.templated = true
-		if _, err := template.New(p.String()).Funcs(mutationFuncs()).Parse(text); err != nil {
+		tpl, err := template.New(p.String()).Option("missingkey=error").Funcs(funcs).Parse(text)
+		if err != nil {
 			errs = append(errs, field.Invalid(p, text, "not a template: "+err.Error()))
 		}
+		m.parsed[p.String()] = tpl
 		return text, nil
 	})
 	if len(errs) > 0 {

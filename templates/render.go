@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,20 +87,16 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 }
 
 func (p *Provider) execute(file string, data any, state *renderState) (string, error) {
-	tpl, err := template.New(file).Option("missingkey=error").Funcs(funcMap(state)).Parse(p.templates[file])
+	text, err := executeText(file, p.templates[file], funcMap(state), data)
 	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, data); err != nil {
 		return "", err
 	}
 	// Rendered text must be HCL; catching it here names the provider file instead of
 	// leaving terraform to fail later in a pod.
-	if _, diags := hclsyntax.ParseConfig(buf.Bytes(), file, hcl.InitialPos); diags.HasErrors() {
+	if _, diags := hclsyntax.ParseConfig([]byte(text), file, hcl.InitialPos); diags.HasErrors() {
 		return "", fmt.Errorf("the template produced invalid HCL: %s", diags.Error())
 	}
-	return string(hclwrite.Format(buf.Bytes())), nil
+	return string(hclwrite.Format([]byte(text))), nil
 }
 
 // renderState collects the tfvars the templates ask for during one render.

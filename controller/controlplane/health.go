@@ -93,7 +93,7 @@ func (r *HealthReconciler) check(ctx context.Context, cp *extensionsv1alpha1.Con
 		obj.SetGroupVersionKind(stub.GroupVersionKind())
 		name := stub.GetKind() + " " + stub.GetName()
 		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(stub), obj); err != nil {
-			if apierrors.IsNotFound(err) || isGone(err) {
+			if isGone(err) {
 				unhealthy = append(unhealthy, name+": missing")
 				continue
 			}
@@ -128,11 +128,10 @@ func (r *HealthReconciler) check(ctx context.Context, cp *extensionsv1alpha1.Con
 // write patches the condition when it changed, or to refresh its update time once it is
 // half a period old; the patch fails rather than overwrite a status written meanwhile.
 func (r *HealthReconciler) write(ctx context.Context, cp *extensionsv1alpha1.ControlPlane, condition extensionsv1alpha1.Condition) error {
-	for _, existing := range cp.Status.Conditions {
-		if existing.Type == condition.Type && existing.Status == condition.Status && existing.Reason == condition.Reason &&
-			existing.Message == condition.Message && condition.LastUpdateTime.Sub(existing.LastUpdateTime.Time) < r.period()/2 {
-			return nil
-		}
+	if existing := extension.FindCondition(&cp.Status.DefaultStatus, condition.Type); existing != nil &&
+		existing.Status == condition.Status && existing.Reason == condition.Reason && existing.Message == condition.Message &&
+		condition.LastUpdateTime.Sub(existing.LastUpdateTime.Time) < r.period()/2 {
+		return nil
 	}
 	base := cp.DeepCopy()
 	extension.SetCondition(&cp.Status.DefaultStatus, condition)

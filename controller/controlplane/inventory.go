@@ -114,13 +114,11 @@ func digest(objects []*unstructured.Unstructured, providerStatus *runtime.RawExt
 
 // union is every object of both.
 func (inv inventory) union(other inventory) inventory {
-	out := inventory{}
-	for id, e := range inv {
-		out[id] = e
+	out := maps.Clone(inv)
+	if out == nil {
+		out = inventory{}
 	}
-	for id, e := range other {
-		out[id] = e
-	}
+	maps.Copy(out, other)
 	return out
 }
 
@@ -141,7 +139,7 @@ func (inv inventory) objects() []*unstructured.Unstructured {
 	for _, id := range slices.Sorted(maps.Keys(inv)) {
 		meta, err := object.ParseObjMetadata(id)
 		if err != nil {
-			continue // readInventory refused these
+			continue // readState refused these
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(meta.GroupKind.WithVersion(inv[id].Version))

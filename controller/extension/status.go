@@ -61,17 +61,25 @@ func setReady(status *extensionsv1alpha1.DefaultStatus, conditionStatus extensio
 // SetCondition adds or replaces the condition of its type, keeping the transition time of
 // an existing one whose status stays the same.
 func SetCondition(status *extensionsv1alpha1.DefaultStatus, condition extensionsv1alpha1.Condition) {
-	for i, existing := range status.Conditions {
-		if existing.Type != condition.Type {
-			continue
-		}
-		if existing.Status == condition.Status {
-			condition.LastTransitionTime = existing.LastTransitionTime
-		}
-		status.Conditions[i] = condition
+	existing := FindCondition(status, condition.Type)
+	if existing == nil {
+		status.Conditions = append(status.Conditions, condition)
 		return
 	}
-	status.Conditions = append(status.Conditions, condition)
+	if existing.Status == condition.Status {
+		condition.LastTransitionTime = existing.LastTransitionTime
+	}
+	*existing = condition
+}
+
+// FindCondition returns the condition of the type in status, nil when there is none.
+func FindCondition(status *extensionsv1alpha1.DefaultStatus, t extensionsv1alpha1.ConditionType) *extensionsv1alpha1.Condition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -129,7 +129,7 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 		return 0
 	}
 	status := &req.Object.Status.DefaultStatus
-	if last := findCondition(status, ConditionInSync); last != nil {
+	if last := extension.FindCondition(status, ConditionInSync); last != nil {
 		if age := time.Since(last.LastUpdateTime.Time); age < a.DriftInterval {
 			return a.DriftInterval - age
 		}
@@ -177,21 +177,8 @@ func driftMessage(plan *terraformer.PlanSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the infrastructure differs from its configuration: %s", plan.Summary(addressesListed))
 	if len(plan.Drift) > 0 {
-		drifted := make([]string, len(plan.Drift))
-		for i, d := range plan.Drift {
-			drifted[i] = d.Address
-		}
-		fmt.Fprintf(&b, "; changed outside terraform: %s", strings.Join(drifted[:min(len(drifted), addressesListed)], ", "))
+		fmt.Fprintf(&b, "; changed outside terraform: %s", plan.DriftSummary(addressesListed))
 	}
 	b.WriteString("; the next reconcile applies the configuration again")
 	return b.String()
-}
-
-func findCondition(status *extensionsv1alpha1.DefaultStatus, t extensionsv1alpha1.ConditionType) *extensionsv1alpha1.Condition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -2,14 +2,11 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
@@ -22,14 +19,9 @@ const DefaultProgressPollInterval = 2 * time.Second
 
 // clearRunAnnotations removes what an earlier run reported, before a new run starts.
 func clearRunAnnotations(ctx context.Context, c client.Client, id run.ID) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		terraformer.AnnotationProgress: nil, terraformer.AnnotationPlan: nil,
-	}}})
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.ConfigName()}}
-	if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+	config := client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}
+	cleared := map[string]*string{terraformer.AnnotationProgress: nil, terraformer.AnnotationPlan: nil}
+	if err := terraformer.AnnotateConfig(ctx, c, config, cleared); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clearing the progress of an earlier run: %w", err)
 	}
 	return nil

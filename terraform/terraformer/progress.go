@@ -128,6 +128,18 @@ func (p *PlanSummary) Summary(limit int) string {
 	return strings.Join(parts, ", ")
 }
 
+// DriftSummary lists the addresses changed outside terraform, at most limit of them.
+func (p *PlanSummary) DriftSummary(limit int) string {
+	if p == nil {
+		return ""
+	}
+	addresses := make([]string, len(p.Drift))
+	for i, d := range p.Drift {
+		addresses[i] = d.Address
+	}
+	return listed(addresses, limit)
+}
+
 // listed joins at most limit names, saying how many more there are.
 func listed(names []string, limit int) string {
 	if len(names) <= limit {
@@ -140,19 +152,19 @@ func listed(names []string, limit int) string {
 type uiMessage struct {
 	Message string `json:"@message"`
 	Type    string `json:"type"`
-	Change  *struct {
-		Resource uiResource `json:"resource"`
-		Action   string     `json:"action"`
-	} `json:"change"`
-	Hook *struct {
-		Resource uiResource `json:"resource"`
-		Action   string     `json:"action"`
-	} `json:"hook"`
+	// Change is set on planned changes and drift, Hook on the steps of an apply.
+	Change     *uiAction `json:"change"`
+	Hook       *uiAction `json:"hook"`
 	Diagnostic *struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
 		Detail   string `json:"detail"`
 	} `json:"diagnostic"`
+}
+
+type uiAction struct {
+	Resource uiResource `json:"resource"`
+	Action   string     `json:"action"`
 }
 
 type uiResource struct {
@@ -166,8 +178,9 @@ var verbs = map[string]string{"create": "creating", "update": "updating", "delet
 // the plan, the progress and the error diagnostics, and writes the progress to the
 // configuration ConfigMap at most every interval.
 type tracker struct {
-	out      io.Writer
-	report   func(ctx context.Context, annotations map[string]string) error
+	out io.Writer
+	// report sets one annotation of the configuration ConfigMap.
+	report   func(ctx context.Context, key, value string) error
 	interval time.Duration
 
 	mu       sync.Mutex
@@ -184,7 +197,7 @@ type tracker struct {
 	tickerDone  chan struct{}
 }
 
-func newTracker(ctx context.Context, command Command, out io.Writer, interval time.Duration, report func(context.Context, map[string]string) error) *tracker {
+func newTracker(ctx context.Context, command Command, out io.Writer, interval time.Duration, report func(ctx context.Context, key, value string) error) *tracker {
 	if interval <= 0 {
 		interval = DefaultProgressInterval
 	}
@@ -251,7 +264,7 @@ func (tr *tracker) line(data []byte) {
 		}
 	case "apply_start":
 		if m.Hook != nil {
-			tr.progress.Phase = map[bool]string{true: "destroying", false: "applying"}[tr.progress.Command == string(Destroy)]
+			tr.progress.Phase = tr.changingPhase()
 			verb := verbs[m.Hook.Action]
 			if verb == "" {
 				verb = m.Hook.Action
@@ -301,6 +314,14 @@ func weight(action string) int {
 	return 0
 }
 
+// changingPhase is the phase once terraform changes resources.
+func (tr *tracker) changingPhase() string {
+	if tr.progress.Command == string(Destroy) {
+		return "destroying"
+	}
+	return "applying"
+}
+
 // Plan returns what the last plan found.
 func (tr *tracker) Plan() *PlanSummary {
 	tr.mu.Lock()
@@ -343,7 +364,7 @@ func (tr *tracker) flush(ctx context.Context) {
 	tr.dirty = false
 	data, _ := json.Marshal(tr.progress)
 	tr.mu.Unlock()
-	if err := tr.report(ctx, map[string]string{AnnotationProgress: string(data)}); err != nil {
+	if err := tr.report(ctx, AnnotationProgress, string(data)); err != nil {
 		logf.FromContext(ctx).V(1).Info("progressNotWritten", "reason", err.Error())
 	}
 }
@@ -352,13 +373,13 @@ func (tr *tracker) flush(ctx context.Context) {
 func (tr *tracker) publishPlan(ctx context.Context) {
 	tr.mu.Lock()
 	data, _ := json.Marshal(tr.plan)
-	tr.progress.Phase = map[bool]string{true: "destroying", false: "applying"}[tr.progress.Command == string(Destroy)]
+	tr.progress.Phase = tr.changingPhase()
 	if tr.progress.Command == string(Plan) {
 		tr.progress.Phase = "planned"
 	}
 	tr.dirty = true
 	tr.mu.Unlock()
-	if err := tr.report(ctx, map[string]string{AnnotationPlan: string(data)}); err != nil {
+	if err := tr.report(ctx, AnnotationPlan, string(data)); err != nil {
 		logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
 	}
 }
@@ -370,16 +391,15 @@ func (tr *tracker) stop(ctx context.Context) {
 	tr.flush(ctx)
 }
 
-// annotate merges annotations into the configuration ConfigMap.
-func annotate(c client.Client, namespace, name string) func(context.Context, map[string]string) error {
-	return func(ctx context.Context, annotations map[string]string) error {
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-		if err != nil {
-			return err
-		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
+// AnnotateConfig merges annotations into a run's configuration ConfigMap; a nil value
+// removes the annotation.
+func AnnotateConfig(ctx context.Context, c client.Client, config client.ObjectKey, annotations map[string]*string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
 	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.Namespace, Name: config.Name}}
+	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
 }
 
 // ReadRunAnnotations reads the progress and the plan a run wrote on its configuration

@@ -179,7 +179,9 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	log.Info("terraformStarted")
 	result := &Result{}
 	if t.Command != Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, annotate(t.Client, id.Namespace, t.Objects.ConfigName()))
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, func(ctx context.Context, key, value string) error {
+			return AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, map[string]*string{key: &value})
+		})
 	}
 	runErr := t.timed(string(t.Command), func() error { return t.execute(ctx, tf, result) })
 	if t.tracker != nil {
