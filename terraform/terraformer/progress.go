@@ -152,6 +152,10 @@ func listed(names []string, limit int) string {
 type uiMessage struct {
 	Message string `json:"@message"`
 	Type    string `json:"type"`
+	// Changes is set on a change summary: "plan" ends the plan an apply shows before acting on it.
+	Changes *struct {
+		Operation string `json:"operation"`
+	} `json:"changes"`
 	// Change is set on planned changes and drift, Hook on the steps of an apply.
 	Change     *uiAction `json:"change"`
 	Hook       *uiAction `json:"hook"`
@@ -174,37 +178,53 @@ type uiResource struct {
 
 var verbs = map[string]string{"create": "creating", "update": "updating", "delete": "destroying", "replace": "replacing", "read": "reading"}
 
+// output is what a terraform command's JSON output holds.
+type output int
+
+const (
+	// planOutput is a plan's, or a destroy's: its planned changes are the plan.
+	planOutput output = iota
+	// appliedPlanOutput is an apply's of a saved plan: it repeats the plan's changes, known already.
+	appliedPlanOutput
+	// planningApplyOutput is an apply's that plans itself: its planned changes are the
+	// plan, published once terraform acts on it, so that a plan that failed is not.
+	planningApplyOutput
+)
+
 // tracker follows terraform's JSON output: it prints the human part of every line, keeps
 // the plan, the progress and the error diagnostics, and writes the progress to the
 // configuration ConfigMap at most every interval.
 type tracker struct {
 	out io.Writer
-	// report sets one annotation of the configuration ConfigMap.
-	report   func(ctx context.Context, key, value string) error
+	// report merges annotations into the configuration ConfigMap.
+	report   func(ctx context.Context, annotations map[string]string) error
 	interval time.Duration
 
 	mu       sync.Mutex
 	progress Progress
 	plan     PlanSummary
-	inPlan   bool
+	output   output
+	// planDue is set when the plan of a planning apply is to be published, planPublished after.
+	planDue, planPublished bool
 	// running are the changes under way, in the order they started.
 	running     []string
 	diagnostics []string
 	dirty       bool
-	lines       *io.PipeWriter
 	parsed      chan struct{}
-	stopTicker  chan struct{}
-	tickerDone  chan struct{}
+	// kick has the ticker write at once what is due.
+	kick       chan struct{}
+	stopTicker chan struct{}
+	tickerDone chan struct{}
 }
 
-func newTracker(ctx context.Context, command Command, out io.Writer, interval time.Duration, report func(ctx context.Context, key, value string) error) *tracker {
+func newTracker(ctx context.Context, command Command, out io.Writer, interval time.Duration, report func(ctx context.Context, annotations map[string]string) error) *tracker {
 	if interval <= 0 {
 		interval = DefaultProgressInterval
 	}
 	tr := &tracker{
 		out: out, report: report, interval: interval,
-		progress:   Progress{Command: string(command), Phase: "planning"},
-		stopTicker: make(chan struct{}), tickerDone: make(chan struct{}),
+		progress: Progress{Command: string(command), Phase: "planning"},
+		kick:     make(chan struct{}, 1), stopTicker: make(chan struct{}), tickerDone: make(chan struct{}),
 	}
 	tr.dirty = true
 	go tr.tick(ctx)
@@ -212,10 +232,10 @@ func newTracker(ctx context.Context, command Command, out io.Writer, interval ti
 }
 
 // writer returns a writer for one terraform command's JSON output; close it when the command ended.
-func (tr *tracker) writer(planning bool) io.WriteCloser {
+func (tr *tracker) writer(kind output) io.WriteCloser {
 	r, w := io.Pipe()
 	tr.mu.Lock()
-	tr.inPlan = planning
+	tr.output = kind
 	tr.parsed = make(chan struct{})
 	parsed := tr.parsed
 	tr.mu.Unlock()
@@ -254,16 +274,22 @@ func (tr *tracker) line(data []byte) {
 	defer tr.mu.Unlock()
 	switch m.Type {
 	case "planned_change":
-		if m.Change != nil && tr.inPlan {
+		if m.Change != nil && tr.output != appliedPlanOutput {
 			tr.plan.Changes = append(tr.plan.Changes, Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
 			tr.progress.Total += weight(m.Change.Action)
 		}
 	case "resource_drift":
-		if m.Change != nil && tr.inPlan {
+		if m.Change != nil && tr.output != appliedPlanOutput {
 			tr.plan.Drift = append(tr.plan.Drift, Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
+		}
+	case "change_summary":
+		// An apply with nothing to change starts no change: its summary says it applied.
+		if m.Changes != nil && m.Changes.Operation == "apply" {
+			tr.planApplied()
 		}
 	case "apply_start":
 		if m.Hook != nil {
+			tr.planApplied()
 			tr.progress.Phase = tr.changingPhase()
 			verb := verbs[m.Hook.Action]
 			if verb == "" {
@@ -299,6 +325,19 @@ func (tr *tracker) line(data []byte) {
 	}
 	if m.Diagnostic != nil && m.Diagnostic.Detail != "" {
 		fmt.Fprintln(tr.out, m.Diagnostic.Detail)
+	}
+}
+
+// planApplied notes that terraform acts on the plan it showed: a planning apply's plan is
+// complete and published now, while terraform goes on.
+func (tr *tracker) planApplied() {
+	if tr.output != planningApplyOutput || tr.planDue || tr.planPublished {
+		return
+	}
+	tr.planDue = true
+	select {
+	case tr.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -348,38 +387,61 @@ func (tr *tracker) tick(ctx context.Context) {
 		tr.flush(ctx)
 		select {
 		case <-ticker.C:
+		case <-tr.kick:
 		case <-tr.stopTicker:
 			return
 		}
 	}
 }
 
-// flush writes the progress when it changed.
+// flush writes the progress when it changed, with the plan of a planning apply when it is
+// due, in one request.
 func (tr *tracker) flush(ctx context.Context) {
 	tr.mu.Lock()
-	if !tr.dirty {
-		tr.mu.Unlock()
+	annotations := map[string]string{}
+	if tr.planDue {
+		tr.planDue, tr.planPublished = false, true
+		annotations[AnnotationPlan] = tr.planJSON()
+	}
+	if tr.dirty {
+		tr.dirty = false
+		annotations[AnnotationProgress] = tr.progressJSON()
+	}
+	tr.mu.Unlock()
+	if len(annotations) == 0 {
 		return
 	}
-	tr.dirty = false
-	data, _ := json.Marshal(tr.progress)
-	tr.mu.Unlock()
-	if err := tr.report(ctx, AnnotationProgress, string(data)); err != nil {
+	if err := tr.report(ctx, annotations); err != nil {
+		if _, ok := annotations[AnnotationPlan]; ok {
+			logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
+			return
+		}
 		logf.FromContext(ctx).V(1).Info("progressNotWritten", "reason", err.Error())
 	}
 }
 
-// publishPlan writes the plan for the controller.
-func (tr *tracker) publishPlan(ctx context.Context) {
-	tr.mu.Lock()
+func (tr *tracker) planJSON() string {
 	data, _ := json.Marshal(tr.plan)
-	tr.progress.Phase = tr.changingPhase()
-	if tr.progress.Command == string(Plan) {
-		tr.progress.Phase = "planned"
+	return string(data)
+}
+
+func (tr *tracker) progressJSON() string {
+	data, _ := json.Marshal(tr.progress)
+	return string(data)
+}
+
+// publishPlan writes the plan of a plan run, or of an apply's own plan before it is
+// applied (applying) or found to have nothing to apply, with the progress.
+func (tr *tracker) publishPlan(ctx context.Context, applying bool) {
+	tr.mu.Lock()
+	tr.progress.Phase = "planned"
+	if applying {
+		tr.progress.Phase = tr.changingPhase()
 	}
-	tr.dirty = true
+	tr.dirty = false
+	annotations := map[string]string{AnnotationPlan: tr.planJSON(), AnnotationProgress: tr.progressJSON()}
 	tr.mu.Unlock()
-	if err := tr.report(ctx, AnnotationPlan, string(data)); err != nil {
+	if err := tr.report(ctx, annotations); err != nil {
 		logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
 	}
 }

@@ -3,6 +3,9 @@ package terraformer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -88,6 +92,9 @@ type Terraformer struct {
 	store   *state.StateStore
 	phases  Phases
 	tracker *tracker
+	// priorResources is whether the state the run starts from holds any resource.
+	priorResources bool
+	cliConfig      string
 }
 
 // Phases is how long each terraform command of the last Run took.
@@ -117,8 +124,10 @@ type Result struct {
 	Phases Phases
 }
 
-// Phases maps the terraform commands of a run ("init", then "apply", "destroy", "plan"
-// or "validate") to how long each took; a failed run holds the ones it started.
+// Phases maps the terraform commands of a run to how long each took: "init" (left out when
+// the working directory is initialised for the configuration already), then "apply",
+// "destroy", "plan" or "validate"; an apply that checks its plan first runs "plan", and
+// "apply" only when the plan changes anything. A failed run holds the ones it started.
 type Phases map[string]time.Duration
 
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
@@ -154,6 +163,15 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Err: errors.Join(ErrRunInProgress, err)}
 	}
 	defer func() { _ = runLock.Unlock() }()
+	tf, stderr, err := t.terraform()
+	if err != nil {
+		return nil, err
+	}
+	// The `terraform version` that checks the binary runs while the run's objects are read.
+	versionChecked := make(chan error, 1)
+	go func() { versionChecked <- t.checkVersion(ctx, tf) }()
+	checkedVersion := sync.OnceValue(func() error { return <-versionChecked })
+	defer func() { _ = checkedVersion() }()
 	if err := t.writeFiles(ctx); err != nil {
 		return nil, err
 	}
@@ -162,11 +180,11 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	tf, stderr, err := t.terraform(ctx)
-	if err != nil {
+	if err := checkedVersion(); err != nil {
 		return nil, err
 	}
-	if err := t.timed("init", func() error { return t.init(ctx, tf) }); err != nil {
+	tf.SetStdout(orDiscard(t.Stdout))
+	if err := t.init(ctx, tf); err != nil {
 		return nil, NewRunError("init", stderr.String(), err)
 	}
 
@@ -179,11 +197,19 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	log.Info("terraformStarted")
 	result := &Result{}
 	if t.Command != Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, func(ctx context.Context, key, value string) error {
-			return AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, map[string]*string{key: &value})
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, func(ctx context.Context, annotations map[string]string) error {
+			patch := make(map[string]*string, len(annotations))
+			for k, v := range annotations {
+				patch[k] = &v
+			}
+			return AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, patch)
 		})
 	}
-	runErr := t.timed(string(t.Command), func() error { return t.execute(ctx, tf, result) })
+	runErr := t.execute(ctx, tf, result)
+	if runErr != nil {
+		// The next run initialises again, in case the working directory was the cause.
+		forgetInit(t.WorkDir)
+	}
 	if t.tracker != nil {
 		t.tracker.stop(persistCtx)
 		result.Plan = t.tracker.Plan()
@@ -284,11 +310,13 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 		switch {
 		case recovered:
 			logf.FromContext(ctx).Info("recoveredLocalState")
+			t.priorResources = holdsResources(local)
 			return nil
 		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch):
 			return fmt.Errorf("%w: %w", ErrStateNotSaved, err)
 		}
 	}
+	t.priorResources = holdsResources(stored)
 	if len(stored) == 0 {
 		if err := os.Remove(t.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -298,13 +326,23 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 	return os.WriteFile(t.statePath(), stored, 0o600)
 }
 
-func (t *Terraformer) terraform(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
+// holdsResources says whether a state lists any resource; an empty or unreadable one
+// does not, and neither does a state of an empty configuration or one destroyed.
+func holdsResources(state []byte) bool {
+	var s struct {
+		Resources []json.RawMessage `json:"resources"`
+	}
+	return json.Unmarshal(state, &s) == nil && len(s.Resources) > 0
+}
+
+func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	tf, err := tfexec.NewTerraform(t.WorkDir, t.TerraformPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
 	}
 	stderr := &bytes.Buffer{}
-	tf.SetStdout(orDiscard(t.Stdout))
+	// `terraform version -json` is of no interest in the run's output.
+	tf.SetStdout(io.Discard)
 	tf.SetStderr(io.MultiWriter(orDiscard(t.Stderr), stderr))
 	stop := t.StopTimeout
 	if stop == 0 {
@@ -322,19 +360,25 @@ func (t *Terraformer) terraform(ctx context.Context) (*tfexec.Terraform, *bytes.
 	if err := os.Setenv("TF_CLI_CONFIG_FILE", cliConfig); err != nil {
 		return nil, nil, err
 	}
-	// tfexec caches the version, so this is the only `terraform version` of the run.
+	t.cliConfig = cliConfig
+	return tf, stderr, nil
+}
+
+// checkVersion refuses a binary of another version. tfexec caches the version, so this is
+// the only `terraform version` of the run.
+func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
+		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
 	}
 	want, binary := TerraformVersion, "terraform"
 	if t.OpenTofu {
 		want, binary = OpenTofuVersion, "OpenTofu"
 	}
 	if v.String() != want {
-		return nil, nil, fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
+		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
 	}
-	return tf, stderr, nil
+	return nil
 }
 
 func orDiscard(w io.Writer) io.Writer {
@@ -344,13 +388,71 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
+// initRecord is where a working directory records what it was initialised for. It lives in
+// terraform's data directory, so that it goes with what it describes.
+const initRecord = ".terraform/terraseed-initialised"
+
+// init runs terraform init unless the working directory was initialised for the same
+// configuration files, lock file, CLI configuration and binary by an earlier run that
+// succeeded: init would then change nothing, and costs a terraform process.
 func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
-	unlock, err := t.Plugins.lockCache(ctx)
+	record := filepath.Join(t.WorkDir, initRecord)
+	digest, err := t.initDigest()
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	return tf.Init(ctx, tfexec.Upgrade(false))
+	if recorded, err := os.ReadFile(record); err == nil && string(recorded) == digest {
+		logf.FromContext(ctx).V(1).Info("initialisedAlready")
+		return nil
+	}
+	forgetInit(t.WorkDir)
+	err = t.timed("init", func() error {
+		unlock, err := t.Plugins.lockCache(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return tf.Init(ctx, tfexec.Upgrade(false))
+	})
+	if err != nil {
+		return err
+	}
+	// init wrote the lock file the digest covers.
+	if digest, err = t.initDigest(); err != nil {
+		return err
+	}
+	return os.WriteFile(record, []byte(digest), 0o600)
+}
+
+// forgetInit has the next run of dir initialise it.
+func forgetInit(dir string) { _ = os.Remove(filepath.Join(dir, initRecord)) }
+
+// initDigest covers what terraform init reads: the binary, the CLI configuration (the
+// plugin mirror and cache), the configuration files (providers, modules, backend) and the
+// dependency lock file; not the variables, which init does not read.
+func (t *Terraformer) initDigest() (string, error) {
+	files, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf"))
+	if err != nil {
+		return "", err
+	}
+	jsonFiles, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf.json"))
+	if err != nil {
+		return "", err
+	}
+	files = append(files, jsonFiles...)
+	slices.Sort(files)
+	files = append(files, filepath.Join(t.WorkDir, ".terraform.lock.hcl"), t.cliConfig)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%t\x00", t.TerraformPath, TerraformVersion+"/"+OpenTofuVersion, t.OpenTofu)
+	for _, path := range files {
+		content, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.Base(path), len(content))
+		h.Write(content)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
@@ -362,67 +464,107 @@ func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result 
 		if t.Parallelism > 0 {
 			opts = append(opts, tfexec.Parallelism(t.Parallelism))
 		}
-		w := t.tracker.writer(true)
-		err := tf.DestroyJSON(ctx, w, opts...)
-		_ = w.Close()
-		return err
-	case Plan:
-		w := t.tracker.writer(true)
-		changes, err := tf.PlanJSON(ctx, w, tfexec.Lock(false))
-		_ = w.Close()
-		if err == nil {
-			t.tracker.publishPlan(ctx)
-		}
-		result.Changes = changes
-		return err
-	case Validate:
-		out, err := tf.Validate(ctx)
-		if err != nil {
+		return t.timed(string(Destroy), func() error {
+			w := t.tracker.writer(planOutput)
+			err := tf.DestroyJSON(ctx, w, opts...)
+			_ = w.Close()
 			return err
-		}
-		var blocks []string
-		for _, d := range out.Diagnostics {
-			if d.Severity == "error" {
-				blocks = append(blocks, cleanText(d.Summary+": "+d.Detail))
+		})
+	case Plan:
+		return t.timed(string(Plan), func() error {
+			w := t.tracker.writer(planOutput)
+			changes, err := tf.PlanJSON(ctx, w, tfexec.Lock(false))
+			_ = w.Close()
+			if err == nil {
+				t.tracker.publishPlan(ctx, false)
 			}
-		}
-		if len(blocks) > 0 {
-			return &RunError{Command: string(Validate), Blocks: blocks, Message: messageOf(blocks), Err: ErrTerraformFailed}
-		}
-		return nil
+			result.Changes = changes
+			return err
+		})
+	case Validate:
+		return t.timed(string(Validate), func() error { return t.validate(ctx, tf) })
 	}
 	return run.InvalidInput("command", string(t.Command))
+}
+
+func (t *Terraformer) validate(ctx context.Context, tf *tfexec.Terraform) error {
+	out, err := tf.Validate(ctx)
+	if err != nil {
+		return err
+	}
+	var blocks []string
+	for _, d := range out.Diagnostics {
+		if d.Severity == "error" {
+			blocks = append(blocks, cleanText(d.Summary+": "+d.Detail))
+		}
+	}
+	if len(blocks) > 0 {
+		return &RunError{Command: string(Validate), Blocks: blocks, Message: messageOf(blocks), Err: ErrTerraformFailed}
+	}
+	return nil
 }
 
 // planFile is where an apply keeps its plan; writeFiles removes it before the next run.
 const planFile = "terraseed.tfplan"
 
-// apply plans, publishes the plan, refuses one that destroys a protected resource, and
-// applies exactly the plan it checked.
+// guarded says whether an apply must check its plan before applying it: when its state
+// holds resources that it could destroy and some of them may be of a protected type. Over
+// a state holding no resource nothing can be destroyed, and without protected types (or
+// with leave to destroy them) there is nothing to refuse.
+func (t *Terraformer) guarded() bool {
+	return t.priorResources && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
+}
+
+// apply applies the configuration. A guarded one plans, publishes the plan, refuses one
+// that destroys a protected resource, and applies exactly the plan it checked, or nothing
+// when the plan changes nothing; any other is one terraform apply, whose plan is read
+// from what it shows before applying.
 func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
-	planOpts := []tfexec.PlanOption{tfexec.Out(planFile)}
-	applyOpts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile)}
+	var planOpts []tfexec.PlanOption
+	var applyOpts []tfexec.ApplyOption
 	if t.Parallelism > 0 {
 		planOpts = append(planOpts, tfexec.Parallelism(t.Parallelism))
 		applyOpts = append(applyOpts, tfexec.Parallelism(t.Parallelism))
 	}
-	w := t.tracker.writer(true)
-	_, err := tf.PlanJSON(ctx, w, planOpts...)
-	_ = w.Close()
+	if !t.guarded() {
+		err := t.timed(string(Apply), func() error {
+			w := t.tracker.writer(planningApplyOutput)
+			err := tf.ApplyJSON(ctx, w, applyOpts...)
+			_ = w.Close()
+			return err
+		})
+		if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
+			logf.FromContext(ctx).Info("destroyedProtectedResources", "changes", len(hits))
+		}
+		return err
+	}
+	var changes bool
+	err := t.timed(string(Plan), func() error {
+		w := t.tracker.writer(planOutput)
+		var err error
+		changes, err = tf.PlanJSON(ctx, w, append(planOpts, tfexec.Out(planFile))...)
+		_ = w.Close()
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	t.tracker.publishPlan(ctx)
 	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
-		if !t.AllowDestroy {
-			return protectedError(hits)
-		}
-		logf.FromContext(ctx).Info("destroyingProtectedResources", "changes", len(hits))
+		t.tracker.publishPlan(ctx, false)
+		return protectedError(hits)
 	}
-	w = t.tracker.writer(false)
-	err = tf.ApplyJSON(ctx, w, applyOpts...)
-	_ = w.Close()
-	return err
+	t.tracker.publishPlan(ctx, changes)
+	if !changes {
+		// Nothing to apply, and so no state to write.
+		logf.FromContext(ctx).V(1).Info("nothingToApply")
+		return nil
+	}
+	return t.timed(string(Apply), func() error {
+		w := t.tracker.writer(appliedPlanOutput)
+		err := tf.ApplyJSON(ctx, w, append(applyOpts, tfexec.DirOrPlan(planFile))...)
+		_ = w.Close()
+		return err
+	})
 }
 
 // ErrDestroyProtected is returned when an apply would destroy or replace a resource of a

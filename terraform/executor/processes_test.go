@@ -1,0 +1,216 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// watchTerraform samples, until the returned function is called, the terraform processes
+// a terraformer starts in a directory under dir, and returns their commands in the order
+// they started. terraform re-executes itself once to catch its own panics: only a process
+// whose parent is the terraformer counts. `terraform version` lives for a few
+// milliseconds and may be missed; the commands that plan or change anything may not.
+func watchTerraform(t *testing.T, dir string) func() []string {
+	t.Helper()
+	terraform, err := filepath.EvalSymlinks(testenv.Terraform(t))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	terraformerPath, err := filepath.EvalSymlinks(testenv.TerraformerBinary(t))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	var (
+		mu       sync.Mutex
+		seen     = map[string]bool{}
+		commands []string
+	)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			entries, _ := os.ReadDir("/proc")
+			for _, entry := range entries {
+				pid := entry.Name()
+				if seen[pid] || exeOf(pid) != terraform || exeOf(parentOf(pid)) != terraformerPath {
+					continue
+				}
+				cwd, err := os.Readlink(filepath.Join("/proc", pid, "cwd"))
+				cmdline, err2 := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+				if err != nil || err2 != nil || !strings.HasPrefix(cwd, dir) {
+					continue
+				}
+				args := strings.Split(string(cmdline), "\x00")
+				if len(args) < 2 {
+					continue
+				}
+				mu.Lock()
+				seen[pid] = true
+				commands = append(commands, args[1])
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(stop)
+		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.DeleteFunc(slices.Clone(commands), func(c string) bool { return c == "version" })
+	}
+}
+
+func exeOf(pid string) string {
+	exe, _ := os.Readlink(filepath.Join("/proc", pid, "exe"))
+	return exe
+}
+
+func parentOf(pid string) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return ""
+	}
+	// The command name in parentheses may hold spaces; the fields after it do not.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return ""
+	}
+	return fields[1]
+}
+
+// runWatched runs an apply with protected types and returns its result, the terraform
+// commands it ran, and its error.
+func (f *fixture) runWatched(t *testing.T, protected ...string) (*terraformer.Result, []string, error) {
+	req := f.request(terraformer.Apply)
+	req.ProtectedTypes = protected
+	commands := watchTerraform(t, f.executor.BaseDir)
+	result, err := f.executor.Run(context.Background(), req)
+	return result, commands(), err
+}
+
+// stateVersion is the resourceVersion of the state ConfigMap: it changes with every write.
+func (f *fixture) stateVersion(g Gomega) string {
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.StateName()}, cm)).To(Succeed())
+	return cm.ResourceVersion
+}
+
+// publishedPlan is the plan the run wrote on its configuration ConfigMap, which the
+// controller reads.
+func (f *fixture) publishedPlan(g Gomega) *terraformer.PlanSummary {
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, cm)).To(Succeed())
+	g.Expect(cm.Annotations).To(HaveKey(terraformer.AnnotationPlan))
+	plan := &terraformer.PlanSummary{}
+	g.Expect(json.Unmarshal([]byte(cm.Annotations[terraformer.AnnotationPlan]), plan)).To(Succeed())
+	return plan
+}
+
+// Over an empty state nothing can be destroyed: a create is one terraform apply, protected
+// types or not, and its plan is recorded from what the apply showed before applying.
+func TestCreateFromAnEmptyStateIsOneApply(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 3)
+
+	result, commands, err := f.runWatched(t, "kubectl_manifest")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands).To(Equal([]string{"init", "apply"}))
+	g.Expect(result.Phases).To(And(HaveLen(2), HaveKey("init"), HaveKey("apply")))
+	f.expectEachItemOnceInState(g, 3)
+	g.Expect(result.Plan.Addresses("create")).To(ConsistOf(
+		"terraform_data.id[0]", "terraform_data.id[1]", "terraform_data.id[2]",
+		"kubectl_manifest.item[0]", "kubectl_manifest.item[1]", "kubectl_manifest.item[2]"))
+	g.Expect(result.Plan.Summary(10)).To(HavePrefix("6 to add"))
+	g.Expect(f.publishedPlan(g)).To(Equal(result.Plan))
+}
+
+// Gardener asks for a reconcile on every shoot reconcile. With nothing to change it is one
+// terraform process and writes no state: one plan where the plan is checked (protected
+// types over a state holding resources), one apply where it is not. The working directory
+// is initialised for the configuration already, so init does not run either.
+func TestReconcileWithNothingToChangeIsOneProcessAndWritesNoState(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		protected []string
+		command   string
+	}{
+		{name: "checked", protected: []string{"kubectl_manifest"}, command: "plan"},
+		{name: "unguarded", command: "apply"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFixture(t, 3)
+			_, err := f.run(terraformer.Apply)
+			g.Expect(err).NotTo(HaveOccurred())
+			stored := f.stateVersion(g)
+
+			result, commands, err := f.runWatched(t, tc.protected...)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(commands).To(Equal([]string{tc.command}), "one terraform process")
+			g.Expect(result.Phases).To(And(HaveLen(1), HaveKey(tc.command)))
+			g.Expect(f.stateVersion(g)).To(Equal(stored), "no state written")
+			g.Expect(result.Plan).NotTo(BeNil())
+			g.Expect(result.Plan.HasChanges()).To(BeFalse())
+			g.Expect(f.publishedPlan(g).HasChanges()).To(BeFalse())
+			f.expectEachItemOnceInState(g, 3)
+		})
+	}
+}
+
+// A reconcile that checks its plan still repairs drift: an object deleted behind
+// terraform's back is planned and created again, from exactly the plan checked.
+func TestCheckedReconcileRepairsDrift(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 3)
+	_, err := f.run(terraformer.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	items := f.items(g)
+	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: items[0]}})).To(Succeed())
+
+	result, commands, err := f.runWatched(t, "kubectl_manifest")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands).To(Equal([]string{"plan", "apply"}))
+	g.Expect(result.Phases).To(And(HaveLen(2), HaveKey("plan"), HaveKey("apply")))
+	g.Expect(result.Plan.Addresses("create")).To(HaveLen(1))
+	g.Expect(f.items(g)).To(Equal(items), "the deleted object is back")
+}
+
+// The guard keeps its meaning: over a state holding resources, a plan that destroys one of
+// a protected type is refused after the plan, before anything changed.
+func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 3)
+	_, err := f.run(terraformer.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	stored := f.stateVersion(g)
+	vars, err := json.Marshal(map[string]any{"namespace": f.namespace, "resources": 2})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.objects.WriteVars(context.Background(), env.Client, vars)).To(Succeed())
+
+	_, commands, err := f.runWatched(t, "kubectl_manifest")
+	re := expectRunError(g, err)
+	g.Expect(err).To(MatchError(terraformer.ErrDestroyProtected))
+	g.Expect(re.Message).To(And(ContainSubstring("kubectl_manifest.item[2] (delete)"), ContainSubstring("nothing was changed")))
+	g.Expect(commands).To(Equal([]string{"plan"}), "refused after the plan")
+	g.Expect(f.stateVersion(g)).To(Equal(stored))
+	f.expectEachItemOnceInState(g, 3)
+	g.Expect(f.publishedPlan(g).Addresses("delete")).To(ConsistOf("terraform_data.id[2]", "kubectl_manifest.item[2]"))
+}
