@@ -68,7 +68,9 @@ test: tools verify ## Run every test against real components.
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e)
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /terraform/executor)
+	# The executor's benchmarks compare with bare terraform over ten pairs each.
+	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./terraform/executor/
 
 .PHONY: run
 run: tools ## Run terraseed on an embedded local control plane.

@@ -204,7 +204,7 @@ type tracker struct {
 	progress Progress
 	plan     PlanSummary
 	output   output
-	// planDue is set when the plan of a planning apply is to be published, planPublished after.
+	// planDue is set when the plan is to be published, planPublished after.
 	planDue, planPublished bool
 	// running are the changes under way, in the order they started.
 	running     []string
@@ -335,10 +335,7 @@ func (tr *tracker) planApplied() {
 		return
 	}
 	tr.planDue = true
-	select {
-	case tr.kick <- struct{}{}:
-	default:
-	}
+	tr.kickTicker()
 }
 
 // weight is how many apply hooks terraform runs for a planned action: a replacement
@@ -394,8 +391,7 @@ func (tr *tracker) tick(ctx context.Context) {
 	}
 }
 
-// flush writes the progress when it changed, with the plan of a planning apply when it is
-// due, in one request.
+// flush writes the progress when it changed, with the plan when it is due, in one request.
 func (tr *tracker) flush(ctx context.Context) {
 	tr.mu.Lock()
 	annotations := map[string]string{}
@@ -430,19 +426,25 @@ func (tr *tracker) progressJSON() string {
 	return string(data)
 }
 
-// publishPlan writes the plan of a plan run, or of an apply's own plan before it is
-// applied (applying) or found to have nothing to apply, with the progress.
-func (tr *tracker) publishPlan(ctx context.Context, applying bool) {
+// publishPlan has the plan of a plan run written, or of an apply's own plan that is
+// checked before it is applied (applying) or found to have nothing to apply. The ticker
+// writes it at once, beside terraform, and stop at the latest.
+func (tr *tracker) publishPlan(applying bool) {
 	tr.mu.Lock()
+	defer tr.mu.Unlock()
 	tr.progress.Phase = "planned"
 	if applying {
 		tr.progress.Phase = tr.changingPhase()
 	}
-	tr.dirty = false
-	annotations := map[string]string{AnnotationPlan: tr.planJSON(), AnnotationProgress: tr.progressJSON()}
-	tr.mu.Unlock()
-	if err := tr.report(ctx, annotations); err != nil {
-		logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
+	tr.dirty = true
+	tr.planDue = true
+	tr.kickTicker()
+}
+
+func (tr *tracker) kickTicker() {
+	select {
+	case tr.kick <- struct{}{}:
+	default:
 	}
 }
 

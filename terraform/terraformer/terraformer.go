@@ -210,15 +210,23 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		// The next run initialises again, in case the working directory was the cause.
 		forgetInit(t.WorkDir)
 	}
-	if t.tracker != nil {
-		t.tracker.stop(persistCtx)
-		result.Plan = t.tracker.Plan()
-	}
+	// The last progress and the plan are written while the state is saved.
+	trackerStopped := make(chan struct{})
+	go func() {
+		defer close(trackerStopped)
+		if t.tracker != nil {
+			t.tracker.stop(persistCtx)
+			result.Plan = t.tracker.Plan()
+		}
+	}()
+	var saveErr error
 	if watcher != nil {
 		watcher.stop()
-		if err := t.finalSave(persistCtx); err != nil {
-			return nil, errors.Join(err, runErr)
-		}
+		saveErr = t.finalSave(persistCtx)
+	}
+	<-trackerStopped
+	if saveErr != nil {
+		return nil, errors.Join(saveErr, runErr)
 	}
 	result.StateWrites = t.store.Writes()
 	if runErr != nil {
@@ -476,7 +484,7 @@ func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result 
 			changes, err := tf.PlanJSON(ctx, w, tfexec.Lock(false))
 			_ = w.Close()
 			if err == nil {
-				t.tracker.publishPlan(ctx, false)
+				t.tracker.publishPlan(false)
 			}
 			result.Changes = changes
 			return err
@@ -550,10 +558,10 @@ func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
 		return err
 	}
 	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
-		t.tracker.publishPlan(ctx, false)
+		t.tracker.publishPlan(false)
 		return protectedError(hits)
 	}
-	t.tracker.publishPlan(ctx, changes)
+	t.tracker.publishPlan(changes)
 	if !changes {
 		// Nothing to apply, and so no state to write.
 		logf.FromContext(ctx).V(1).Info("nothingToApply")

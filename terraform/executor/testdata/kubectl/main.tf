@@ -15,6 +15,6 @@ resource "kubectl_manifest" "item" {
       namespace = var.namespace
       labels    = { "terraseed-test" = "item" }
     }
-    data = { index = tostring(count.index) }
+    data = { index = tostring(count.index), revision = var.revision }
   })
 }
