@@ -492,6 +492,32 @@ func TestFinalizersOfOthersStay(t *testing.T) {
 	g.Expect(h.get(g).Finalizers).To(Equal([]string{"example.com/other"}))
 }
 
+// TestConditionsOfOtherWritersStay races another condition writer (a health check) with
+// an operation: the condition it changed while the operation ran is not written back as
+// the operation had read it.
+func TestConditionsOfOtherWritersStay(t *testing.T) {
+	g := NewWithT(t)
+	health := func(status extensionsv1alpha1.ConditionStatus) extensionsv1alpha1.Condition {
+		return extensionsv1alpha1.Condition{Type: "ControlPlaneHealthy", Status: status, Reason: "HealthCheck" + string(status)}
+	}
+	h := newHarness(t, object(withFinalizer, annotated("reconcile"), last("Reconcile", "Succeeded"), func(o *infra) {
+		o.Status.Conditions = []extensionsv1alpha1.Condition{health(extensionsv1alpha1.ConditionFalse)}
+	}))
+	h.actuator.g = g
+	h.actuator.during = func(ctx context.Context, g Gomega, c client.Client) {
+		obj := &infra{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)).To(Succeed())
+		patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		extension.SetCondition(&obj.Status.DefaultStatus, health(extensionsv1alpha1.ConditionTrue))
+		g.Expect(c.Status().Patch(ctx, obj, patch)).To(Succeed())
+	}
+	_, err := h.reconcile()
+	g.Expect(err).NotTo(HaveOccurred())
+	status := h.get(g).Status
+	g.Expect(extension.FindCondition(&status.DefaultStatus, "ControlPlaneHealthy")).To(HaveField("Status", extensionsv1alpha1.ConditionTrue), "the other writer's change stays")
+	g.Expect(extension.FindCondition(&status.DefaultStatus, extension.ConditionReady)).To(HaveField("Status", extensionsv1alpha1.ConditionTrue), "the operation's own condition is written")
+}
+
 // TestHeartbeat checks that the Lease gardenlet reads is created and then renewed.
 func TestHeartbeat(t *testing.T) {
 	g := NewWithT(t)
