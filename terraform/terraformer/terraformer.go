@@ -429,6 +429,10 @@ func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
 	if digest, err = t.initDigest(); err != nil {
 		return err
 	}
+	// A configuration without providers or modules leaves no data directory behind.
+	if err := os.MkdirAll(filepath.Dir(record), 0o700); err != nil {
+		return err
+	}
 	return os.WriteFile(record, []byte(digest), 0o600)
 }
 
