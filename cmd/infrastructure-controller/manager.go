@@ -65,13 +65,17 @@ type managerOptions struct {
 	terraformerPodLabels      string
 	openTofu                  bool
 	driftInterval             time.Duration
+	maxRuns                   int
+	driftShare                float64
 
 	webhook webhookOptions
 }
 
 func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.types, "provider-types", "", "comma-separated provider types to serve (default: every provider known)")
-	flags.IntVar(&o.concurrency, "concurrency", 5, "Infrastructures reconciled at once")
+	flags.IntVar(&o.concurrency, "concurrency", 10, "objects reconciled at once; a reconcile never waits for a terraform run")
+	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
+	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -177,6 +181,15 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if o.driftInterval < 0 {
 		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
 	}
+	if o.maxRuns < 1 {
+		return nil, fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
+	}
+	if o.driftShare <= 0 || o.driftShare > 1 {
+		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+	}
+	if o.concurrency < 1 {
+		return nil, fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
+	}
 	executor, err := o.newExecutor(ctx, mgr)
 	if err != nil {
 		return nil, err
@@ -188,6 +201,8 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		Providers:     providers,
 		Executor:      executor,
 		DriftInterval: o.driftInterval,
+		MaxRuns:       o.maxRuns,
+		DriftShare:    o.driftShare,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {

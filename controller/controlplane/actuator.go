@@ -39,9 +39,9 @@ const (
 	ReasonDeleteFailed         = "DeleteFailed"
 )
 
-// deletionTimeout bounds how long a delete waits for the objects to be gone before it
-// reports an error and is tried again.
-const deletionTimeout = 2 * time.Minute
+// deletionRecheck is how soon a delete looks again at objects still being deleted: the
+// reconcile returns meanwhile instead of holding a worker.
+const deletionRecheck = 2 * time.Second
 
 // Actuator deploys what a ControlPlane's provider renders.
 type Actuator struct {
@@ -147,7 +147,8 @@ func (a *Actuator) UpToDate(_ context.Context, req request) (bool, error) {
 	return err == nil && renderedDigest == previous.rendered, nil
 }
 
-// Delete removes every object the ControlPlane deployed and waits until they are gone.
+// Delete removes every object the ControlPlane deployed; the operation ends once they
+// are gone, looked at again every few seconds without holding a worker.
 func (a *Actuator) Delete(ctx context.Context, req request) error {
 	return a.remove(ctx, req, true)
 }
@@ -181,37 +182,31 @@ func (a *Actuator) remove(ctx context.Context, req request, wait bool) error {
 	if !wait {
 		return nil
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, deletionTimeout)
-	defer cancel()
-	if err := a.waitForDeletion(waitCtx, objects); err != nil {
+	remaining, err := a.remaining(ctx, objects)
+	if err != nil {
 		return &extension.Error{Reason: ReasonDeleteFailed, Err: err}
+	}
+	if len(remaining) > 0 {
+		return &extension.Error{Reason: ReasonDeleteFailed, RetryAfter: deletionRecheck,
+			Err: fmt.Errorf("waiting for %s to be deleted", strings.Join(remaining, ", "))}
 	}
 	return nil
 }
 
-// waitForDeletion polls until every object is gone.
-func (a *Actuator) waitForDeletion(ctx context.Context, objects []*unstructured.Unstructured) error {
-	for {
-		var remaining []string
-		for _, obj := range objects {
-			existing := &unstructured.Unstructured{}
-			existing.SetGroupVersionKind(obj.GroupVersionKind())
-			err := a.Resources.Client().Get(ctx, client.ObjectKeyFromObject(obj), existing)
-			if err == nil {
-				remaining = append(remaining, obj.GetKind()+"/"+obj.GetName())
-			} else if !isGone(err) {
-				return err
-			}
-		}
-		if len(remaining) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s to be deleted: %w", strings.Join(remaining, ", "), ctx.Err())
-		case <-time.After(time.Second):
+// remaining names the objects that still exist.
+func (a *Actuator) remaining(ctx context.Context, objects []*unstructured.Unstructured) ([]string, error) {
+	var remaining []string
+	for _, obj := range objects {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(obj.GroupVersionKind())
+		err := a.Resources.Client().Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		if err == nil {
+			remaining = append(remaining, obj.GetKind()+"/"+obj.GetName())
+		} else if !isGone(err) {
+			return nil, err
 		}
 	}
+	return remaining, nil
 }
 
 // isGone is true when the object, or its kind, no longer exists.

@@ -49,6 +49,12 @@ type Verifier[T Object] interface {
 	Verify(ctx context.Context, req Request[T]) (next time.Duration)
 }
 
+// Forgetter is implemented by actuators that keep something for an object between
+// reconciles, such as a run's outcome, and drop it once the object is gone.
+type Forgetter interface {
+	Forget(key client.ObjectKey)
+}
+
 // Request is one operation on one object.
 type Request[T Object] struct {
 	Object T

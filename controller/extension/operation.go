@@ -182,7 +182,12 @@ func (op *operation[T]) forceDelete(ctx context.Context) error {
 
 // begin marks the operation Processing and writes that at once, so that Gardener sees a
 // long operation as under way.
+// An operation that goes on (it waits for a run) keeps what it wrote so far: its
+// progress, and what it waits for.
 func (op *operation[T]) begin(ctx context.Context, opType extensionsv1alpha1.LastOperationType, description string) error {
+	if last := op.status().LastOperation; last != nil && last.Type == opType && last.State == extensionsv1alpha1.LastOperationStateProcessing {
+		return nil
+	}
 	ctrl.LoggerFrom(ctx).Info("operationStarted", "operation", opType)
 	setProcessing(op.status(), opType, description, op.now())
 	op.recordTransition(opType)

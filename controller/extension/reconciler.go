@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -102,6 +103,9 @@ func (deletionPredicate) Update(e event.UpdateEvent) bool {
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := r.NewObject()
 	if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if forgetter, ok := r.Actuator.(Forgetter); ok && apierrors.IsNotFound(err) {
+			forgetter.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.Serves(obj) {

@@ -108,6 +108,11 @@ func deleting(o *infra) {
 	o.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 }
 
+// progressing is the Ready condition of an operation under way.
+func progressing(o *infra) {
+	o.Status.Conditions = []extensionsv1alpha1.Condition{{Type: extension.ConditionReady, Status: extensionsv1alpha1.ConditionProgressing, Reason: extension.ReasonProcessing}}
+}
+
 func last(opType extensionsv1alpha1.LastOperationType, state extensionsv1alpha1.LastOperationState) func(*infra) {
 	return func(o *infra) {
 		o.Status.LastOperation = &extensionsv1alpha1.LastOperation{Type: opType, State: state, Progress: 100}
@@ -235,10 +240,16 @@ func TestOperations(t *testing.T) {
 		want: want{calls: []string{"Reconcile"}, opType: "Create", state: "Failed", progress: 50, finalizer: true, err: true, terminal: true,
 			events: []string{"Normal CreateProcessing", "Warning CreateFailed"}},
 	}, {
-		name: "a run under way is waited for without a failure",
-		obj:  object(withFinalizer, last("Create", "Processing")),
+		name: "a run under way is waited for without a failure, the progress it reached kept",
+		obj:  object(withFinalizer, last("Create", "Processing"), progressing),
 		err:  &extension.Error{Reason: "RunInProgress", RetryAfter: 10 * time.Second, Err: errTransient},
-		want: want{calls: []string{"Reconcile"}, opType: "Create", state: "Processing", progress: 1, finalizer: true},
+		want: want{calls: []string{"Reconcile"}, opType: "Create", state: "Processing", progress: 100, finalizer: true},
+	}, {
+		name: "a new operation starts from the beginning",
+		obj:  object(withFinalizer, last("Create", "Error")),
+		err:  &extension.Error{Reason: "RunInProgress", RetryAfter: 10 * time.Second, Err: errTransient},
+		want: want{calls: []string{"Reconcile"}, opType: "Create", state: "Processing", progress: 1, finalizer: true,
+			events: []string{"Normal CreateProcessing"}},
 	}, {
 		name: "migrate releases the object",
 		obj:  object(withFinalizer, annotated("migrate"), last("Reconcile", "Succeeded")),

@@ -39,12 +39,10 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := op.ensureConfig(ctx); err != nil {
-		return err
-	}
-	_, err = op.actuator.run(ctx, executor.Request{
+	_, err = op.runOrWait(ctx, executor.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Destroy, Env: env,
-	})
+		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+	}, executor.PriorityDelete, op.ensureConfig)
 	return err
 }
 

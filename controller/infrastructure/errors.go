@@ -39,11 +39,14 @@ const retryAfterRunInProgress = 10 * time.Second
 func classify(err error) error {
 	var validationErr *templates.ValidationError
 	var runErr *terraformer.RunError
+	var pending *runPendingError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, new(*extension.Error)):
 		return err
+	case errors.As(err, &pending):
+		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: pending.recheck(), Err: err}
 	case errors.As(err, &validationErr):
 		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
 	case errors.Is(err, terraformer.ErrRunInProgress):

@@ -31,18 +31,24 @@ var (
 		Name: "terraseed_terraform_runs_in_flight",
 		Help: "Terraform runs under way.",
 	})
+	runsWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_runs_waiting",
+		Help: "Terraform runs waiting for a run slot, by priority (delete, create, reconcile, drift).",
+	}, []string{"priority"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight)
+	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting)
 }
 
-// run runs terraform through the executor, measuring it.
-func (a *Actuator) run(ctx context.Context, req executor.Request) (*terraformer.Result, error) {
+// measured is an executor whose runs are measured.
+type measured struct{ executor.Executor }
+
+func (m measured) Run(ctx context.Context, req executor.Request) (*terraformer.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()
 	start := time.Now()
-	result, err := a.Executor.Run(ctx, req)
+	result, err := m.Executor.Run(ctx, req)
 	outcome := "succeeded"
 	var phases terraformer.Phases
 	var runErr *terraformer.RunError

@@ -36,6 +36,10 @@ const maxStatusState = 1024 * 1024
 // migrate keeps the state in .status.state and releases the run objects without
 // destroying anything: another seed takes the resources over.
 func (op *operation) migrate(ctx context.Context) error {
+	// The snapshot must be the final state: no run may write it afterwards.
+	if err := op.settle(ctx); err != nil {
+		return err
+	}
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil {
 		return fmt.Errorf("reading the state: %w", err)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -45,33 +46,13 @@ const (
 // addressesListed bounds how many addresses a condition message names per kind.
 const addressesListed = 25
 
-// progressReporter writes a run's progress into lastOperation; the status is patched
-// from the executor's goroutine while the operation waits for the run.
-func (op *operation) progressReporter(ctx context.Context) func(terraformer.Progress) {
-	var mu sync.Mutex
-	return func(p terraformer.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		last := op.infra.Status.LastOperation
-		if last == nil {
-			return
-		}
-		last.Progress = p.Percent()
-		last.Description = p.Description()
-		last.LastUpdateTime = metav1.Now()
-		if err := op.req.PatchStatus(ctx); err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("progressNotPatched", "reason", err.Error())
-		}
-	}
-}
-
 // applyRequest is the apply of this operation: with the provider's protected types, and
 // allowed to destroy them when the annotation says so.
-func (op *operation) applyRequest(ctx context.Context, protected []string, env map[string]string) executor.Request {
+func (op *operation) applyRequest(protected []string, env map[string]string) executor.Request {
 	_, allow := op.infra.Annotations[AnnotationAllowDestroy]
 	return executor.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Apply, Env: env,
-		ProtectedTypes: protected, AllowDestroy: allow, Progress: op.progressReporter(ctx),
+		ProtectedTypes: protected, AllowDestroy: allow, Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
 }
 
@@ -121,23 +102,30 @@ func (op *operation) refused(err error) error {
 	}
 }
 
-// Verify plans, without applying, every DriftInterval, and records in the
+// Verify plans, without applying, about every DriftInterval, and records in the
 // InfrastructureInSync condition whether the infrastructure still matches its
-// configuration.
+// configuration. Each Infrastructure's plans fall at its own point of the interval (see
+// nextDriftCheck), so that a seed's plans spread over it, also after a restart.
 func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 	if a.DriftInterval <= 0 {
 		return 0
 	}
-	status := &req.Object.Status.DefaultStatus
-	if last := extension.FindCondition(status, ConditionInSync); last != nil {
-		if age := time.Since(last.LastUpdateTime.Time); age < a.DriftInterval {
-			return a.DriftInterval - age
+	infra := req.Object
+	status := &infra.Status.DefaultStatus
+	now := time.Now()
+	if !a.planKnown(infra) {
+		if wait := a.nextDriftCheck(infra, now).Sub(now); wait > 0 {
+			return wait
 		}
 	}
 	op := a.operation(req)
-	now := metav1.Now()
-	condition := extensionsv1alpha1.Condition{Type: ConditionInSync, LastUpdateTime: now, LastTransitionTime: now}
 	plan, err := op.plan(ctx)
+	var pending *runPendingError
+	if errors.As(err, &pending) {
+		return pendingRecheck
+	}
+	checked := metav1.Now()
+	condition := extensionsv1alpha1.Condition{Type: ConditionInSync, LastUpdateTime: checked, LastTransitionTime: checked}
 	switch {
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Info("driftCheckFailed", "reason", err.Error())
@@ -150,7 +138,48 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 		condition.Message = "a plan found no changes to make"
 	}
 	extension.SetCondition(status, condition)
-	return a.DriftInterval
+	return a.nextDriftCheck(infra, now).Sub(now)
+}
+
+// planKnown is true when a drift plan of the Infrastructure is waiting, under way or done.
+func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
+	if a.runs == nil {
+		return false
+	}
+	ticket, known := a.runs.Lookup(a.operation(request{Object: infra}).objects().ID)
+	return known && ticket.Command == terraformer.Plan
+}
+
+// nextDriftCheck is when the Infrastructure is planned next. Its checks fall on the
+// instants phase + k×DriftInterval, the phase derived from its UID: stable across
+// restarts, and spread over the interval across a seed. The next is the first at least
+// half an interval after the last check; when that passed longer ago than a wake-up can
+// be late (the controller was down), the first from now: a start never makes every
+// Infrastructure due at once.
+func (a *Actuator) nextDriftCheck(infra *extensionsv1alpha1.Infrastructure, now time.Time) time.Time {
+	interval := a.DriftInterval
+	var last time.Time
+	if c := extension.FindCondition(&infra.Status.DefaultStatus, ConditionInSync); c != nil {
+		last = c.LastUpdateTime.Time
+	}
+	h := fnv.New64a()
+	h.Write([]byte(infra.UID))
+	phase := time.Duration(h.Sum64() % uint64(interval))
+	slotFrom := func(t time.Time) time.Time {
+		sinceSlot := (time.Duration(t.UnixNano()) - phase) % interval
+		if sinceSlot < 0 {
+			sinceSlot += interval
+		}
+		if sinceSlot == 0 {
+			return t
+		}
+		return t.Add(interval - sinceSlot)
+	}
+	next := slotFrom(last.Add(interval / 2))
+	if now.Sub(next) > driftLateness(interval) {
+		next = slotFrom(now)
+	}
+	return next
 }
 
 // plan runs terraform plan on the configuration last applied.
@@ -163,7 +192,7 @@ func (op *operation) plan(ctx context.Context) (*terraformer.PlanSummary, error)
 	if err != nil {
 		return nil, err
 	}
-	result, err := op.actuator.run(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Plan, Env: env})
+	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Plan, Env: env}, executor.PriorityDrift, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +200,11 @@ func (op *operation) plan(ctx context.Context) (*terraformer.PlanSummary, error)
 		return nil, errors.New("the plan run reported no plan")
 	}
 	return result.Plan, nil
+}
+
+// driftLateness is how late a drift check may come and still be made at once.
+func driftLateness(interval time.Duration) time.Duration {
+	return min(interval/10, time.Minute)
 }
 
 func driftMessage(plan *terraformer.PlanSummary) string {

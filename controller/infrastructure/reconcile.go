@@ -2,13 +2,20 @@ package infrastructure
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -17,7 +24,7 @@ func (op *operation) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return op.apply(ctx, provider, secret)
+	return op.apply(ctx, provider, secret, nil)
 }
 
 // restore writes the state kept in .status.state back into the state object, then applies:
@@ -31,15 +38,7 @@ func (op *operation) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := op.req.EnsureFinalizer(ctx); err != nil {
-		return err
-	}
-	if state != nil {
-		if err := op.objects().WriteState(ctx, op.actuator.Client, state); err != nil {
-			return fmt.Errorf("writing the restored state: %w", err)
-		}
-	}
-	return op.apply(ctx, provider, secret)
+	return op.apply(ctx, provider, secret, state)
 }
 
 // inputs returns the provider and the credentials secret of the Infrastructure.
@@ -77,11 +76,11 @@ func (op *operation) upToDate(ctx context.Context) (bool, error) {
 }
 
 // apply renders the provider's configuration, runs terraform apply and reports the
-// outputs, and the state for Gardener's backup of the shoot's state.
-func (op *operation) apply(ctx context.Context, provider *templates.Provider, secret *corev1.Secret) error {
+// outputs, and the state for Gardener's backup of the shoot's state. A restored state is
+// written before the run starts.
+func (op *operation) apply(ctx context.Context, provider *templates.Provider, secret *corev1.Secret, restored []byte) error {
 	infra := op.infra
-	cluster := op.req.Cluster
-	rendered, err := provider.Render(templates.Input{Infrastructure: infra, Cluster: cluster})
+	rendered, err := provider.Render(templates.Input{Infrastructure: infra, Cluster: op.req.Cluster})
 	if err != nil {
 		return err
 	}
@@ -89,21 +88,11 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	if err != nil {
 		return err
 	}
-	if err := op.req.EnsureFinalizer(ctx); err != nil {
-		return err
-	}
-	if err := op.storeCredentials(ctx, secret, env); err != nil {
-		return err
-	}
-	objects := op.objects()
-	firstRun := state.CreateFirst(op.req.FirstRun)
-	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files, firstRun); err != nil {
-		return err
-	}
-	if err := objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON, firstRun); err != nil {
-		return err
-	}
-	result, err := op.actuator.run(ctx, op.applyRequest(ctx, provider.Manifest.ProtectedResources, env))
+	req := op.applyRequest(provider.Manifest.ProtectedResources, env)
+	req.Digest = configDigest(rendered.Files, rendered.TFVarsJSON, req)
+	result, err := op.runOrWait(ctx, req, op.priority(), func(ctx context.Context) error {
+		return op.prepareApply(ctx, secret, env, rendered, restored)
+	})
 	if err != nil {
 		return op.refused(err)
 	}
@@ -122,4 +111,50 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	infra.Status.NodesCIDR = status.NodesCIDR
 	infra.Status.EgressCIDRs = status.EgressCIDRs
 	return op.keepStateInStatus(result.State)
+}
+
+// prepareApply writes what an apply reads, once, before its run is submitted.
+func (op *operation) prepareApply(ctx context.Context, secret *corev1.Secret, env map[string]string, rendered *templates.Rendered, restored []byte) error {
+	if err := op.req.EnsureFinalizer(ctx); err != nil {
+		return err
+	}
+	if err := op.storeCredentials(ctx, secret, env); err != nil {
+		return err
+	}
+	objects := op.objects()
+	if restored != nil {
+		if err := objects.WriteState(ctx, op.actuator.Client, restored); err != nil {
+			return fmt.Errorf("writing the restored state: %w", err)
+		}
+	}
+	firstRun := state.CreateFirst(op.req.FirstRun)
+	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files, firstRun); err != nil {
+		return err
+	}
+	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON, firstRun)
+}
+
+// priority is the run priority of the operation: a first apply or a restoration before
+// the reconciles of objects that exist.
+func (op *operation) priority() executor.Priority {
+	switch op.req.Operation {
+	case extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationTypeRestore:
+		return executor.PriorityCreate
+	case extensionsv1alpha1.LastOperationTypeDelete:
+		return executor.PriorityDelete
+	default:
+		return executor.PriorityReconcile
+	}
+}
+
+// configDigest identifies what a run works on: the files, the variables and the guard,
+// not the credentials. A run pod of another digest is never adopted as this run.
+func configDigest(files map[string]string, vars []byte, req executor.Request) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])
+	}
+	fmt.Fprintf(h, "vars\x00%d\x00%s\x00", len(vars), vars)
+	fmt.Fprintf(h, "guard\x00%s\x00%t", strings.Join(req.ProtectedTypes, ","), req.AllowDestroy)
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -15,9 +15,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -157,23 +154,10 @@ func TestStoppingDuringARunRecordsNoFailure(t *testing.T) {
 	ns, infra := s.namespace, s.infra
 	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
 
-	// The reconciler on its own, with an event recorder that outlives the stop.
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	t.Cleanup(broadcaster.Shutdown)
-	reconciler := newReconciler(t, env.Client, env.Client, env.Config, workDir(t), broadcaster.NewRecorder(env.Scheme, "terraseed-infrastructure"), &testenv.SyncBuffer{})
-	reconcileCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := reconciler.Reconcile(reconcileCtx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(infra)})
-		done <- err
-	}()
+	controller := startController(t, ns, workDir(t))
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateProcessing)
 	s.waitForRunStart(t)
-	stop()
-	g.Expect(<-done).To(Succeed())
+	controller.stop()
 
 	// The event of the start arrives; no failure follows it.
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, infra.Name) }).WithTimeout(30 * time.Second).Should(ContainElement("CreateProcessing"))

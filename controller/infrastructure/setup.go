@@ -20,6 +20,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 const (
@@ -47,6 +48,12 @@ type Actuator struct {
 	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
 	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
 	DriftInterval time.Duration
+	// MaxRuns bounds the terraform runs under way, whatever the reconciles' concurrency;
+	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
+	MaxRuns    int
+	DriftShare float64
+
+	runs *runs
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.
@@ -68,16 +75,25 @@ func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.Ext
 	}
 }
 
-// SetupWithManager registers the reconciler; besides the Infrastructures, a change of a
-// referenced secret reconciles the ones using it.
+// SetupWithManager registers the reconciler and the run scheduler of its actuator;
+// besides the Infrastructures, a change of a referenced secret reconciles the ones using
+// it, and so does the end of a run.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, options controller.Options) error {
+	actuator, ok := r.Actuator.(*Actuator)
+	if !ok {
+		return fmt.Errorf("the reconciler's actuator is a %T, not an *infrastructure.Actuator", r.Actuator)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Infrastructure{}, secretRefIndex, indexSecretRef); err != nil {
 		return fmt.Errorf("indexing Infrastructures by secret: %w", err)
+	}
+	runEnds, err := actuator.setupRuns(mgr)
+	if err != nil {
+		return err
 	}
 	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
 		return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
 			return infrastructuresUsingSecret(ctx, r, secret)
-		}))
+		})).WatchesRawSource(runEnds)
 	})
 }
 
@@ -123,7 +139,7 @@ func (a *Actuator) operation(req request) *operation {
 
 // Reconcile applies the infrastructure.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
-	return classify(a.operation(req).reconcile(ctx))
+	return a.outcome(req, a.operation(req).reconcile(ctx))
 }
 
 // UpToDate is true when the credentials did not change since the last apply.
@@ -133,7 +149,7 @@ func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
 
 // Delete destroys the infrastructure.
 func (a *Actuator) Delete(ctx context.Context, req request) error {
-	return classify(a.operation(req).delete(ctx))
+	return a.outcome(req, a.operation(req).delete(ctx))
 }
 
 // ForceDelete forgets the infrastructure without destroying it.
@@ -143,10 +159,23 @@ func (a *Actuator) ForceDelete(ctx context.Context, req request) error {
 
 // Migrate keeps the state in .status.state and releases the run objects.
 func (a *Actuator) Migrate(ctx context.Context, req request) error {
-	return classify(a.operation(req).migrate(ctx))
+	return a.outcome(req, a.operation(req).migrate(ctx))
 }
 
 // Restore writes the state kept in .status.state back, then applies.
 func (a *Actuator) Restore(ctx context.Context, req request) error {
-	return classify(a.operation(req).restore(ctx))
+	return a.outcome(req, a.operation(req).restore(ctx))
+}
+
+// Forget drops what the scheduler kept of a run of an Infrastructure that is gone.
+func (a *Actuator) Forget(key client.ObjectKey) {
+	if a.runs != nil {
+		a.runs.Forget(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
+	}
+}
+
+// outcome says in lastOperation what an operation waits for, and classifies its error.
+func (a *Actuator) outcome(req request, err error) error {
+	describeWaiting(req.Object, err)
+	return classify(err)
 }

@@ -17,6 +17,13 @@ type Executor interface {
 	Run(ctx context.Context, req Request) (*terraformer.Result, error)
 }
 
+// ActivityChecker is an executor that can tell whether a run of an ID is under way,
+// also one that an earlier process started: a run pod still running, a terraformer
+// process still holding its run directory.
+type ActivityChecker interface {
+	Active(ctx context.Context, id run.ID) (bool, error)
+}
+
 // Request is one terraform run.
 type Request struct {
 	ID run.ID
@@ -34,9 +41,16 @@ type Request struct {
 	// Progress, when set, is called from another goroutine with each new progress of
 	// the run, at most every few seconds; never after Run returned.
 	Progress func(terraformer.Progress)
+	// Digest identifies the configuration the run works on (files, variables, guard):
+	// a run under way of another digest is never taken for this one.
+	Digest string
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var (
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// A digest becomes a label value.
+	digestValue = regexp.MustCompile(`^[0-9a-f]{1,63}$`)
+)
 
 // Validate names the field of a request that can never run.
 func (r Request) Validate() error {
@@ -50,6 +64,9 @@ func (r Request) Validate() error {
 		if !envName.MatchString(t) {
 			return run.InvalidInput(fmt.Sprintf("protectedTypes[%d]", i), fmt.Sprintf("%q is not a resource type", t))
 		}
+	}
+	if r.Digest != "" && !digestValue.MatchString(r.Digest) {
+		return run.InvalidInput("digest", fmt.Sprintf("%q is not a hex digest of at most 63 characters", r.Digest))
 	}
 	for k := range r.Env {
 		if !envName.MatchString(k) {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofrs/flock"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -97,6 +98,26 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 		result.Phases, _, _ = terraformer.ParseTerminationMessage(string(data))
 	}
 	return withPlan(ctx, e.Client, req, result)
+}
+
+var _ ActivityChecker = (*LocalExecutor)(nil)
+
+// Active is true while a terraformer process holds the working directory of a run of
+// id (the terraformer's run lock), also one an earlier controller process started.
+func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
+	path := filepath.Join(workDirOf(filepath.Join(e.BaseDir, id.Dir())), terraformer.RunLockFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	lock := flock.New(path)
+	locked, err := lock.TryLock()
+	if err != nil {
+		return false, fmt.Errorf("reading the run lock: %w", err)
+	}
+	if !locked {
+		return true, nil
+	}
+	return false, lock.Unlock()
 }
 
 // command prepares the terraformer's process and returns it with the path of its termination message.

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,9 @@ import (
 // LabelCommand names the terraform command a run pod executes.
 const LabelCommand = run.LabelPrefix + "command"
 
+// LabelDigest holds the digest of the configuration a run pod works on (Request.Digest).
+const LabelDigest = run.LabelPrefix + "config-digest"
+
 var (
 	// ErrCreationDeadline is returned when a run pod did not start in time.
 	ErrCreationDeadline = errors.New("the terraform run did not start in time")
@@ -35,7 +39,8 @@ var (
 // PodExecutor runs the terraformer in one Pod per run.
 type PodExecutor struct {
 	Client client.Client
-	// Clientset reads a pod's log when it left no termination message; optional.
+	// Clientset watches the run pods, and reads a pod's log when it left no termination
+	// message.
 	Clientset kubernetes.Interface
 	Image     string
 	// Command starts the terraformer in the image; {"/terraformer"} when empty.
@@ -62,7 +67,8 @@ type PodExecutor struct {
 	RunTimeout time.Duration
 	// StopTimeout is the pod's termination grace period: time for terraform to stop and the state to be saved.
 	StopTimeout time.Duration
-	// PollInterval is how often the pod is looked at.
+	// PollInterval is how often a waiting run looks at its pod in the watch's cache
+	// besides at each of its changes (no request); DefaultPodRecheckInterval when zero.
 	PollInterval time.Duration
 	// OpenTofu runs OpenTofu of the pinned version instead of terraform: TerraformPath
 	// names it in the image.
@@ -73,9 +79,46 @@ type PodExecutor struct {
 	ProgressInterval time.Duration
 
 	guard runGuard
+
+	watchMu    sync.Mutex
+	watch      *podWatch
+	watchUsers int
+	stopWatch  context.CancelFunc
 }
 
 var _ Executor = (*PodExecutor)(nil)
+
+// DefaultPodRecheckInterval is how often a waiting run looks at its pod in the watch's
+// cache besides at each of its changes: the pending deadline needs no change to pass.
+const DefaultPodRecheckInterval = 10 * time.Second
+
+// pods returns the watch on run pods, started for the first run that waits and stopped
+// after the last one, so that an idle executor holds no watch open.
+func (e *PodExecutor) pods() (*podWatch, func(), error) {
+	if e.Clientset == nil {
+		return nil, nil, run.InvalidInput("clientset", "must be set to watch run pods")
+	}
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	if e.watchUsers == 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		watch, err := newPodWatch(e.Clientset, ctx.Done())
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		e.watch, e.stopWatch = watch, cancel
+	}
+	e.watchUsers++
+	watch := e.watch
+	return watch, func() {
+		e.watchMu.Lock()
+		defer e.watchMu.Unlock()
+		if e.watchUsers--; e.watchUsers == 0 {
+			e.stopWatch()
+		}
+	}, nil
+}
 
 // Run creates the run pod, or adopts the one still running the same command after a
 // restart, and waits for it. Cancelling ctx leaves the pod running, to be adopted.
@@ -86,6 +129,11 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 	if e.Image == "" {
 		return nil, run.InvalidInput("image", "must not be empty")
 	}
+	pods, stopWatching, err := e.pods()
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatching()
 	release, err := e.guard.acquire(req)
 	if err != nil {
 		return nil, err
@@ -107,6 +155,10 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 		pod = nil
 	case pod.Labels[LabelCommand] != string(req.Command):
 		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", terraformer.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
+	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
+		// A pod of another configuration, e.g. of the generation before a restart: its
+		// outcome is not this run's. This run starts once it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", terraformer.ErrRunInProgress, pod.Name))
 	default:
 		log.Info("adoptingRunPod")
 	}
@@ -120,12 +172,26 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 		log.Info("runPodCreated")
 	}
 	stopProgress := followProgress(ctx, e.Client, req, e.ProgressInterval)
-	result, err := e.wait(ctx, req, pod)
+	result, err := e.wait(ctx, pods, req, pod)
 	stopProgress()
 	if err != nil {
 		return nil, err
 	}
 	return withPlan(ctx, e.Client, req, result)
+}
+
+var _ ActivityChecker = (*PodExecutor)(nil)
+
+// Active is true while a run pod of id exists that has not finished.
+func (e *PodExecutor) Active(ctx context.Context, id run.ID) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the run pod: %w", err)
+	}
+	return !finished(pod), nil
 }
 
 func finished(pod *corev1.Pod) bool {
@@ -135,6 +201,9 @@ func finished(pod *corev1.Pod) bool {
 func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {
 	labels := req.ID.Labels()
 	labels[LabelCommand] = string(req.Command)
+	if req.Digest != "" {
+		labels[LabelDigest] = req.Digest
+	}
 	var owners []metav1.OwnerReference
 	if req.Owner != nil {
 		owners = []metav1.OwnerReference{*req.Owner}
@@ -235,73 +304,96 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	}
 }
 
-func (e *PodExecutor) wait(ctx context.Context, req Request, pod *corev1.Pod) (*terraformer.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*terraformer.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
-		interval = time.Second
+		interval = DefaultPodRecheckInterval
 	}
-	var outcome func() (*terraformer.Result, error)
-	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
-		current := &corev1.Pod{}
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), current); err != nil {
-			if apierrors.IsNotFound(err) {
-				outcome = func() (*terraformer.Result, error) {
-					return nil, &terraformer.RunError{Command: string(req.Command), Message: "the run pod disappeared", Err: terraformer.ErrTerraformFailed}
-				}
-				return true, nil
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	for {
+		// Asked for before the pod is read, so that no change between the two is missed.
+		changed := pods.next(key)
+		current, err := pods.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if current == nil || (current.UID != pod.UID && pod.UID != "") {
+			// The watch may not have seen the pod just created: the API server decides.
+			if current, err = e.livePod(ctx, key, pod.UID); err != nil {
+				return nil, err
 			}
-			return false, nil
 		}
-		if current.UID != pod.UID && pod.UID != "" {
-			return false, fmt.Errorf("the run pod was replaced")
+		if current == nil {
+			return nil, &terraformer.RunError{Command: string(req.Command), Message: "the run pod disappeared", Err: terraformer.ErrTerraformFailed}
 		}
-		switch current.Status.Phase {
-		case corev1.PodSucceeded:
-			outcome = func() (*terraformer.Result, error) {
+		if outcome, done := e.outcome(ctx, req, current); done {
+			return outcome()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		case <-time.After(interval):
+		}
+	}
+}
+
+// livePod reads the pod from the API server: nil when it is gone or was replaced.
+func (e *PodExecutor) livePod(ctx context.Context, key types.NamespacedName, uid types.UID) (*corev1.Pod, error) {
+	current := &corev1.Pod{}
+	if err := e.Client.Get(ctx, key, current); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the run pod: %w", err)
+	}
+	if uid != "" && current.UID != uid {
+		return nil, fmt.Errorf("the run pod was replaced")
+	}
+	return current, nil
+}
+
+// outcome tells whether the pod's run ended, and then how.
+func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*terraformer.Result, error), bool) {
+	switch current.Status.Phase {
+	case corev1.PodSucceeded:
+		return func() (*terraformer.Result, error) {
+			if err := e.cleanup(ctx, req.ID, current); err != nil {
+				return nil, err
+			}
+			// The run released the objects it may write; the vars Secret needs the
+			// executor's rights.
+			if req.Command == terraformer.Destroy {
+				if err := (state.RunObjects{ID: req.ID}).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+			}
+			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
+			if err != nil {
+				return nil, err
+			}
+			result.Phases, _, _ = terraformer.ParseTerminationMessage(terminationMessageOf(current))
+			return result, nil
+		}, true
+	case corev1.PodFailed:
+		return func() (*terraformer.Result, error) {
+			runErr := e.failure(ctx, req, current)
+			if err := e.cleanup(ctx, req.ID, current); err != nil {
+				return nil, errors.Join(runErr, err)
+			}
+			return nil, runErr
+		}, true
+	case corev1.PodPending, "":
+		if e.CreationTimeout > 0 && time.Since(current.CreationTimestamp.Time) > e.CreationTimeout {
+			return func() (*terraformer.Result, error) {
 				if err := e.cleanup(ctx, req.ID, current); err != nil {
 					return nil, err
 				}
-				// The run released the objects it may write; the vars Secret needs the
-				// executor's rights.
-				if req.Command == terraformer.Destroy {
-					if err := (state.RunObjects{ID: req.ID}).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
-						return nil, err
-					}
-				}
-				result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
-				if err != nil {
-					return nil, err
-				}
-				result.Phases, _, _ = terraformer.ParseTerminationMessage(terminationMessageOf(current))
-				return result, nil
-			}
-			return true, nil
-		case corev1.PodFailed:
-			outcome = func() (*terraformer.Result, error) {
-				runErr := e.failure(ctx, req, current)
-				if err := e.cleanup(ctx, req.ID, current); err != nil {
-					return nil, errors.Join(runErr, err)
-				}
-				return nil, runErr
-			}
-			return true, nil
-		case corev1.PodPending, "":
-			if e.CreationTimeout > 0 && time.Since(current.CreationTimestamp.Time) > e.CreationTimeout {
-				outcome = func() (*terraformer.Result, error) {
-					if err := e.cleanup(ctx, req.ID, current); err != nil {
-						return nil, err
-					}
-					return nil, &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
-				}
-				return true, nil
-			}
+				return nil, &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
+			}, true
 		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return outcome()
+	return nil, false
 }
 
 // failure reads why a pod failed: its termination message, else its log.

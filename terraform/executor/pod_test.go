@@ -241,8 +241,13 @@ func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
 }
 
 func (f *fixture) podExecutor() *PodExecutor {
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	return &PodExecutor{
 		Client:             env.Client,
+		Clientset:          clientset,
 		Image:              "terraseed/terraformer:test",
 		ServiceAccountName: "terraformer",
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -317,6 +322,41 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k.startedPods()).To(HaveLen(1), "the running pod was adopted, not started twice")
 	g.Expect(f.items(g)).To(HaveLen(20))
+}
+
+// A restarted controller whose Infrastructure changed meanwhile asks for an apply of
+// another configuration: the running pod of the older one is not taken for it.
+func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 5)
+	gate := f.newGate(2)
+	f.writeChainConfig(5, gate)
+	k := startKubelet(f, false)
+	older, newer := f.request(terraformer.Apply), f.request(terraformer.Apply)
+	older.Digest, newer.Digest = "0123456789abcdef", "fedcba9876543210"
+
+	ctx, stopController := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.podExecutor().Run(ctx, older)
+		done <- err
+	}()
+	gate.waitUntilReached()
+	stopController()
+	g.Expect(<-done).To(MatchError(context.Canceled))
+
+	second := f.podExecutor()
+	_, err := second.Run(context.Background(), newer)
+	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress), "the pod of the older configuration is not adopted")
+	g.Expect(k.startedPods()).To(HaveLen(1))
+	gate.open()
+	g.Eventually(func(g Gomega) {
+		_, err := second.Run(context.Background(), newer)
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(2), "the newer configuration ran in a pod of its own once the older one ended")
+	g.Expect(pods[1].Labels).To(HaveKeyWithValue(LabelDigest, newer.Digest))
 }
 
 func TestPodExecutorDeadlines(t *testing.T) {

@@ -158,7 +158,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	}
 	// The lock outlives a controller restart with the process holding it, so a second
 	// run cannot start in the same working directory while the first still runs.
-	runLock := flock.New(filepath.Join(t.WorkDir, ".terraseed-run.lock"))
+	runLock := flock.New(filepath.Join(t.WorkDir, RunLockFile))
 	if locked, err := runLock.TryLock(); err != nil || !locked {
 		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Err: errors.Join(ErrRunInProgress, err)}
 	}
@@ -395,6 +395,9 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// RunLockFile, in the working directory, is locked by the run that works in it.
+const RunLockFile = ".terraseed-run.lock"
 
 // initRecord is where a working directory records what it was initialised for. It lives in
 // terraform's data directory, so that it goes with what it describes.

@@ -1,0 +1,193 @@
+package infrastructure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// pendingRecheck is how soon a reconcile looks again at a run it is waiting for, should
+// the run's end not wake it: the end reconciles the object at once.
+const pendingRecheck = 2 * time.Minute
+
+// runPendingError is a run that has not ended yet: the operation goes on when it does.
+type runPendingError struct {
+	ticket executor.Ticket
+	// other is true when the run under way is not the one the operation needs, e.g. a
+	// drift plan, or the apply of an earlier configuration.
+	other bool
+}
+
+func (e *runPendingError) Error() string {
+	switch {
+	case e.ticket.Command == "":
+		return "waiting for the terraform run an earlier controller process started to end"
+	case e.ticket.Phase == executor.PhaseWaiting:
+		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
+	case e.other:
+		return fmt.Sprintf("waiting for the terraform %s under way to end", e.ticket.Command)
+	default:
+		return fmt.Sprintf("the terraform %s is under way", e.ticket.Command)
+	}
+}
+
+// recheck is how soon to look again: a run this controller knows wakes the object when
+// it ends; one of an earlier process does not.
+func (e *runPendingError) recheck() time.Duration {
+	if e.ticket.Command == "" {
+		return retryAfterRunInProgress
+	}
+	return pendingRecheck
+}
+
+// runs wraps the actuator's executor in a scheduler that the manager starts, and whose
+// finished runs reconcile their Infrastructure again.
+type runs struct {
+	*executor.Scheduler
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// setupRuns makes the run scheduler of the actuator and returns the source of the
+// reconciles that the ends of runs ask for.
+func (a *Actuator) setupRuns(mgr ctrl.Manager) (source.Source, error) {
+	r := &runs{}
+	r.Scheduler = &executor.Scheduler{
+		Executor:   measured{a.Executor},
+		MaxRuns:    a.MaxRuns,
+		DriftShare: a.DriftShare,
+		Waiting:    runsWaiting,
+		Finished:   r.finished,
+	}
+	if err := mgr.Add(r.Scheduler); err != nil {
+		return nil, err
+	}
+	a.runs = r
+	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.queue = queue
+		return nil
+	}), nil
+}
+
+func (r *runs) finished(id run.ID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Before the controller started, its first list reconciles every object anyway.
+	if r.queue != nil {
+		r.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: id.Namespace, Name: id.Name}})
+	}
+}
+
+// runOrWait returns the outcome of req once its run ended. Until then it submits the run,
+// after prepare wrote what the run reads, or finds it waiting or under way, and returns a
+// runPendingError. A run of another command or configuration known for the object is
+// dropped while it waits, waited for while it runs, and its outcome forgotten.
+func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*terraformer.Result, error) {
+	runs := op.actuator.runs
+	if runs == nil {
+		return nil, errors.New("the actuator is not set up with a manager: no run scheduler")
+	}
+	if ticket, known := runs.Lookup(req.ID); known {
+		switch {
+		case ticket.Of(req) && ticket.Phase == executor.PhaseDone:
+			runs.Forget(req.ID)
+			return ticket.Result, ticket.Err
+		case ticket.Of(req):
+			return nil, &runPendingError{ticket: ticket}
+		case ticket.Phase == executor.PhaseRunning:
+			return nil, &runPendingError{ticket: ticket, other: true}
+		default:
+			runs.Forget(req.ID)
+		}
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := runs.Submit(ctx, req, priority); err != nil {
+		return nil, err
+	}
+	ticket, _ := runs.Lookup(req.ID)
+	return nil, &runPendingError{ticket: ticket}
+}
+
+// settle waits for, or drops, any run of the object: one this controller knows, or one an
+// earlier process left under way (after a restart or a change of leader).
+func (op *operation) settle(ctx context.Context) error {
+	id := op.objects().ID
+	if runs := op.actuator.runs; runs != nil {
+		if ticket, known := runs.Lookup(id); known && !runs.Cancel(id) {
+			return &runPendingError{ticket: ticket, other: true}
+		}
+	}
+	checker, ok := op.actuator.Executor.(executor.ActivityChecker)
+	if !ok {
+		return nil
+	}
+	active, err := checker.Active(ctx, id)
+	if err != nil {
+		return err
+	}
+	if active {
+		return &runPendingError{other: true}
+	}
+	return nil
+}
+
+// describeWaiting puts what an operation waits for into lastOperation; a run under way
+// writes its progress there itself.
+func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
+	var pending *runPendingError
+	last := infra.Status.LastOperation
+	if !errors.As(err, &pending) || last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
+		return
+	}
+	if pending.ticket.Phase == executor.PhaseRunning && !pending.other {
+		return
+	}
+	last.Description = pending.Error()
+	last.LastUpdateTime = metav1.Now()
+}
+
+// progressReporter writes a run's progress into the lastOperation of the Infrastructure
+// while it is processing; it patches lastOperation alone, with an optimistic lock, and
+// skips a progress another write overtook.
+func (a *Actuator) progressReporter(key client.ObjectKey) func(terraformer.Progress) {
+	return func(p terraformer.Progress) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		infra := &extensionsv1alpha1.Infrastructure{}
+		if err := a.Client.Get(ctx, key, infra); err != nil {
+			return
+		}
+		last := infra.Status.LastOperation
+		if last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
+			return
+		}
+		base := infra.DeepCopy()
+		last.Progress = p.Percent()
+		last.Description = p.Description()
+		last.LastUpdateTime = metav1.Now()
+		if err := a.Client.Status().Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			ctrl.Log.V(1).Info("progressNotPatched", "infrastructure", key, "reason", err.Error())
+		}
+	}
+}
