@@ -1,7 +1,12 @@
 package infrastructure_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +103,37 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	stored, err := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).NotTo(BeEmpty())
+}
+
+// TestMigrateWaitsForTheRunUnderWay asks for a migrate while an apply runs, with a second
+// controller on the same machine as after a change of leader: the migrate ends only after
+// the run, its snapshot is the run's final state, and nothing writes the state afterwards.
+func TestMigrateWaitsForTheRunUnderWay(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := slowShoot(t, `{"steps":3,"seconds":4}`)
+	dir := workDir(t)
+	startController(t, s.namespace, dir)
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitForRunStart(t)
+	startController(t, s.namespace, dir)
+
+	annotate(g, s, extension.OperationMigrate)
+	migrated := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeMigrate)
+	g.Expect(strings.Count(string(kept(g, migrated)), `"index_key"`)).To(Equal(3), "the snapshot holds every step the run made")
+	g.Consistently(func(g Gomega) { assertRunObjectsGone(g, s) }).WithTimeout(5*time.Second).Should(Succeed(), "no run writes the state after the migrate")
+}
+
+// kept is the terraform state in .status.state.
+func kept(g Gomega, infra *extensionsv1alpha1.Infrastructure) []byte {
+	g.Expect(infra.Status.State).NotTo(BeNil())
+	var status struct {
+		TerraformState []byte `json:"terraformState"`
+	}
+	g.Expect(json.Unmarshal(infra.Status.State.Raw, &status)).To(Succeed())
+	reader, err := gzip.NewReader(bytes.NewReader(status.TerraformState))
+	g.Expect(err).NotTo(HaveOccurred())
+	state, err := io.ReadAll(reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	return state
 }
