@@ -62,15 +62,19 @@ NODE_PACKAGES := ./test/realnode/... ./test/e2e/...
 
 .PHONY: test
 test: tools verify ## Run every test against real components.
-	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e)
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale)
 	go test $(GO_TEST_FLAGS) $(NODE_PACKAGES)
 	cd test/compat && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /terraform/executor)
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /terraform/executor)
 	# The executor's benchmarks compare with bare terraform over ten pairs each.
 	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./terraform/executor/
+
+.PHONY: bench-scale
+bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000).
+	go test -run '^$$' -bench Scale -benchtime 1x -timeout 150m -v ./test/scale/
 
 .PHONY: run
 run: tools ## Run terraseed on an embedded local control plane.

@@ -1,0 +1,2 @@
+// Package scale measures one controller serving a seed's worth of Infrastructures.
+package scale
