@@ -18,7 +18,8 @@ import (
 )
 
 // The seeds' kube-controller-manager and kube-apiserver, written by "Gardener" into an
-// aws shoot namespace, are stored exactly as the seeds show them mutated: the API server
+// aws shoot namespace of the seeds' Kubernetes version, are stored exactly as the seeds
+// show them mutated: the API server
 // called the webhook over TLS, trusting the CA the controller's rotation wrote.
 func TestSeedDeploymentsAreStoredMutated(t *testing.T) {
 	g := NewWithT(t)
@@ -35,7 +36,7 @@ func TestSeedDeploymentsAreStoredMutated(t *testing.T) {
 		g.Expect(*hook.TimeoutSeconds).To(Equal(controlplane.TimeoutSeconds))
 	}
 
-	aws, unlabelled := shootNamespace(t, "aws"), shootNamespace(t, "")
+	aws, unlabelled := awsShootNamespace(t, seedEra), shootNamespace(t, "")
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: aws, Name: "cloud-provider-config"},
 		Data:       map[string]string{"cloudprovider.conf": "[Global]\nZone=eu-west-1a\n"},
@@ -129,7 +130,7 @@ func TestCertificateRotationKeepsAdmitting(t *testing.T) {
 	g.Expect(w.servedBy(oldCA)).NotTo(Succeed(), "the server still presents a certificate of the old CA")
 
 	// The API server follows the configuration's new caBundle through its own watch.
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	// Dry runs, so that an attempt the client gave up on cannot make the next one collide.
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	kcm.Namespace = aws
@@ -156,7 +157,7 @@ func TestServingCertificateRenewalDropsNoAdmission(t *testing.T) {
 		o.CertValidity, o.RotationLookahead, o.RotationCheckInterval = time.Hour, 2*time.Hour, time.Second
 	})
 	ca := w.secret(g).Data["ca.crt"]
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	certificates := map[string]bool{}
 	admissions := 0
@@ -179,7 +180,7 @@ func TestWebhookDownRefusesOnlyWhatItMutates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	w := startWebhook(t)
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	w.stop(t)
 
