@@ -244,3 +244,30 @@ func createCluster(t *testing.T, namespace, shoot string) {
 	NewWithT(t).Expect(env.Client.Create(context.Background(), cluster)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cluster) })
 }
+
+// aws mutates by the shoot's Kubernetes version: an aws control-plane Deployment in a
+// namespace without a Cluster, or whose shoot's version is no semantic version, is
+// refused with the field named, never stored with a guess.
+func TestAWSDeploymentsNeedTheShootVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startWebhook(t)
+	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
+
+	_, err := create(ctx, shootNamespace(t, "aws"), kcm)
+	g.Expect(err).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value: there is no Cluster for the namespace")))
+
+	ns := shootNamespace(t, "aws")
+	createCluster(t, ns, `{"spec": {"kubernetes": {"version": "latest"}}}`)
+	_, err = create(ctx, ns, kcm)
+	g.Expect(err).To(MatchError(ContainSubstring(`cluster.spec.shoot.spec.kubernetes.version: Invalid value: "latest": not a semantic version`)))
+
+	// A shoot of today's Kubernetes gets the external cloud provider only.
+	created, err := create(ctx, awsShootNamespace(t, "1.37.1"), kcm)
+	g.Expect(err).NotTo(HaveOccurred())
+	command := created.Spec.Template.Spec.Containers[0].Command
+	g.Expect(command).To(ContainElement("--cloud-provider=external"))
+	g.Expect(command).NotTo(ContainElement(HavePrefix("--cloud-config")))
+	g.Expect(command).NotTo(ContainElement(HavePrefix("--external-cloud-volume-plugin")))
+	g.Expect(created.Spec.Template.Spec.Volumes).To(BeEmpty())
+}
