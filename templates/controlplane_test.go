@@ -208,6 +208,14 @@ func writeControlPlaneProvider(t *testing.T, dir, objects string) {
 	}
 }
 
+func kindsAndNames(objects []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objects {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	return out
+}
+
 const awsInfrastructureStatus = `{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","vpc":{"id":"vpc-0815","subnets":[{"id":"subnet-pub","purpose":"public","zone":"eu-west-1a"},{"id":"subnet-nodes","purpose":"nodes","zone":"eu-west-1a"}]}}`
 
 // TestAWSControlPlane renders what Gardener's AWS extension deploys: the cloud-controller-
@@ -224,7 +232,9 @@ func TestAWSControlPlane(t *testing.T) {
 
 	out, err := p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.Objects).To(HaveLen(3))
+	g.Expect(kindsAndNames(out.Objects)).To(Equal([]string{
+		"Deployment/cloud-controller-manager", "PodDisruptionBudget/cloud-controller-manager", "Service/cloud-controller-manager",
+		"ConfigMap/cloud-provider-config"}))
 	g.Expect(objectByKind(out.Objects, "ConfigMap").Object["data"]).To(HaveKeyWithValue("cloudprovider.conf",
 		"[Global]\nVPC=vpc-0815\nSubnetID=subnet-nodes\nDisableSecurityGroupIngress=true\nKubernetesClusterTag=shoot--core--aws-01\nKubernetesClusterID=shoot--core--aws-01\nZone=eu-west-1a\n"))
 	deployment := objectByKind(out.Objects, "Deployment")
@@ -240,8 +250,9 @@ func TestAWSControlPlane(t *testing.T) {
 	cp.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"useCustomRouteController":true}}`)}
 	out, err = p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.Objects).To(HaveLen(4))
-	g.Expect(out.Objects[3].GetName()).To(Equal("aws-custom-route-controller"))
+	g.Expect(kindsAndNames(out.Objects[4:])).To(Equal([]string{
+		"ServiceAccount/aws-custom-route-controller", "Role/aws-custom-route-controller", "RoleBinding/aws-custom-route-controller",
+		"Deployment/aws-custom-route-controller", "PodDisruptionBudget/aws-custom-route-controller"}))
 
 	// Without a VPC in the Infrastructure's status there is nothing to configure.
 	cp.Spec.InfrastructureProviderStatus = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus"}`)}

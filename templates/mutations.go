@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,14 +37,29 @@ var ControlPlaneDeployments = map[string]string{
 // Mutations is a provider's mutations.yaml: what the control-plane webhook changes in
 // Gardener's control-plane Deployments of the provider's shoot namespaces.
 type Mutations struct {
-	// Deployments by name (kube-apiserver, kube-controller-manager, kube-scheduler).
-	Deployments map[string]DeploymentMutation `json:"deployments"`
+	// Deployments by name (kube-apiserver, kube-controller-manager, kube-scheduler): for
+	// every Kubernetes version of the shoot.
+	Deployments map[string]DeploymentMutation `json:"deployments,omitempty"`
+	// Versions are mutations for the shoot Kubernetes versions that meet a constraint,
+	// applied after Deployments, in the file's order.
+	Versions []VersionMutation `json:"versions,omitempty"`
 
 	// raw is the file as plain values; its strings are templates, rendered per request.
 	raw map[string]any
 	// parsed holds each templated string of raw, parsed when the provider loads, by its
 	// field path: an admission only executes them.
 	parsed map[string]*template.Template
+}
+
+// VersionMutation is a mutation for some Kubernetes versions of the shoot only.
+type VersionMutation struct {
+	// KubernetesVersion is a semantic version constraint (`< 1.27`, `>= 1.27, < 1.31`) on
+	// the shoot's spec.kubernetes.version, read from the namespace's Cluster.
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// Deployments by name, as in Mutations.
+	Deployments map[string]DeploymentMutation `json:"deployments"`
+
+	constraint *semver.Constraints
 }
 
 // DeploymentMutation changes one Deployment's pod template.
@@ -93,28 +109,81 @@ func (e *MutationError) Unwrap() error { return e.Err }
 // Mutations returns the provider's control-plane mutations; nil when it declares none.
 func (p *Provider) Mutations() *Mutations { return p.mutations }
 
-// DeploymentNames lists the Deployments the mutations change, sorted.
+// DeploymentNames lists the Deployments the mutations change for some Kubernetes
+// version, sorted.
 func (m *Mutations) DeploymentNames() []string {
-	return slices.Sorted(maps.Keys(m.Deployments))
+	names := map[string]bool{}
+	for name := range m.Deployments {
+		names[name] = true
+	}
+	for _, v := range m.Versions {
+		for name := range v.Deployments {
+			names[name] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names))
 }
 
-// Templated says whether any value is a template, and so whether rendering reads the Cluster.
-func (m *Mutations) Templated() bool { return len(m.parsed) > 0 }
+// ReadsCluster says whether rendering reads the namespace's Cluster: a value is a
+// template, or a mutation depends on the shoot's Kubernetes version.
+func (m *Mutations) ReadsCluster() bool { return len(m.parsed) > 0 || len(m.Versions) > 0 }
 
-// RenderMutation renders the mutation of one Deployment; nil when the provider leaves it alone.
+// kubernetesVersionPath is where a mutation's version constraints look in the Cluster.
+var kubernetesVersionPath = field.NewPath("cluster", "spec", "shoot", "spec", "kubernetes", "version")
+
+// ShootKubernetesVersion reads the shoot's Kubernetes version from a Cluster as a semantic
+// version without pre-release or build metadata (1.31.0-rc.1 compares as 1.31.0), or
+// fails naming the field.
+func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, error) {
+	if c == nil {
+		return nil, field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
+	}
+	shoot, err := decodeRaw(&c.Spec.Shoot)
+	if err != nil {
+		return nil, field.Invalid(field.NewPath("cluster", "spec", "shoot"), "", "not a JSON object: "+err.Error())
+	}
+	value, _ := dig(shoot, "spec", "kubernetes", "version")
+	text, ok := value.(string)
+	if !ok || text == "" {
+		if value == nil {
+			return nil, field.Required(kubernetesVersionPath, "the Cluster's shoot has no Kubernetes version")
+		}
+		return nil, field.Invalid(kubernetesVersionPath, value, "must be a string")
+	}
+	v, err := semver.NewVersion(text)
+	if err != nil {
+		return nil, field.Invalid(kubernetesVersionPath, text, "not a semantic version: "+err.Error())
+	}
+	core := semver.New(v.Major(), v.Minor(), v.Patch(), "", "")
+	return core, nil
+}
+
+// dig reads a nested field of decoded JSON; false when a step is missing.
+func dig(v any, keys ...string) (any, bool) {
+	for _, key := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[key]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// RenderMutation renders the mutation of one Deployment; nil when the provider leaves it
+// alone. The mutations for every version come first, then those of each version entry
+// the shoot's Kubernetes version meets: a later flag, variable, mount or volume of the
+// same name replaces an earlier one where it is applied.
 func (p *Provider) RenderMutation(deployment string, in MutationInput) (*DeploymentMutation, error) {
 	m := p.mutations
-	if m == nil {
-		return nil, nil
-	}
-	if _, ok := m.Deployments[deployment]; !ok {
+	if m == nil || !slices.Contains(m.DeploymentNames(), deployment) {
 		return nil, nil
 	}
 	fail := func(err error) (*DeploymentMutation, error) {
 		return nil, &MutationError{Type: p.Manifest.Type, Deployment: deployment, Err: err}
 	}
-	root := field.NewPath("deployments").Key(deployment)
-	raw := m.raw["deployments"].(map[string]any)[deployment]
 	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
 	if err != nil {
 		var invalid *ValidationError
@@ -128,26 +197,72 @@ func (p *Provider) RenderMutation(deployment string, in MutationInput) (*Deploym
 		cluster["name"] = in.Cluster.Name
 	}
 	data := map[string]any{"namespace": in.Namespace, "type": p.Manifest.Type, "cluster": cluster}
-	rendered, err := renderValues(root, raw, false, func(p *field.Path, _ string) (string, error) {
-		tpl, ok := m.parsed[p.String()]
-		if !ok {
-			return "", fmt.Errorf("no template was parsed for %s when the provider loaded", p)
+
+	type part struct {
+		root *field.Path
+		raw  any
+	}
+	var parts []part
+	if _, ok := m.Deployments[deployment]; ok {
+		parts = append(parts, part{field.NewPath("deployments").Key(deployment), m.raw["deployments"].(map[string]any)[deployment]})
+	}
+	var version *semver.Version
+	for i, v := range m.Versions {
+		if _, ok := v.Deployments[deployment]; !ok {
+			continue
 		}
-		var out strings.Builder
-		err := tpl.Execute(&out, data)
-		return out.String(), err
-	})
-	if err != nil {
-		return fail(err)
+		vp := field.NewPath("versions").Index(i)
+		if version == nil {
+			if version, err = ShootKubernetesVersion(in.Cluster); err != nil {
+				return fail(fmt.Errorf("%w (%s depends on it)", err, vp.Child("kubernetesVersion")))
+			}
+		}
+		if !v.constraint.Check(version) {
+			continue
+		}
+		raw := m.raw["versions"].([]any)[i].(map[string]any)["deployments"].(map[string]any)[deployment]
+		parts = append(parts, part{vp.Child("deployments").Key(deployment), raw})
 	}
-	var out DeploymentMutation
-	if err := decodeStrict(rendered, &out); err != nil {
-		return fail(fmt.Errorf("%s: %w", root, err))
+	if len(parts) == 0 {
+		return nil, nil
 	}
-	if errs := out.validate(root); len(errs) > 0 {
-		return fail(errs.ToAggregate())
+	out := &DeploymentMutation{Containers: map[string]ContainerMutation{}}
+	for _, part := range parts {
+		rendered, err := renderValues(part.root, part.raw, false, func(p *field.Path, _ string) (string, error) {
+			tpl, ok := m.parsed[p.String()]
+			if !ok {
+				return "", fmt.Errorf("no template was parsed for %s when the provider loaded", p)
+			}
+			var out strings.Builder
+			err := tpl.Execute(&out, data)
+			return out.String(), err
+		})
+		if err != nil {
+			return fail(err)
+		}
+		var d DeploymentMutation
+		if err := decodeStrict(rendered, &d); err != nil {
+			return fail(fmt.Errorf("%s: %w", part.root, err))
+		}
+		if errs := d.validate(part.root); len(errs) > 0 {
+			return fail(errs.ToAggregate())
+		}
+		out.add(&d)
 	}
-	return &out, nil
+	return out, nil
+}
+
+// add appends another mutation's changes after this one's.
+func (d *DeploymentMutation) add(other *DeploymentMutation) {
+	for name, c := range other.Containers {
+		mine := d.Containers[name]
+		mine.Flags = append(mine.Flags, c.Flags...)
+		mine.ListFlags = append(mine.ListFlags, c.ListFlags...)
+		mine.Env = append(mine.Env, c.Env...)
+		mine.VolumeMounts = append(mine.VolumeMounts, c.VolumeMounts...)
+		d.Containers[name] = mine
+	}
+	d.Volumes = append(d.Volumes, other.Volumes...)
 }
 
 // loadMutations reads and checks a provider's optional mutations.yaml.
@@ -171,14 +286,21 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 	// admission request, and an admission does not parse again.
 	m.parsed = map[string]*template.Template{}
 	funcs := mutationFuncs()
-	_, _ = renderValues(field.NewPath("deployments"), m.raw["deployments"], true, func(p *field.Path, text string) (string, error) {
+	parse := func(p *field.Path, text string) (string, error) {
 		tpl, err := template.New(p.String()).Option("missingkey=error").Funcs(funcs).Parse(text)
 		if err != nil {
 			errs = append(errs, field.Invalid(p, text, "not a template: "+err.Error()))
 		}
 		m.parsed[p.String()] = tpl
 		return text, nil
-	})
+	}
+	_, _ = renderValues(field.NewPath("deployments"), m.raw["deployments"], true, parse)
+	versions, _ := m.raw["versions"].([]any)
+	for i, v := range versions {
+		if v, ok := v.(map[string]any); ok {
+			_, _ = renderValues(field.NewPath("versions").Index(i).Child("deployments"), v["deployments"], true, parse)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", mutationsFile, errs.ToAggregate())
 	}
@@ -187,17 +309,41 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 
 func (m *Mutations) validate() field.ErrorList {
 	root := field.NewPath("deployments")
-	if len(m.Deployments) == 0 {
+	if len(m.Deployments) == 0 && len(m.Versions) == 0 {
 		return field.ErrorList{field.Required(root, "name at least one Deployment, or remove "+mutationsFile)}
 	}
+	errs := validateDeployments(root, m.Deployments)
+	for i := range m.Versions {
+		v := &m.Versions[i]
+		vp := field.NewPath("versions").Index(i)
+		var err error
+		switch {
+		case strings.TrimSpace(v.KubernetesVersion) == "":
+			errs = append(errs, field.Required(vp.Child("kubernetesVersion"), "a semantic version constraint such as \"< 1.27\" or \">= 1.27, < 1.31\""))
+		case isTemplate(v.KubernetesVersion):
+			errs = append(errs, field.Invalid(vp.Child("kubernetesVersion"), v.KubernetesVersion, "cannot be a template"))
+		default:
+			if v.constraint, err = semver.NewConstraint(v.KubernetesVersion); err != nil {
+				errs = append(errs, field.Invalid(vp.Child("kubernetesVersion"), v.KubernetesVersion, "not a semantic version constraint: "+err.Error()))
+			}
+		}
+		if len(v.Deployments) == 0 {
+			errs = append(errs, field.Required(vp.Child("deployments"), "name at least one Deployment"))
+		}
+		errs = append(errs, validateDeployments(vp.Child("deployments"), v.Deployments)...)
+	}
+	return errs
+}
+
+func validateDeployments(root *field.Path, deployments map[string]DeploymentMutation) field.ErrorList {
 	var errs field.ErrorList
-	for _, name := range m.DeploymentNames() {
+	for _, name := range slices.Sorted(maps.Keys(deployments)) {
 		p := root.Key(name)
 		if _, ok := ControlPlaneDeployments[name]; !ok {
 			errs = append(errs, field.NotSupported(root, name, slices.Sorted(maps.Keys(ControlPlaneDeployments))))
 			continue
 		}
-		d := m.Deployments[name]
+		d := deployments[name]
 		errs = append(errs, d.validate(p)...)
 	}
 	return errs

@@ -33,26 +33,62 @@ func thirdWithMutations(t *testing.T, mutations string) string {
 	return dir
 }
 
+// clusterOf is a Cluster whose shoot has the Kubernetes version.
+func clusterOf(name, version string) *extensionsv1alpha1.Cluster {
+	return &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: extensionsv1alpha1.ClusterSpec{
+		Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"kubernetes": {"version": "` + version + `"}}}`)}}}
+}
+
 func TestShippedMutations(t *testing.T) {
 	g := NewWithT(t)
 	r := registry(t)
 	aws, err := r.Provider("aws")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(aws.Mutations().DeploymentNames()).To(Equal([]string{"kube-apiserver", "kube-controller-manager"}))
-	g.Expect(aws.Mutations().Templated()).To(BeFalse())
-	kcm, err := aws.RenderMutation("kube-controller-manager", templates.MutationInput{Namespace: "shoot--core--aws-01"})
+	g.Expect(aws.Mutations().DeploymentNames()).To(Equal([]string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}))
+	g.Expect(aws.Mutations().ReadsCluster()).To(BeTrue())
+
+	// The seeds' era: the in-tree cloud provider, as the seeds show it.
+	seedEra := templates.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.16.4")}
+	kcm, err := aws.RenderMutation("kube-controller-manager", seedEra)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(Equal([]string{
 		"--cloud-provider=external", "--external-cloud-volume-plugin=aws", "--cloud-config=/etc/kubernetes/cloudprovider/cloudprovider.conf"}))
 	g.Expect(kcm.Volumes).To(HaveLen(1))
 	g.Expect(kcm.Volumes[0].ConfigMap.Name).To(Equal("cloud-provider-config"))
-	none, err := aws.RenderMutation("kube-scheduler", templates.MutationInput{})
+	kas, err := aws.RenderMutation("kube-apiserver", seedEra)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kas.Containers["kube-apiserver"].Flags).To(ContainElement("--cloud-provider=aws"))
+	g.Expect(kas.Containers["kube-apiserver"].ListFlags).To(Equal([]string{"--enable-admission-plugins=PersistentVolumeLabel"}))
+	none, err := aws.RenderMutation("kube-scheduler", seedEra)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(none).To(BeNil())
 
+	// Between the in-tree provider's removal and its volume plugin's.
+	kas, err = aws.RenderMutation("kube-apiserver", templates.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.30.2")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kas.Containers["kube-apiserver"].Flags).To(BeEmpty())
+	g.Expect(kas.Containers["kube-apiserver"].ListFlags).To(Equal([]string{"--feature-gates=InTreePluginAWSUnregister=true"}))
+	g.Expect(kas.Volumes).To(BeEmpty())
+
+	// Today: no in-tree cloud flags for kube-apiserver, the external cloud provider for
+	// kube-controller-manager.
+	today := templates.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.37.1")}
+	kas, err = aws.RenderMutation("kube-apiserver", today)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kas).To(BeNil())
+	kcm, err = aws.RenderMutation("kube-controller-manager", today)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(Equal([]string{"--cloud-provider=external"}))
+	g.Expect(kcm.Containers["kube-controller-manager"].ListFlags).To(BeEmpty())
+	g.Expect(kcm.Volumes).To(BeEmpty())
+
+	// Without a Cluster the version is unknown: refused, naming the field.
+	_, err = aws.RenderMutation("kube-controller-manager", templates.MutationInput{Namespace: "shoot--core--aws-01"})
+	g.Expect(err).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value: there is no Cluster for the namespace (versions[0].kubernetesVersion depends on it)")))
+
 	local, err := r.Provider("local")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(local.Mutations().Templated()).To(BeTrue())
+	g.Expect(local.Mutations().ReadsCluster()).To(BeTrue())
 	kcm, err = local.RenderMutation("kube-controller-manager", templates.MutationInput{Namespace: "shoot--dev--local"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(ContainElement("--cluster-name=shoot--dev--local"))
@@ -63,11 +99,108 @@ func TestShippedMutations(t *testing.T) {
 	g.Expect(third.Mutations()).To(BeNil())
 }
 
+// Mutations for some Kubernetes versions apply after those for every version, in the
+// file's order, for the shoot versions that meet their constraint.
+func TestVersionedMutations(t *testing.T) {
+	g := NewWithT(t)
+	p, err := registry(t, thirdWithMutations(t, `deployments:
+  kube-controller-manager:
+    containers:
+      kube-controller-manager:
+        flags: [--cloud-provider=external, --v=2]
+versions:
+  - kubernetesVersion: "< 1.27"
+    deployments:
+      kube-controller-manager:
+        containers:
+          kube-controller-manager:
+            flags: [--external-cloud-volume-plugin=aws]
+            env: [{name: OLD, value: "yes"}]
+  - kubernetesVersion: ">= 1.27, < 1.31"
+    deployments:
+      kube-controller-manager:
+        containers:
+          kube-controller-manager:
+            listFlags: [--feature-gates=InTreePluginAWSUnregister=true]
+  - kubernetesVersion: ">= 1.30"
+    deployments:
+      kube-controller-manager:
+        containers:
+          kube-controller-manager:
+            flags: ['--v={{ if semverCompare ">= 1.35" (dig "spec" "kubernetes" "version" "" .cluster.shoot) }}4{{ else }}3{{ end }}']
+      kube-apiserver:
+        containers:
+          kube-apiserver:
+            flags: [--profiling=false]
+`)).Provider("third")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Mutations().DeploymentNames()).To(Equal([]string{"kube-apiserver", "kube-controller-manager"}))
+	for _, c := range []struct {
+		version   string
+		flags     []string
+		listFlags []string
+		env       int
+		apiserver bool
+	}{
+		{version: "1.16.4", flags: []string{"--cloud-provider=external", "--v=2", "--external-cloud-volume-plugin=aws"}, env: 1},
+		{version: "v1.26.15", flags: []string{"--cloud-provider=external", "--v=2", "--external-cloud-volume-plugin=aws"}, env: 1},
+		{version: "1.27.0", flags: []string{"--cloud-provider=external", "--v=2"}, listFlags: []string{"--feature-gates=InTreePluginAWSUnregister=true"}},
+		// A pre-release compares as its release.
+		{version: "1.27.0-alpha.1", flags: []string{"--cloud-provider=external", "--v=2"}, listFlags: []string{"--feature-gates=InTreePluginAWSUnregister=true"}},
+		{version: "1.30.1", flags: []string{"--cloud-provider=external", "--v=2", "--v=3"}, listFlags: []string{"--feature-gates=InTreePluginAWSUnregister=true"}, apiserver: true},
+		{version: "1.37.1", flags: []string{"--cloud-provider=external", "--v=2", "--v=4"}, apiserver: true},
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			g := NewWithT(t)
+			in := templates.MutationInput{Namespace: "shoot--dev--x", Cluster: clusterOf("shoot--dev--x", c.version)}
+			m, err := p.RenderMutation("kube-controller-manager", in)
+			g.Expect(err).NotTo(HaveOccurred())
+			kcm := m.Containers["kube-controller-manager"]
+			g.Expect(kcm.Flags).To(Equal(c.flags))
+			g.Expect(kcm.ListFlags).To(Equal(c.listFlags))
+			g.Expect(kcm.Env).To(HaveLen(c.env))
+			kas, err := p.RenderMutation("kube-apiserver", in)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(kas != nil).To(Equal(c.apiserver))
+		})
+	}
+
+	// The version is read from the Cluster, and a wrong one is refused naming the field.
+	for _, c := range []struct {
+		name    string
+		cluster *extensionsv1alpha1.Cluster
+		want    string
+	}{
+		{"no Cluster", nil, "cluster.spec.shoot.spec.kubernetes.version: Required value: there is no Cluster for the namespace (versions[0].kubernetesVersion depends on it)"},
+		{"no version", &extensionsv1alpha1.Cluster{Spec: extensionsv1alpha1.ClusterSpec{Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {}}`)}}},
+			"cluster.spec.shoot.spec.kubernetes.version: Required value: the Cluster's shoot has no Kubernetes version"},
+		{"not a version", clusterOf("x", "latest"), `cluster.spec.shoot.spec.kubernetes.version: Invalid value: "latest": not a semantic version`},
+		{"not a string", &extensionsv1alpha1.Cluster{Spec: extensionsv1alpha1.ClusterSpec{Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"kubernetes": {"version": 1.3}}}`)}}},
+			"cluster.spec.shoot.spec.kubernetes.version: Invalid value: 1.3: must be a string"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := p.RenderMutation("kube-controller-manager", templates.MutationInput{Namespace: "shoot--dev--x", Cluster: c.cluster})
+			var merr *templates.MutationError
+			g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(c.want))
+			g.Expect(err.Error()).To(HavePrefix(`mutating kube-controller-manager for provider "third": `))
+		})
+	}
+}
+
 // Broken mutation data fails when the provider loads, naming the field.
 func TestMutationsAreValidatedOnLoad(t *testing.T) {
 	kcm := "deployments:\n  kube-controller-manager:\n    containers:\n      kube-controller-manager:\n"
 	for _, c := range []struct{ name, mutations, want string }{
 		{"empty", "deployments: {}\n", "deployments: Required value"},
+		{"version without constraint", "versions:\n- deployments:\n    kube-apiserver:\n      containers:\n        kube-apiserver: {flags: [--x=1]}\n", "versions[0].kubernetesVersion: Required value"},
+		{"version constraint", "versions:\n- kubernetesVersion: newer than 1.27\n  deployments:\n    kube-apiserver:\n      containers:\n        kube-apiserver: {flags: [--x=1]}\n", `versions[0].kubernetesVersion: Invalid value: "newer than 1.27": not a semantic version constraint`},
+		{"templated version constraint", "versions:\n- kubernetesVersion: '>= {{ .type }}'\n  deployments:\n    kube-apiserver:\n      containers:\n        kube-apiserver: {flags: [--x=1]}\n", "versions[0].kubernetesVersion: Invalid value: \">= {{ .type }}\": cannot be a template"},
+		{"version without deployments", "versions:\n- kubernetesVersion: '< 1.27'\n", "versions[0].deployments: Required value"},
+		{"version's unknown deployment", "versions:\n- kubernetesVersion: '< 1.27'\n  deployments:\n    etcd-main:\n      containers:\n        etcd: {flags: [--x=1]}\n", `versions[0].deployments: Unsupported value: "etcd-main"`},
+		{"version's bad flag", "versions:\n- kubernetesVersion: '< 1.27'\n  deployments:\n    kube-apiserver:\n      containers:\n        kube-apiserver: {flags: [x=1]}\n", `versions[0].deployments[kube-apiserver].containers[kube-apiserver].flags[0]: Invalid value: "x=1"`},
+		{"version's broken template", "versions:\n- kubernetesVersion: '< 1.27'\n  deployments:\n    kube-apiserver:\n      containers:\n        kube-apiserver: {flags: ['--x={{ .type ']}\n", `versions[0].deployments[kube-apiserver].containers[kube-apiserver].flags[0]: Invalid value: "--x={{ .type ": not a template`},
 		{"unknown deployment", "deployments:\n  etcd-main:\n    containers:\n      etcd: {flags: [--x=1]}\n", `deployments: Unsupported value: "etcd-main"`},
 		{"unknown field", kcm + "        flag: [--x=1]\n", `unknown field "flag"`},
 		{"no containers", "deployments:\n  kube-apiserver:\n    volumes: []\n", "deployments[kube-apiserver].containers: Required value"},

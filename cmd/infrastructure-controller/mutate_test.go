@@ -12,11 +12,13 @@ import (
 
 const seeds = "../../webhook/controlplane/testdata"
 
-// TestMutate prints the seed's kube-controller-manager as the aws webhook stores it.
+// TestMutate prints the seed's kube-controller-manager as the aws webhook stores it for
+// a shoot of the seeds' Kubernetes version.
 func TestMutate(t *testing.T) {
 	g := NewWithT(t)
 	var out, stderr bytes.Buffer
-	g.Expect(runMutate([]string{"-f", filepath.Join(seeds, "seed-001-kube-controller-manager.yaml"), "--type", "aws"}, &out, &stderr)).To(Succeed())
+	g.Expect(runMutate([]string{"-f", filepath.Join(seeds, "seed-001-kube-controller-manager.yaml"), "--type", "aws",
+		"--cluster", filepath.Join(seeds, "cluster-seed-era.yaml")}, &out, &stderr)).To(Succeed())
 	got := &appsv1.Deployment{}
 	g.Expect(yaml.UnmarshalStrict(out.Bytes(), got)).To(Succeed())
 	want := &appsv1.Deployment{}
@@ -36,6 +38,8 @@ func TestMutateErrors(t *testing.T) {
 	var out bytes.Buffer
 	g.Expect(runMutate(nil, &out, &out)).To(MatchError(ContainSubstring("-f and --type are required")))
 	kcm := filepath.Join(seeds, "seed-001-kube-controller-manager.yaml")
+	// aws mutates by the shoot's Kubernetes version, which only the Cluster has.
+	g.Expect(runMutate([]string{"-f", kcm, "--type", "aws"}, &out, &out)).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value")))
 	g.Expect(runMutate([]string{"-f", kcm, "--type", "gcp"}, &out, &out)).To(MatchError(ContainSubstring(`no provider for infrastructure type "gcp"`)))
 	g.Expect(runMutate([]string{"-f", kcm, "--type", "third", "--providers", "../../templates/testdata/providers"}, &out, &out)).To(MatchError(ContainSubstring(`provider "third" has no mutations.yaml`)))
 }

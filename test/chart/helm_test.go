@@ -207,7 +207,8 @@ func TestTemplate(t *testing.T) {
 				role := convert[rbacv1.ClusterRole](t, find(objects, "ClusterRole", "terraseed"))
 				for _, r := range role.Rules {
 					g.Expect(r.Resources).NotTo(ContainElements(ContainSubstring("pods")))
-					g.Expect(r.Resources).NotTo(ContainElement("rolebindings"))
+					// No terraformer to bind (rolebindings remain for the control planes).
+					g.Expect(r.ResourceNames).NotTo(ContainElement("terraseed-terraformer"))
 				}
 			case "providers":
 				g.Expect(c.Image).To(Equal("registry.example.com/terraseed@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))

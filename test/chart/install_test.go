@@ -146,6 +146,9 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"delete", "apps", "deployments", "", shoot, "cloud-controller-manager"},
 			{"watch", "apps", "statefulsets", "", "", ""},
 			{"patch", "", "services", "", shoot, "cloud-controller-manager"},
+			{"create", "", "serviceaccounts", "", shoot, ""},
+			{"patch", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "aws-custom-route-controller"},
+			{"create", "policy", "poddisruptionbudgets", "", shoot, ""},
 			// The control-plane webhook: its configuration and its certificate Secret.
 			{"watch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", ""},
 			{"patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "terraseed-controlplane"},
@@ -162,10 +165,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"create", ext, "controlplanes", "", shoot, ""},
 			{"update", "", "pods", "", shoot, "infra.infra.tf-run"},
 			{"create", "", "pods", "exec", shoot, "infra.infra.tf-run"},
-			{"delete", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
 			{"create", "", "serviceaccounts", "token", shoot, "terraseed-terraformer"},
-			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
-			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
 			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
@@ -175,7 +175,6 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"delete", "", "namespaces", "", "", shoot},
 			{"list", "", "nodes", "", "", ""},
 			{"delete", ext, "controlplanes", "", shoot, "control-plane"},
-			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
 			{"create", "", "serviceaccounts", "token", shoot, "cloud-controller-manager"},
 		})
 	})
@@ -269,7 +268,6 @@ func TestLocalExecutorRBAC(t *testing.T) {
 		{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
 	}, []access{
 		{"create", "", "pods", "", shoot, ""},
-		{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 		{"update", "coordination.k8s.io", "leases", "", shoot, "gardener-extension-heartbeat"},
 	})

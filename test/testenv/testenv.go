@@ -154,3 +154,9 @@ func (e *Environment) AdminKubeconfig() ([]byte, error) {
 	}
 	return user.KubeConfig()
 }
+
+// EtcdURL is the address of the control plane's etcd, which serves plain HTTP on this
+// machine; another kube-apiserver may use it under its own --etcd-prefix.
+func (e *Environment) EtcdURL() string {
+	return e.env.ControlPlane.Etcd.URL.String()
+}

@@ -36,7 +36,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("not a control-plane Deployment")
 	}
 	var cluster *extensionsv1alpha1.Cluster
-	if h.provider.Mutations().Templated() {
+	if h.provider.Mutations().ReadsCluster() {
 		cluster = &extensionsv1alpha1.Cluster{}
 		if err := h.reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, cluster); apierrors.IsNotFound(err) {
 			cluster = nil

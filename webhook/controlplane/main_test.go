@@ -128,7 +128,7 @@ func (w *webhookUnderTest) start(t *testing.T) {
 	// Ready means the CA is in the configuration; the API server picks it up through its
 	// own watch, a moment later.
 	if w.probe == "" {
-		w.probe = shootNamespace(t, "aws")
+		w.probe = awsShootNamespace(t, seedEra)
 	}
 	probe := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	probe.Namespace = w.probe
@@ -195,6 +195,19 @@ func shootNamespace(t *testing.T, providerType string) string {
 		return env.Namespace(t)
 	}
 	return env.LabelledNamespace(t, map[string]string{controlplane.LabelShootProvider: providerType})
+}
+
+// seedEra is the Kubernetes version of the seeds' Deployments (their hyperkube image):
+// the aws provider mutates it as the seeds show.
+const seedEra = "1.16.4"
+
+// awsShootNamespace is an aws shoot namespace with its Cluster, whose shoot has the
+// Kubernetes version.
+func awsShootNamespace(t *testing.T, version string) string {
+	t.Helper()
+	ns := shootNamespace(t, "aws")
+	createCluster(t, ns, `{"spec": {"kubernetes": {"version": "`+version+`"}}}`)
+	return ns
 }
 
 // readDeployment reads a Deployment from testdata.

@@ -1,12 +1,14 @@
 package controlplane_test
 
 import (
+	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 
@@ -97,8 +99,8 @@ func TestMutateEnvAndVolumes(t *testing.T) {
 	g.Expect(pod).To(Equal(once))
 }
 
-// The aws mutation turns the seeds' Deployments into what the seeds show, and a second
-// pass changes nothing.
+// The aws mutation turns the seeds' Deployments, for a shoot of the seeds' Kubernetes
+// version, into what the seeds show, and a second pass changes nothing.
 func TestMutateSeeds(t *testing.T) {
 	registry, err := templates.NewRegistry()
 	if err != nil {
@@ -108,11 +110,19 @@ func TestMutateSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	data, err := os.ReadFile("testdata/cluster-seed-era.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := yaml.UnmarshalStrict(data, cluster); err != nil {
+		t.Fatal(err)
+	}
 	for _, seed := range []string{"seed-001-kube-controller-manager", "seed-002-kube-apiserver"} {
 		t.Run(seed, func(t *testing.T) {
 			g := NewWithT(t)
 			d, want := readDeployment(t, seed+".yaml"), readDeployment(t, seed+"-mutated.yaml")
-			m, err := aws.RenderMutation(d.Name, templates.MutationInput{Namespace: "shoot--core--aws-01"})
+			m, err := aws.RenderMutation(d.Name, templates.MutationInput{Namespace: "shoot--core--aws-01", Cluster: cluster})
 			g.Expect(err).NotTo(HaveOccurred())
 			controlplane.Mutate(&d.Spec.Template.Spec, m)
 			// The seed shows the API server's default mode; the mutation leaves it to it.
@@ -133,7 +143,7 @@ func BenchmarkMutateDeployment(b *testing.B) {
 		b.Fatal(err)
 	}
 	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "shoot--core--aws-01"}, Spec: extensionsv1alpha1.ClusterSpec{
-		Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"region": "eu-west-1", "networking": {"pods": "100.96.0.0/11"}}}`)}}}
+		Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"kubernetes": {"version": "1.37.1"}, "region": "eu-west-1", "networking": {"pods": "100.96.0.0/11"}}}`)}}}
 	for _, providerType := range []string{"aws", "local"} {
 		b.Run(providerType, func(b *testing.B) {
 			p, err := registry.Provider(providerType)

@@ -18,7 +18,8 @@ import (
 )
 
 // The seeds' kube-controller-manager and kube-apiserver, written by "Gardener" into an
-// aws shoot namespace, are stored exactly as the seeds show them mutated: the API server
+// aws shoot namespace of the seeds' Kubernetes version, are stored exactly as the seeds
+// show them mutated: the API server
 // called the webhook over TLS, trusting the CA the controller's rotation wrote.
 func TestSeedDeploymentsAreStoredMutated(t *testing.T) {
 	g := NewWithT(t)
@@ -35,7 +36,7 @@ func TestSeedDeploymentsAreStoredMutated(t *testing.T) {
 		g.Expect(*hook.TimeoutSeconds).To(Equal(controlplane.TimeoutSeconds))
 	}
 
-	aws, unlabelled := shootNamespace(t, "aws"), shootNamespace(t, "")
+	aws, unlabelled := awsShootNamespace(t, seedEra), shootNamespace(t, "")
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: aws, Name: "cloud-provider-config"},
 		Data:       map[string]string{"cloudprovider.conf": "[Global]\nZone=eu-west-1a\n"},
@@ -129,7 +130,7 @@ func TestCertificateRotationKeepsAdmitting(t *testing.T) {
 	g.Expect(w.servedBy(oldCA)).NotTo(Succeed(), "the server still presents a certificate of the old CA")
 
 	// The API server follows the configuration's new caBundle through its own watch.
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	// Dry runs, so that an attempt the client gave up on cannot make the next one collide.
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	kcm.Namespace = aws
@@ -156,7 +157,7 @@ func TestServingCertificateRenewalDropsNoAdmission(t *testing.T) {
 		o.CertValidity, o.RotationLookahead, o.RotationCheckInterval = time.Hour, 2*time.Hour, time.Second
 	})
 	ca := w.secret(g).Data["ca.crt"]
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	certificates := map[string]bool{}
 	admissions := 0
@@ -179,7 +180,7 @@ func TestWebhookDownRefusesOnlyWhatItMutates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	w := startWebhook(t)
-	aws := shootNamespace(t, "aws")
+	aws := awsShootNamespace(t, seedEra)
 	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
 	w.stop(t)
 
@@ -242,4 +243,31 @@ func createCluster(t *testing.T, namespace, shoot string) {
 		Shoot: runtime.RawExtension{Raw: []byte(shoot)}, Seed: empty, CloudProfile: empty}}
 	NewWithT(t).Expect(env.Client.Create(context.Background(), cluster)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cluster) })
+}
+
+// aws mutates by the shoot's Kubernetes version: an aws control-plane Deployment in a
+// namespace without a Cluster, or whose shoot's version is no semantic version, is
+// refused with the field named, never stored with a guess.
+func TestAWSDeploymentsNeedTheShootVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startWebhook(t)
+	kcm := readDeployment(t, "seed-001-kube-controller-manager.yaml")
+
+	_, err := create(ctx, shootNamespace(t, "aws"), kcm)
+	g.Expect(err).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value: there is no Cluster for the namespace")))
+
+	ns := shootNamespace(t, "aws")
+	createCluster(t, ns, `{"spec": {"kubernetes": {"version": "latest"}}}`)
+	_, err = create(ctx, ns, kcm)
+	g.Expect(err).To(MatchError(ContainSubstring(`cluster.spec.shoot.spec.kubernetes.version: Invalid value: "latest": not a semantic version`)))
+
+	// A shoot of today's Kubernetes gets the external cloud provider only.
+	created, err := create(ctx, awsShootNamespace(t, "1.37.1"), kcm)
+	g.Expect(err).NotTo(HaveOccurred())
+	command := created.Spec.Template.Spec.Containers[0].Command
+	g.Expect(command).To(ContainElement("--cloud-provider=external"))
+	g.Expect(command).NotTo(ContainElement(HavePrefix("--cloud-config")))
+	g.Expect(command).NotTo(ContainElement(HavePrefix("--external-cloud-volume-plugin")))
+	g.Expect(created.Spec.Template.Spec.Volumes).To(BeEmpty())
 }

@@ -28,6 +28,14 @@ spec:
     spec:
       automountServiceAccountToken: false
       priorityClassName: gardener-system-300
+      # As terraseed's own controller runs (charts/terraseed).
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        fsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
       containers:
         - name: cloud-controller-manager
           image: {{ printf "registry.k8s.io/provider-aws/cloud-controller-manager:v1.%s.0" $minor | toJson }}
@@ -74,14 +82,25 @@ spec:
           resources:
             requests:
               cpu: 100m
-              memory: 64Mi
+              memory: 128Mi
+            limits:
+              memory: 512Mi
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
           volumeMounts:
+            - name: tmp
+              mountPath: /tmp
             - name: cloud-provider-config
               mountPath: /etc/kubernetes/cloudprovider
             - name: kubeconfig
               mountPath: /var/run/secrets/gardener.cloud/shoot/generic-kubeconfig
               readOnly: true
       volumes:
+        - name: tmp
+          emptyDir: {}
         - name: cloud-provider-config
           configMap:
             name: cloud-provider-config
@@ -102,6 +121,23 @@ spec:
                     - key: token
                       path: token
                   optional: false
+---
+# As Gardener's AWS extension: an eviction may take the one replica, and an unhealthy pod
+# never blocks a drain.
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: cloud-controller-manager
+  labels:
+    app: kubernetes
+    role: cloud-controller-manager
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app: kubernetes
+      role: cloud-controller-manager
+  unhealthyPodEvictionPolicy: AlwaysAllow
 ---
 apiVersion: v1
 kind: Service
