@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -12,15 +13,22 @@ import (
 )
 
 // stateWatcher writes the state file back to the store while terraform runs. terraform
-// rewrites the file in place after every resource; a burst of writes while a save is in
-// flight collapses into one more save of the newest file.
+// rewrites the file in place after every resource; the changes of a burst collapse into
+// one save of the newest file, at most one every stateSaveInterval, so that a run's
+// saves cost the API server a few writes instead of one per resource. What changed since
+// the last save is saved by the run's final save; a run killed before it leaves its
+// newest state in the working directory, where the next run takes it from.
 type stateWatcher struct {
-	path    string
-	store   *state.StateStore
-	watcher *fsnotify.Watcher
-	dirty   chan struct{}
-	done    chan struct{}
+	path     string
+	store    *state.StateStore
+	watcher  *fsnotify.Watcher
+	dirty    chan struct{}
+	stopping chan struct{}
+	done     chan struct{}
 }
+
+// stateSaveInterval is the least time between two saves while terraform runs.
+const stateSaveInterval = time.Second
 
 func watchState(ctx context.Context, path string, store *state.StateStore) (*stateWatcher, error) {
 	watcher, err := fsnotify.NewWatcher()
@@ -32,7 +40,7 @@ func watchState(ctx context.Context, path string, store *state.StateStore) (*sta
 		_ = watcher.Close()
 		return nil, err
 	}
-	w := &stateWatcher{path: path, store: store, watcher: watcher, dirty: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &stateWatcher{path: path, store: store, watcher: watcher, dirty: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{})}
 	go w.notice()
 	go w.persist(ctx)
 	return w, nil
@@ -63,7 +71,15 @@ func (w *stateWatcher) notice() {
 func (w *stateWatcher) persist(ctx context.Context) {
 	defer close(w.done)
 	log := logf.FromContext(ctx)
+	var saved time.Time
 	for range w.dirty {
+		select {
+		case <-time.After(time.Until(saved.Add(stateSaveInterval))):
+		case <-w.stopping:
+			// The final save follows.
+			continue
+		}
+		saved = time.Now()
 		state, err := os.ReadFile(w.path)
 		if err != nil || len(state) == 0 {
 			continue
@@ -76,8 +92,9 @@ func (w *stateWatcher) persist(ctx context.Context) {
 	}
 }
 
-// stop ends watching once every noticed change has been handled.
+// stop ends watching; what changed since the last save is for the final save.
 func (w *stateWatcher) stop() {
+	close(w.stopping)
 	_ = w.watcher.Close()
 	<-w.done
 }
