@@ -176,8 +176,9 @@ func (a *Actuator) nextDriftCheck(infra *extensionsv1alpha1.Infrastructure, now 
 		return t.Add(interval - sinceSlot)
 	}
 	next := slotFrom(last.Add(interval / 2))
-	if now.Sub(next) > driftLateness(interval) {
-		next = slotFrom(now)
+	if lateness := driftLateness(interval); now.Sub(next) > lateness {
+		// A point just passed is due still: the wake-up for it may come a little late.
+		next = slotFrom(now.Add(-lateness))
 	}
 	return next
 }
