@@ -44,7 +44,7 @@ const DefaultMaxRuns = 5
 
 // DefaultDriftShare is the share of the run slots drift plans may take at once when
 // Scheduler.DriftShare is zero.
-const DefaultDriftShare = 0.4
+const DefaultDriftShare = 0.2
 
 // Phase is where a scheduled run is.
 type Phase string
