@@ -31,6 +31,10 @@ func (op *operation) delete(ctx context.Context) error {
 
 // forceDelete removes what the runs kept, the state included, and destroys nothing.
 func (op *operation) forceDelete(ctx context.Context) error {
+	// A run still waiting for a slot would find nothing to work on.
+	if runs := op.actuator.runs; runs != nil {
+		runs.Cancel(op.objects().ID)
+	}
 	return op.deleteRunObjects(ctx)
 }
 
