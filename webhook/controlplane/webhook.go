@@ -178,7 +178,9 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, pro
 		if err != nil {
 			return err
 		}
-		w.server.Register(PathPrefix+t, &admission.Webhook{Handler: &handler{provider: p, reader: c}, RecoverPanic: ptr.To(true)})
+		// The Cluster is read live: Gardener writes it right before the Deployments, and a
+		// cache a moment behind would refuse them or mutate for the shoot's old version.
+		w.server.Register(PathPrefix+t, &admission.Webhook{Handler: &handler{provider: p, reader: mgr.GetAPIReader()}, RecoverPanic: ptr.To(true)})
 	}
 	// cert-controller fills the Secret but does not create it.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: w.opts.SecretName}}
