@@ -165,7 +165,7 @@ func TestTemplate(t *testing.T) {
 			case "default":
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
-				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=5", "--executor=pod",
+				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
