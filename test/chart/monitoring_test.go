@@ -167,6 +167,21 @@ func TestMonitoringRenders(t *testing.T) {
 	g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard", "1"))
 	d := dashboard(t, objects)
 	g.Expect(d).To(HaveKeyWithValue("uid", "terraseed"))
+	// Grafana places panels on a grid 24 wide and tells them apart by id; every query goes
+	// to the data source the dashboard's variable picks.
+	ids := map[float64]bool{}
+	for _, p := range d["panels"].([]any) {
+		panel := p.(map[string]any)
+		id := panel["id"].(float64)
+		g.Expect(ids).NotTo(HaveKey(id), "panel %q", panel["title"])
+		ids[id] = true
+		grid := panel["gridPos"].(map[string]any)
+		g.Expect(grid["x"].(float64)+grid["w"].(float64)).To(BeNumerically("<=", 24), "panel %q", panel["title"])
+		targets, _ := panel["targets"].([]any)
+		for _, target := range targets {
+			g.Expect(target).To(HaveKeyWithValue("datasource", HaveKeyWithValue("uid", "${datasource}")), "panel %q", panel["title"])
+		}
+	}
 
 	// Turned off, and moved with its label's value changed.
 	objects = render(t, "garden-terraseed", "--set", "grafanaDashboard.enabled=false")
