@@ -127,30 +127,41 @@ func dashboardQueries(t testing.TB, d map[string]any, namespace string) map[stri
 	return queries
 }
 
-// metricNames parses a PromQL expression as Prometheus does and returns the metrics it names.
-func metricNames(expr string) ([]string, error) {
+// selector is a metric a PromQL expression names, and the labels it matches on.
+type selector struct {
+	metric string
+	labels []string
+}
+
+// selectors parses a PromQL expression as Prometheus does and returns the metrics it names.
+func selectors(expr string) ([]selector, error) {
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var found []selector
 	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
 		if vs, ok := node.(*parser.VectorSelector); ok {
-			name := vs.Name
+			sel := selector{metric: vs.Name}
 			for _, m := range vs.LabelMatchers {
 				if m.Name == model.MetricNameLabel {
-					name = m.Value
+					sel.metric = m.Value
+				} else {
+					sel.labels = append(sel.labels, m.Name)
 				}
 			}
-			names = append(names, name)
+			found = append(found, sel)
 		}
 		return nil
 	})
-	if len(names) == 0 {
+	if len(found) == 0 {
 		return nil, fmt.Errorf("%q names no metric", expr)
 	}
-	return names, nil
+	return found, nil
 }
+
+// targetLabels are the labels Prometheus adds to every series of a scrape target.
+var targetLabels = []string{"namespace", "instance"}
 
 // The chart renders its monitoring objects only when asked, and they fit together: the
 // dashboard carries the sidecar's label, the ServiceMonitor selects the metrics Service
@@ -276,8 +287,11 @@ func TestMonitoringNamesOnlyExposedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	exposed := exposedMetrics(t)
 	// What the chart's objects are about is there, with samples.
-	g.Expect(exposed).To(ContainElements("terraseed_terraform_runs_total", "terraseed_terraform_run_duration_seconds_bucket",
-		"controller_runtime_webhook_latency_seconds_bucket", "leader_election_master_status", "controller_runtime_reconcile_total"))
+	g.Expect(exposed).To(HaveKey("terraseed_terraform_runs_total"))
+	g.Expect(exposed).To(HaveKeyWithValue("terraseed_terraform_run_duration_seconds_bucket", ContainElements("command", "result", "le")))
+	g.Expect(exposed).To(HaveKey("controller_runtime_webhook_latency_seconds_bucket"))
+	g.Expect(exposed).To(HaveKeyWithValue("leader_election_master_status", ContainElement("name")))
+	g.Expect(exposed).To(HaveKey("controller_runtime_reconcile_total"))
 
 	for _, set := range valueSets {
 		args := append([]string{"-f", valuesFile(set)}, monitoringValues...)
@@ -296,14 +310,22 @@ func TestMonitoringNamesOnlyExposedMetrics(t *testing.T) {
 		}
 		g.Expect(len(queries)).To(BeNumerically(">", 20))
 		for where, expr := range queries {
-			names, err := metricNames(expr)
+			found, err := selectors(expr)
 			if err != nil {
 				t.Errorf("%s: %s: %v", set, where, err)
 				continue
 			}
-			for _, name := range names {
-				if !slices.Contains(exposed, name) {
-					t.Errorf("%s: %s names %s, which the controller does not expose", set, where, name)
+			for _, sel := range found {
+				labels, ok := exposed[sel.metric]
+				if !ok {
+					t.Errorf("%s: %s names %s, which the controller does not expose", set, where, sel.metric)
+					continue
+				}
+				// A matcher on a label the metric does not have selects nothing.
+				for _, l := range sel.labels {
+					if !slices.Contains(labels, l) && !slices.Contains(targetLabels, l) {
+						t.Errorf("%s: %s matches %s on %q, a label it does not have (it has %v)", set, where, sel.metric, l, labels)
+					}
 				}
 			}
 		}
@@ -311,8 +333,9 @@ func TestMonitoringNamesOnlyExposedMetrics(t *testing.T) {
 }
 
 // exposedMetrics runs the controller and returns the names of the series its /metrics
-// serves once it has done some work: histograms by their _bucket, _sum and _count.
-func exposedMetrics(t *testing.T) []string {
+// serves once it has done some work (histograms by their _bucket, _sum and _count), each
+// with the names of its labels.
+func exposedMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -406,7 +429,7 @@ func exposedMetrics(t *testing.T) []string {
 	g.Eventually(func() error { return env.Client.Create(ctx, deployment) }).WithTimeout(time.Minute).Should(Succeed())
 	g.Expect(deployment.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cluster-name=" + shoot))
 
-	var names []string
+	var exposed map[string][]string
 	g.Eventually(func(g Gomega) {
 		resp, err := http.Get("http://" + metricsAddress + "/metrics")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -414,23 +437,33 @@ func exposedMetrics(t *testing.T) []string {
 		text := expfmt.NewTextParser(model.UTF8Validation)
 		families, err := text.TextToMetricFamilies(resp.Body)
 		g.Expect(err).NotTo(HaveOccurred())
-		names = names[:0]
+		exposed = map[string][]string{}
 		for name, family := range families {
 			if len(family.GetMetric()) == 0 {
 				continue
 			}
+			var labels []string
+			for _, m := range family.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if !slices.Contains(labels, l.GetName()) {
+						labels = append(labels, l.GetName())
+					}
+				}
+			}
+			sort.Strings(labels)
 			switch family.GetType() {
 			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-				names = append(names, name+"_bucket", name+"_sum", name+"_count")
+				exposed[name+"_bucket"] = append(slices.Clone(labels), "le")
+				exposed[name+"_sum"], exposed[name+"_count"] = labels, labels
 			case dto.MetricType_SUMMARY:
-				names = append(names, name, name+"_sum", name+"_count")
+				exposed[name] = append(slices.Clone(labels), "quantile")
+				exposed[name+"_sum"], exposed[name+"_count"] = labels, labels
 			default:
-				names = append(names, name)
+				exposed[name] = labels
 			}
 		}
 		// The leader's status is reported once it leads, which it did to reconcile.
-		g.Expect(names).To(ContainElement("leader_election_master_status"))
+		g.Expect(exposed).To(HaveKey("leader_election_master_status"))
 	}).WithTimeout(time.Minute).Should(Succeed())
-	sort.Strings(names)
-	return names
+	return exposed
 }
