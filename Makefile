@@ -20,6 +20,10 @@ GO_TEST_FLAGS ?= -count=1 -timeout 45m
 .PHONY: all
 all: build
 
+.PHONY: help
+help: ## List the targets and what each does.
+	@awk 'BEGIN { FS = ":[^#]*## " } /^[a-zA-Z_-]+:.*## / { gsub(/\$$\$$/, "$$", $$2); printf "  %-12s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+
 .PHONY: tools
 tools: ## Build every pinned tool into the cache (seconds when cached).
 	@bash test/tools/bootstrap.sh
@@ -53,7 +57,7 @@ verify: ## Fail when generated files are stale, code is unformatted or vet compl
 	cd test/compat && go vet ./...
 
 .PHONY: build
-build:
+build: ## Build every package.
 	go build ./...
 
 # The end-to-end packages run pods on a node of this machine (test/realnode): after the
