@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -128,13 +129,15 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"list", ext, "clusters", "", "", ""},
 			{"create", "", "secrets", "", shoot, ""},
 			{"delete", "", "secrets", "", shoot, "infra.infra.tf-env"},
-			{"deletecollection", "", "configmaps", "", shoot, ""},
 			{"create", "", "pods", "", shoot, ""},
 			{"get", "", "pods", "log", shoot, "infra.infra.tf-run"},
 			{"create", "", "events", "", shoot, ""},
 			{"create", "events.k8s.io", "events", "", shoot, ""},
 			{"create", "", "serviceaccounts", "", shoot, ""},
 			{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
+			{"update", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
+			{"update", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
 			{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
@@ -162,9 +165,13 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"create", ext, "controlplanes", "", shoot, ""},
 			{"update", "", "pods", "", shoot, "infra.infra.tf-run"},
 			{"create", "", "pods", "exec", shoot, "infra.infra.tf-run"},
+			{"deletecollection", "", "configmaps", "", shoot, ""},
 			{"delete", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
+			{"update", "", "serviceaccounts", "", shoot, "default"},
+			{"patch", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
 			{"create", "", "serviceaccounts", "token", shoot, "terraseed-terraformer"},
-			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
+			{"update", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "another-binding"},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "another-binding"},
 			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
 			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
@@ -195,6 +202,39 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		err := controller.Create(ctx, &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra"}})
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 		g.Expect(apierrors.IsForbidden(controller.List(ctx, &corev1.NamespaceList{}))).To(BeTrue())
+	})
+
+	// A ServiceAccount and a RoleBinding that were there before (made by hand, or by an
+	// older release with another role) are corrected by the controller with the chart's
+	// rights, not refused forever.
+	t.Run("controller corrects the terraformer's ServiceAccount and RoleBinding", func(t *testing.T) {
+		g := NewWithT(t)
+		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer", ClusterRole: "terraseed-terraformer"}
+		// Another role: the binding is replaced.
+		replaced := env.Namespace(t)
+		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"}})).To(Succeed())
+		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: replaced, Name: "terraseed-terraformer"}},
+		})).To(Succeed())
+		// The same role, other subjects: the binding is updated.
+		updated := env.Namespace(t)
+		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: updated, Name: "terraseed-terraformer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "terraseed-terraformer"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: updated, Name: "someone-else"}},
+		})).To(Succeed())
+		for _, ns := range []string{replaced, updated} {
+			g.Expect(e.EnsureServiceAccount(ctx, ns)).To(Succeed(), "in namespace %s", ns)
+			sa := &corev1.ServiceAccount{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "terraseed-terraformer"}, sa)).To(Succeed())
+			g.Expect(sa.Labels).To(HaveKeyWithValue("terraseed.gardener.cloud/purpose", "terraformer"))
+			binding := &rbacv1.RoleBinding{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "terraseed-terraformer"}, binding)).To(Succeed())
+			g.Expect(binding.RoleRef.Name).To(Equal("terraseed-terraformer"))
+			g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "terraseed-terraformer"}))
+		}
 	})
 
 	t.Run("terraformer", func(t *testing.T) {
