@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/terraseed/terraseed/controller/extension"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 // migratedState is the shape of .status.state: the terraform state, gzipped, so that it
@@ -109,6 +110,21 @@ func encodeState(state []byte) (*runtime.RawExtension, error) {
 		return nil, &stateTooLargeError{size: len(raw)}
 	}
 	return &runtime.RawExtension{Raw: raw}, nil
+}
+
+// restoreState writes the state kept in .status.state into the state object, unless that
+// holds a newer snapshot of the same state (a retried restore whose apply wrote it). A
+// state of another lineage is refused: it is another infrastructure's state, and which of
+// the two is right is the operator's call.
+func (op *operation) restoreState(ctx context.Context, state []byte) error {
+	_, err := op.objects().RestoreState(ctx, op.actuator.Client, state)
+	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalidState) {
+		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the restored state: %w", err)
+	}
+	return nil
 }
 
 // decodeState returns the terraform state kept in .status.state, nil when there is none.

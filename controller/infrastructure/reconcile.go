@@ -3,7 +3,6 @@ package infrastructure
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,7 +20,8 @@ func (op *operation) reconcile(ctx context.Context) error {
 }
 
 // restore writes the state kept in .status.state back into the state object, then applies:
-// terraform finds every resource in the restored state and recreates none.
+// terraform finds every resource in the restored state and recreates none. A restore
+// retried after a failed apply keeps the newer state that apply wrote.
 func (op *operation) restore(ctx context.Context) error {
 	provider, secret, err := op.inputs(ctx)
 	if err != nil {
@@ -35,8 +35,8 @@ func (op *operation) restore(ctx context.Context) error {
 		return err
 	}
 	if state != nil {
-		if err := op.objects().WriteState(ctx, op.actuator.Client, state); err != nil {
-			return fmt.Errorf("writing the restored state: %w", err)
+		if err := op.restoreState(ctx, state); err != nil {
+			return err
 		}
 	}
 	return op.apply(ctx, provider, secret)

@@ -167,27 +167,45 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	return written, nil
 }
 
-// Replace stores state whatever is stored now, as when restoring a migrated state.
-func (s *StateStore) Replace(ctx context.Context, state []byte) error {
-	if len(state) > 0 {
-		if _, err := parseStateMeta(state); err != nil {
-			return err
-		}
+// Restore stores a state kept elsewhere (an Infrastructure's .status.state) as the run's
+// state, unless the stored state is a newer or the same snapshot of it: a restore that is
+// retried after an apply wrote a newer serial keeps what that apply created. A stored state
+// of another lineage is refused with ErrLineageMismatch naming both. Restore reports
+// whether it wrote.
+func (s *StateStore) Restore(ctx context.Context, state []byte) (bool, error) {
+	m, err := parseStateMeta(state)
+	if err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	written := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		written = false
 		cm, err := s.getOrNew(ctx)
 		if err != nil {
 			return err
 		}
-		m, _ := parseStateMeta(state)
+		stored, err := s.storedMeta(ctx, cm)
+		if err != nil {
+			return err
+		}
+		if !stored.empty() && stored.Lineage != m.Lineage {
+			return fmt.Errorf("%w: ConfigMap %s holds lineage %s (serial %d), the state to restore is of lineage %s (serial %d)",
+				ErrLineageMismatch, cm.Name, stored.Lineage, stored.Serial, m.Lineage, m.Serial)
+		}
+		if !stored.empty() && stored.Serial >= m.Serial {
+			s.known = stored
+			return nil
+		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
 		s.known = m
+		written = true
 		return nil
 	})
+	return written, err
 }
 
 // olderOrSame says whether next is not newer than stored; a state of another lineage is an error.

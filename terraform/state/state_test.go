@@ -113,7 +113,8 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 		store := o.StateStore(env.Client)
 		store.Limit = 4 << 10
 		states[o.ID.Name] = stateOf(t, "lineage-"+o.ID.Name, 1, 32<<10)
-		g.Expect(store.Replace(ctx, states[o.ID.Name])).To(Succeed())
+		_, err := store.Save(ctx, states[o.ID.Name])
+		g.Expect(err).NotTo(HaveOccurred())
 		for _, obj := range o.objects() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			g.Expect(obj.GetFinalizers()).To(ConsistOf(Finalizer), "written for a run, %s is claimed by it", obj.GetName())
@@ -143,4 +144,46 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 	state, err := neighbour.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal(states[neighbour.ID.Name]))
+}
+
+// Restore writes a migrated state only over an older snapshot of it or none: a newer
+// serial of the same lineage stays, another lineage is refused naming both.
+func TestRestoreNeverWritesOverANewerOrAnotherState(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "restore", Purpose: run.PurposeInfra}}
+
+	migrated := stateOf(t, "lineage-a", 3, 100)
+	written, err := objects.RestoreState(ctx, env.Client, migrated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue(), "nothing stored yet")
+
+	// An apply after the restore wrote serial 4, then failed; the restore is retried.
+	applied := stateOf(t, "lineage-a", 4, 100)
+	_, err = objects.StateStore(env.Client).Save(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred())
+	written, err = objects.RestoreState(ctx, env.Client, migrated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeFalse())
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(applied))
+
+	_, err = objects.RestoreState(ctx, env.Client, stateOf(t, "lineage-b", 9, 100))
+	g.Expect(err).To(MatchError(ErrLineageMismatch))
+	g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + objects.StateName() + " holds lineage lineage-a (serial 4), the state to restore is of lineage lineage-b (serial 9)"))
+	_, err = objects.RestoreState(ctx, env.Client, []byte(`{"version":4`))
+	g.Expect(err).To(MatchError(ErrInvalidState))
+	stored, err = objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(applied))
+
+	// A newer snapshot of the same lineage is written.
+	newer := stateOf(t, "lineage-a", 7, 100)
+	written, err = objects.RestoreState(ctx, env.Client, newer)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue())
+	stored, err = objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(newer))
 }
