@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -145,11 +144,7 @@ func decodeState(raw *runtime.RawExtension) ([]byte, error) {
 	if len(kept.TerraformState) == 0 {
 		return nil, nil
 	}
-	reader, err := gzip.NewReader(bytes.NewReader(kept.TerraformState))
-	if err != nil {
-		return nil, invalid(fmt.Errorf("terraformState: %w", err))
-	}
-	state, err := io.ReadAll(reader)
+	state, err := tfstate.Gunzip(bytes.NewReader(kept.TerraformState))
 	if err != nil {
 		return nil, invalid(fmt.Errorf("terraformState: %w", err))
 	}

@@ -193,3 +193,29 @@ func TestRestoreRefusesAStateOfAnotherLineage(t *testing.T) {
 	after, _ := s.storedState(g)
 	g.Expect(after).To(Equal(raw), "the stored state stays as it was")
 }
+
+// A .status.state that expands to more than a state may take is refused before it is
+// expanded whole.
+func TestRestoreRefusesAStatusStateThatExpandsBeyondTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := zonalShoot(t, 1, false)
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	raw, _ := s.storedState(g)
+
+	// A few hundred KiB that expand to more than the limit.
+	bomb := gzipped(g, make([]byte, state.MaxStateSize+1<<20))
+	g.Expect(len(bomb)).To(BeNumerically("<", 512<<10))
+	infra := s.get(g)
+	infra.Status.State = encodedState(g, bomb)
+	g.Expect(env.Client.Status().Update(ctx, infra)).To(Succeed())
+	annotate(g, s, extension.OperationRestore)
+
+	infra = s.waitFor(t, extensionsv1alpha1.LastOperationTypeRestore, extensionsv1alpha1.LastOperationStateFailed)
+	g.Expect(infra.Status.LastError.Description).To(And(
+		ContainSubstring("status.state"), ContainSubstring(fmt.Sprintf("exceeds %d bytes", state.MaxStateSize))))
+	after, _ := s.storedState(g)
+	g.Expect(after).To(Equal(raw))
+}

@@ -26,6 +26,12 @@ import (
 // limit less room for the object's metadata.
 const DefaultObjectLimit = 1000 * 1024
 
+// MaxStateSize is the most bytes a terraform state may take, decoded. A compressed state
+// is never expanded beyond it, so that a small object cannot make the controller or a run
+// pod allocate gigabytes, and no larger state is written, so that every stored state can
+// be read back. Real states take kilobytes to a few MiB.
+const MaxStateSize = 64 << 20
+
 const (
 	// AnnotationStateEncoding names the encoding of a state that did not fit one object as plain text.
 	AnnotationStateEncoding = run.LabelPrefix + "state-encoding"
@@ -54,6 +60,8 @@ var (
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
 	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorruptState = errors.New("the stored state is corrupt")
+	// ErrStateTooLarge is returned for a state larger than MaxStateSize, decoded.
+	ErrStateTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxStateSize, MaxStateSize>>20)
 )
 
 // StateStore reads and writes a run's state ConfigMap. It remembers the newest state it
@@ -319,6 +327,11 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 		}
 		parts = n
 	}
+	// gzip grows an incompressible state by a few bytes in a thousand: one part more.
+	if maxParts := MaxStateSize/s.objectLimit() + 2; parts > maxParts {
+		return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
+			ErrCorruptState, cm.Name, AnnotationStateParts, cm.Annotations[AnnotationStateParts], MaxStateSize, maxParts)
+	}
 	compressed := bytes.NewBuffer(cm.BinaryData[StateKey])
 	for i := 1; i < parts; i++ {
 		part := &corev1.ConfigMap{}
@@ -328,18 +341,38 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 		}
 		compressed.Write(part.BinaryData[StateKey])
 	}
-	zr, err := gzip.NewReader(compressed)
+	state, err := Gunzip(compressed)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
-	}
-	state, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
+		return nil, fmt.Errorf("%w: ConfigMap %s: %w", ErrCorruptState, cm.Name, err)
 	}
 	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != digest(state) {
 		return nil, fmt.Errorf("%w: ConfigMap %s: digest mismatch", ErrCorruptState, cm.Name)
 	}
 	return state, nil
+}
+
+// Gunzip decompresses a gzipped terraform state, refusing with ErrStateTooLarge to
+// expand it beyond MaxStateSize.
+func Gunzip(compressed io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(compressed)
+	if err != nil {
+		return nil, err
+	}
+	state, err := io.ReadAll(io.LimitReader(zr, MaxStateSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(state) > MaxStateSize {
+		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+	}
+	return state, nil
+}
+
+func (s *StateStore) objectLimit() int {
+	if s.Limit > 0 {
+		return s.Limit
+	}
+	return DefaultObjectLimit
 }
 
 func digest(b []byte) string {
@@ -350,6 +383,9 @@ func digest(b []byte) string {
 // write stores state into cm and its parts. New parts are written under a new generation
 // before the main object points to them, so a crash in between leaves the old state whole.
 func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
+	if len(state) > MaxStateSize {
+		return fmt.Errorf("writing ConfigMap %s: %w: it takes %d bytes", cm.Name, ErrStateTooLarge, len(state))
+	}
 	wasSplit := cm.Annotations[AnnotationStateGeneration] != ""
 	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
 		delete(cm.Annotations, key)

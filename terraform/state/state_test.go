@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -144,6 +146,41 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 	state, err := neighbour.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal(states[neighbour.ID.Name]))
+}
+
+// A compressed state part can expand to far more than the state limit; it is refused
+// before it is read whole, with an error that says so.
+func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "bomb", Purpose: run.PurposeInfra}}
+	var compressed bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&compressed, gzip.BestCompression)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = zw.Write(make([]byte, 65<<20))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(zw.Close()).To(Succeed())
+	g.Expect(compressed.Len()).To(BeNumerically("<", 512<<10), "one object holds it")
+	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: objects.ID.Namespace, Name: objects.StateName(), Annotations: map[string]string{
+			AnnotationStateEncoding: StateEncodingGzip, AnnotationStateParts: "1", AnnotationStateDigest: "0000",
+		}},
+		BinaryData: map[string][]byte{StateKey: compressed.Bytes()},
+	})).To(Succeed())
+
+	_, err = objects.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrCorruptState))
+	g.Expect(err.Error()).To(ContainSubstring("exceeds 67108864 bytes (64 MiB), the most a state may take"))
+	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
+
+	// A part count no state of that size has is refused before any part is read.
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, cm)).To(Succeed())
+	cm.Annotations[AnnotationStateParts] = "1000000"
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	_, err = objects.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrCorruptState))
+	g.Expect(err.Error()).To(ContainSubstring(AnnotationStateParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
 }
 
 // Restore writes a migrated state only over an older snapshot of it or none: a newer
