@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -380,13 +381,18 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// write stores state into cm and its parts. New parts are written under a new generation
-// before the main object points to them, so a crash in between leaves the old state whole.
+// write stores state into cm and its parts. New parts are written under the other of two
+// generations before the main object points to them, so a crash in between leaves the old
+// state whole; the parts of the old generation are deleted after. Part names are fixed
+// (see PartNames), so that a run's Role can name every object it may write.
 func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
 	if len(state) > MaxStateSize {
 		return fmt.Errorf("writing ConfigMap %s: %w: it takes %d bytes", cm.Name, ErrStateTooLarge, len(state))
 	}
-	wasSplit := cm.Annotations[AnnotationStateGeneration] != ""
+	previous, previousParts := cm.Annotations[AnnotationStateGeneration], 1
+	if n, err := strconv.Atoi(cm.Annotations[AnnotationStateParts]); err == nil && n > 1 {
+		previousParts = min(n, MaxStateSize/s.objectLimit()+2)
+	}
 	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
 		delete(cm.Annotations, key)
 	}
@@ -410,7 +416,10 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 		if err != nil {
 			return err
 		}
-		generation = digest(state)[:12]
+		generation = generationA
+		if previous == generationA {
+			generation = generationB
+		}
 		for i := 1; i < len(chunks); i++ {
 			if err := s.writePart(ctx, generation, i, chunks[i]); err != nil {
 				return err
@@ -437,10 +446,49 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 	}
 	s.writes++
 	s.last = cm.DeepCopy()
-	if !wasSplit && generation == "" {
+	if previous == "" || previous == generation {
 		return nil
 	}
-	return s.deleteStaleParts(ctx, generation)
+	return s.deleteParts(ctx, previous, previousParts)
+}
+
+// The two generations a split state alternates between.
+const (
+	generationA = "a"
+	generationB = "b"
+)
+
+// PartNames are the names every part of a split state of this run may have: a Role's
+// resourceNames for them.
+func (o RunObjects) PartNames() []string {
+	store := o.StateStore(nil)
+	maxParts := MaxStateSize/store.objectLimit() + 2
+	names := make([]string, 0, 2*maxParts)
+	for _, generation := range []string{generationA, generationB} {
+		for i := 1; i < maxParts; i++ {
+			names = append(names, store.partName(generation, i))
+		}
+	}
+	return names
+}
+
+// LegacyPartNames are the names of the parts of the stored state cm when an older
+// release wrote them, under a generation named by the state's digest; nil otherwise.
+func (o RunObjects) LegacyPartNames(cm *corev1.ConfigMap) []string {
+	generation := cm.Annotations[AnnotationStateGeneration]
+	parts, err := strconv.Atoi(cm.Annotations[AnnotationStateParts])
+	if generation == "" || generation == generationA || generation == generationB || err != nil {
+		return nil
+	}
+	store := o.StateStore(nil)
+	if maxParts := MaxStateSize/store.objectLimit() + 2; parts > maxParts {
+		return nil
+	}
+	var names []string
+	for i := 1; i < parts; i++ {
+		names = append(names, store.partName(generation, i))
+	}
+	return names
 }
 
 func compressAndSplit(state []byte, limit int) ([][]byte, error) {
@@ -481,18 +529,11 @@ func (s *StateStore) writePart(ctx context.Context, generation string, i int, ch
 
 const labelGeneration = run.LabelPrefix + "state-generation"
 
-// deleteStaleParts removes the parts of generations other than the current one.
-func (s *StateStore) deleteStaleParts(ctx context.Context, current string) error {
-	parts := &corev1.ConfigMapList{}
-	if err := s.Client.List(ctx, parts, client.InNamespace(s.Objects.ID.Namespace), client.MatchingLabels{LabelStateOf: s.Objects.StateName()}); err != nil {
-		return fmt.Errorf("listing state parts: %w", err)
-	}
-	for i := range parts.Items {
-		part := &parts.Items[i]
-		if part.Labels[labelGeneration] == current {
-			continue
-		}
-		if err := s.Client.Delete(ctx, part, client.Preconditions{UID: &part.UID}); err != nil && !apierrors.IsNotFound(err) {
+// deleteParts removes, one by one, the parts of a generation that is no longer current.
+func (s *StateStore) deleteParts(ctx context.Context, generation string, parts int) error {
+	for i := 1; i < parts; i++ {
+		part := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Objects.ID.Namespace, Name: s.partName(generation, i)}}
+		if err := s.Client.Delete(ctx, part); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting stale state part %s: %w", part.Name, err)
 		}
 	}

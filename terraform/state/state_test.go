@@ -224,3 +224,32 @@ func TestRestoreNeverWritesOverANewerOrAnotherState(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).To(Equal(newer))
 }
+
+// Parts have fixed names, two generations of them, so that a run's Role can name them;
+// the parts an older release named by the state's digest are named for as long as they
+// are the current ones.
+func TestPartNamesAreFixed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "parts", Purpose: run.PurposeInfra}}
+	names := objects.PartNames()
+	g.Expect(names).To(ContainElements("parts.infra.tf-state.a-1", "parts.infra.tf-state.b-1"))
+	g.Expect(names).To(HaveLen(2 * (MaxStateSize/DefaultObjectLimit + 1)))
+
+	store := objects.StateStore(env.Client)
+	store.Limit = 4 << 10
+	for serial := int64(1); serial <= 3; serial++ {
+		_, err := store.Save(ctx, stateOf(t, "lineage-a", serial, 32<<10))
+		g.Expect(err).NotTo(HaveOccurred())
+		written := parts(g, objects)
+		g.Expect(written).NotTo(BeEmpty())
+		for _, name := range written {
+			g.Expect(names).To(ContainElement(name))
+		}
+	}
+
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationStateGeneration: "0123456789ab", AnnotationStateParts: "3"}}}
+	g.Expect(objects.LegacyPartNames(legacy)).To(Equal([]string{"parts.infra.tf-state.0123456789ab-1", "parts.infra.tf-state.0123456789ab-2"}))
+	legacy.Annotations[AnnotationStateGeneration] = "a"
+	g.Expect(objects.LegacyPartNames(legacy)).To(BeEmpty())
+}

@@ -14,9 +14,8 @@ import (
 const (
 	releaseName      = "terraseed"
 	releaseNamespace = "terraseed-system"
-	// terraformerAccount and terraformerRole are the chart's defaults for run pods.
+	// terraformerAccount is the chart's default ServiceAccount for run pods.
 	terraformerAccount = "terraseed-terraformer"
-	terraformerRole    = "terraseed-terraformer"
 )
 
 // helm runs the helm binary `make tools` built against the node, with its own cache and
