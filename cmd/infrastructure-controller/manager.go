@@ -65,6 +65,8 @@ type managerOptions struct {
 	terraformerPodLabels      string
 	openTofu                  bool
 	driftInterval             time.Duration
+	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
+	allowCrossNamespaceSecretRefs bool
 
 	webhook webhookOptions
 }
@@ -94,6 +96,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
+	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	o.webhook.bind(flags)
 }
 
@@ -188,6 +191,8 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		Providers:     providers,
 		Executor:      executor,
 		DriftInterval: o.driftInterval,
+
+		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {

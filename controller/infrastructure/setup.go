@@ -47,6 +47,10 @@ type Actuator struct {
 	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
 	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
 	DriftInterval time.Duration
+	// AllowCrossNamespaceSecretRefs lets spec.secretRef name a Secret in another namespace
+	// than the Infrastructure's; the operator's choice, off by default, since whoever may
+	// write an Infrastructure would otherwise use any credentials of the seed.
+	AllowCrossNamespaceSecretRefs bool
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.

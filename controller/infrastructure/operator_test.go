@@ -1,0 +1,45 @@
+package infrastructure_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+)
+
+// Credentials come from the Infrastructure's own namespace: a secretRef into another
+// namespace would let whoever writes an Infrastructure run terraform with any credentials
+// of the seed. Only the operator may allow it.
+func TestSecretRefInAnotherNamespaceIsRefusedUnlessTheOperatorAllowsIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	elsewhere := env.Namespace(t)
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "cloudprovider"},
+		Data:       map[string][]byte{"kubeconfig": adminKubeconfig(t)},
+	})).To(Succeed())
+	s.infra.Spec.SecretRef = corev1.SecretReference{Namespace: elsewhere, Name: "cloudprovider"}
+	refusing := startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateError)
+	g.Expect(infra.Status.LastError.Description).To(ContainSubstring(`spec.secretRef.namespace: "` + elsewhere + `" is not the Infrastructure's namespace "` + s.namespace + `"`))
+	g.Expect(infra.Status.LastError.Codes).To(ConsistOf(extensionsv1alpha1.ErrorConfigurationProblem))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{}))).To(BeTrue(), "nothing ran")
+
+	// The operator allows it.
+	refusing.stop()
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.AllowCrossNamespaceSecretRefs = true })
+	annotate(g, s, extension.OperationReconcile)
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{})).To(Succeed())
+}
