@@ -67,6 +67,8 @@ type managerOptions struct {
 	driftInterval             time.Duration
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
+	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
+	allowOperatorOnlyCredentials bool
 
 	webhook webhookOptions
 }
@@ -97,6 +99,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
+	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
 }
 
@@ -193,6 +196,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		DriftInterval: o.driftInterval,
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
+		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {

@@ -13,6 +13,8 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // Credentials come from the Infrastructure's own namespace: a secretRef into another
@@ -42,4 +44,30 @@ func TestSecretRefInAnotherNamespaceIsRefusedUnlessTheOperatorAllowsIt(t *testin
 	annotate(g, s, extension.OperationReconcile)
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{})).To(Succeed())
+}
+
+// A credentials key a provider marks operatorOnly (aws's endpoint, which sends every cloud
+// call to the URL it names) is refused unless the operator allows it.
+func TestOperatorOnlyCredentialsAreRefusedUnlessTheOperatorAllowsThem(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := zonalShoot(t, 1, false)
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: "cloudprovider"}, secret)).To(Succeed())
+	secret.Data["endpoint"] = []byte("https://collector.example.com")
+	g.Expect(env.Client.Update(ctx, secret)).To(Succeed())
+	refusing := startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateError)
+	g.Expect(infra.Status.LastError.Description).To(ContainSubstring("data.endpoint of secret " + s.namespace + "/cloudprovider: only the operator may allow this key"))
+	g.Expect(infra.Status.LastError.Description).NotTo(ContainSubstring("collector.example.com"))
+	g.Expect(infra.Status.LastError.Codes).To(ConsistOf(extensionsv1alpha1.ErrorConfigurationProblem))
+	config := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}.ConfigName()
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: config}, &corev1.ConfigMap{}))).To(BeTrue(), "nothing ran")
+
+	refusing.stop()
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.AllowOperatorOnlyCredentials = true })
+	annotate(g, s, extension.OperationReconcile)
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 }

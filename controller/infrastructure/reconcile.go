@@ -60,6 +60,10 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 		key := secretKeyOf(op.infra)
 		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
 	}
+	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
+		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
+			keys[0], secret.Namespace, secret.Name)
+	}
 	return provider, secret, nil
 }
 

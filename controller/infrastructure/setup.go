@@ -51,6 +51,10 @@ type Actuator struct {
 	// than the Infrastructure's; the operator's choice, off by default, since whoever may
 	// write an Infrastructure would otherwise use any credentials of the seed.
 	AllowCrossNamespaceSecretRefs bool
+	// AllowOperatorOnlyCredentials lets a credentials secret set the keys a provider marks
+	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
+	// that flow into Gardener and the control plane, to the URL it names.
+	AllowOperatorOnlyCredentials bool
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.

@@ -171,6 +171,7 @@ func TestTemplate(t *testing.T) {
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
 				g.Expect(envValue(c, "TERRASEED_TERRAFORMER_POD_LABELS")).To(Equal("networking.gardener.cloud/to-dns=allowed," +
@@ -211,7 +212,7 @@ func TestTemplate(t *testing.T) {
 				}
 			case "providers":
 				g.Expect(c.Image).To(Equal("registry.example.com/terraseed@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
-				g.Expect(c.Args).To(ContainElement("--allow-cross-namespace-secret-refs"))
+				g.Expect(c.Args).To(ContainElements("--allow-cross-namespace-secret-refs", "--allow-operator-only-credentials"))
 				g.Expect(c.Args).To(ContainElements("--provider-types=local,third", "--concurrency=10",
 					"--terraformer-image=registry.example.com/terraseed-aws:0.1.0-aws", "--providers-dir=/etc/terraseed/providers"))
 				cm := convert[corev1.ConfigMap](t, find(objects, "ConfigMap", "terraseed-providers"))
