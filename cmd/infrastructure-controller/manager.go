@@ -52,6 +52,7 @@ type managerOptions struct {
 	heartbeatNamespace      string
 	extensionName           string
 	controlPlaneHealth      time.Duration
+	controlPlaneImages      string
 
 	executor                  string
 	terraform                 string
@@ -84,6 +85,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
+	flags.StringVar(&o.controlPlaneImages, "controlplane-allowed-images", "registry.k8s.io/", "comma-separated prefixes every container image a control plane renders must start with (the images of the embedded providers are under registry.k8s.io/); empty allows every image")
 	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
 	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
 	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
@@ -234,6 +236,11 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *tem
 		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
 		Providers: providers,
 		Resources: controlplane.NewResourceManager(live),
+	}
+	for _, prefix := range strings.Split(o.controlPlaneImages, ",") {
+		if prefix = strings.TrimSpace(prefix); prefix != "" {
+			actuator.AllowedImages = append(actuator.AllowedImages, prefix)
+		}
 	}
 	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, classes)
 	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {

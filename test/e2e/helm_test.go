@@ -48,6 +48,8 @@ func installChart(ctx context.Context) error {
 		"--namespace", releaseNamespace, "--create-namespace",
 		"--set", "image.repository="+imageRepository, "--set", "image.tag="+imageTag,
 		"--set", "logLevel=debug",
+		// The node's images, which the local control plane runs, are under localhost/.
+		"--set", "controlPlane.allowedImages={registry.k8s.io/,localhost/}",
 		"--wait", "--timeout", "10m")
 	return err
 }
