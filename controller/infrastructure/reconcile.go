@@ -16,6 +16,9 @@ func (op *operation) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := op.checkLocalNamespace(ctx); err != nil {
+		return err
+	}
 	return op.apply(ctx, provider, secret)
 }
 
@@ -25,6 +28,9 @@ func (op *operation) reconcile(ctx context.Context) error {
 func (op *operation) restore(ctx context.Context) error {
 	provider, secret, err := op.inputs(ctx)
 	if err != nil {
+		return err
+	}
+	if err := op.checkLocalNamespace(ctx); err != nil {
 		return err
 	}
 	state, err := decodeState(op.infra.Status.State)
