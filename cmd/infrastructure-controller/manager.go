@@ -64,6 +64,7 @@ type managerOptions struct {
 	runTimeout                time.Duration
 	podCreationTimeout        time.Duration
 	terraformerPodLabels      string
+	terraformerMemoryLimit    string
 	openTofu                  bool
 	driftInterval             time.Duration
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
@@ -99,6 +100,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
+	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -325,6 +327,10 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 		if err != nil {
 			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
 		}
+		resources, err := o.terraformerResources()
+		if err != nil {
+			return nil, err
+		}
 		return &executor.PodExecutor{
 			Client:             mgr.GetClient(),
 			Clientset:          clientset,
@@ -339,14 +345,28 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 			PodLabels:            podLabels,
 			OpenTofu:             o.openTofu,
 			TerraformPath:        imageTerraform,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("100m"),
-				corev1.ResourceMemory: resource.MustParse("256Mi"),
-			}},
+			Resources:            resources,
 		}, nil
 	default:
 		return nil, fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
 	}
+}
+
+// terraformerResources are the requests and the memory limit of terraformer pods.
+func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, error) {
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}
+	if o.terraformerMemoryLimit == "" {
+		return resources, nil
+	}
+	limit, err := resource.ParseQuantity(o.terraformerMemoryLimit)
+	if err != nil || limit.Cmp(resources.Requests[corev1.ResourceMemory]) < 0 {
+		return resources, fmt.Errorf("--terraformer-memory-limit: %q is no quantity of at least the request, 256Mi", o.terraformerMemoryLimit)
+	}
+	resources.Limits = corev1.ResourceList{corev1.ResourceMemory: limit}
+	return resources, nil
 }
 
 // runController runs the controller against the cluster of the kubeconfig, or in-cluster.

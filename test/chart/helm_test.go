@@ -168,7 +168,8 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=5", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
-					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/"))
+					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/",
+					"--terraformer-memory-limit=2Gi"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
@@ -194,6 +195,9 @@ func TestTemplate(t *testing.T) {
 					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--terraformer-image")))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("debug"))
+				// Runs are the pod's processes: terminating it leaves them the local
+				// executor's stop timeout (1 min) to stop and save the state.
+				g.Expect(d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(BeNumerically(">", 60)))
 				// Without terraformer pods the controller may not touch pods or bind roles.
 				// The one Role left is the heartbeat's: Leases in the release's namespace.
 				leases := convert[rbacv1.Role](t, find(objects, "Role", ""))
