@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,6 +166,15 @@ func TestTemplate(t *testing.T) {
 			switch set {
 			case "default":
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+				// The webhook's failurePolicy Fail needs a replica up: a drain leaves one,
+				// and the two prefer different nodes.
+				pdb := convert[policyv1.PodDisruptionBudget](t, find(objects, "PodDisruptionBudget", "terraseed"))
+				g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+				g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels))
+				g.Expect(d.Spec.Template.Spec.Affinity).NotTo(BeNil())
+				g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(ConsistOf(And(
+					HaveField("PodAffinityTerm.TopologyKey", "kubernetes.io/hostname"),
+					HaveField("PodAffinityTerm.LabelSelector.MatchLabels", d.Spec.Selector.MatchLabels))))
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=5", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
@@ -198,6 +208,7 @@ func TestTemplate(t *testing.T) {
 				// Runs are the pod's processes: terminating it leaves them the local
 				// executor's stop timeout (1 min) to stop and save the state.
 				g.Expect(d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(BeNumerically(">", 60)))
+				g.Expect(find(objects, "PodDisruptionBudget", "")).To(BeNil(), "one replica: nothing to keep available through a drain")
 				// Without terraformer pods the controller may not touch pods or bind roles.
 				// The one Role left is the heartbeat's: Leases in the release's namespace.
 				leases := convert[rbacv1.Role](t, find(objects, "Role", ""))
