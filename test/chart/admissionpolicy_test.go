@@ -46,7 +46,7 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 	pod := func(ns, name, account, image string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: corev1.PodSpec{ServiceAccountName: account, Containers: []corev1.Container{{Name: "terraformer", Image: image}}},
+			Spec:       corev1.PodSpec{ServiceAccountName: account, Containers: []corev1.Container{{Name: "terraformer", Image: image}}},
 		}
 	}
 	const image = "ghcr.io/terraseed/terraseed:0.1.0"
@@ -55,7 +55,7 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 	// The policy is in force once the API server loaded it.
 	g.Eventually(func() error {
 		return controller.Create(ctx, pod(shoot, "probe", "terraseed-terraformer", "example.com/other:1"), client.DryRunAll)
-	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(MatchError(ContainSubstring("the terraformer image "+image+" only")))
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the terraformer image " + image + " only")))
 
 	g.Expect(controller.Create(ctx, pod(shoot, "infra.infra.tf-run", "terraseed-terraformer", image))).To(Succeed(), "a run pod")
 	g.Expect(controller.Create(ctx, pod(shoot, "other-image", "terraseed-terraformer", "example.com/miner:1"))).To(MatchError(ContainSubstring("the terraformer image " + image + " only")))
