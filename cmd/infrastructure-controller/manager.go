@@ -28,12 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/controlplane"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/terraformer"
@@ -46,6 +46,7 @@ type managerOptions struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	metricsAddress          string
+	metricsSecure           bool
 	probeAddress            string
 	providersDir            string
 	classes                 string
@@ -81,6 +82,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flags.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics")
 	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
 	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
@@ -136,7 +138,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		LeaderElectionNamespace: o.leaderElectionNamespace,
 		// Runs end with the state saved; a new leader adopts what is still running.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
+		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
 		HealthProbeBindAddress:        o.probeAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.

@@ -179,7 +179,7 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=5", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/",
-					"--terraformer-memory-limit=2Gi"))
+					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 )
 
@@ -127,17 +128,9 @@ func New(o Options) (*Webhook, error) {
 		Port: o.Port,
 		// Serving straight from the Secret: a rotated certificate is used as soon as the
 		// Secret changes, without waiting for a mounted volume to follow.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = w.certs.GetCertificate }, HardenTLS},
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = w.certs.GetCertificate }, serving.HardenTLS},
 	})
 	return w, nil
-}
-
-// HardenTLS turns HTTP/2 off (the rapid-reset class of attacks; only the API server calls
-// the webhook, and HTTP/1.1 serves it) and requires TLS 1.2 at least; Go prefers TLS 1.3
-// whenever the client offers it.
-func HardenTLS(c *tls.Config) {
-	c.NextProtos = []string{"http/1.1"}
-	c.MinVersion = tls.VersionTLS12
 }
 
 // Types lists the provider types the webhook mutates for.
