@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -260,4 +262,56 @@ func TestAWSControlPlane(t *testing.T) {
 	var verr *templates.ValidationError
 	g.Expect(errors.As(err, &verr)).To(BeTrue(), "got %v", err)
 	g.Expect(verr.Errors[0].Field).To(Equal("infrastructureProviderStatus.vpc.id"))
+}
+
+// TestCloudProviderConfigRefusesControlCharacters: the cloud-provider config is INI, one
+// key a line; a newline in a value of the Infrastructure's status would add keys. Such a
+// value is refused naming its field, and an unvalidated render keeps it on its line.
+func TestCloudProviderConfigRefusesControlCharacters(t *testing.T) {
+	const injected = "\nKubernetesClusterID=someone-elses\n[Global]\nzones = x"
+	for name, c := range map[string]struct {
+		cpType, status, field string
+		lines                 int
+	}{
+		"aws vpc id": {"aws", `{"vpc":{"id":` + quoted("vpc-0815"+injected) + `,"subnets":[{"id":"subnet-nodes","purpose":"nodes","zone":"eu-west-1a"}]}}`,
+			"infrastructureProviderStatus.vpc.id", 7},
+		"aws subnet zone": {"aws", `{"vpc":{"id":"vpc-0815","subnets":[{"id":"p","purpose":"public"},{"id":"subnet-nodes","purpose":"nodes","zone":` + quoted("eu-west-1a\r"+injected) + `}]}}`,
+			"infrastructureProviderStatus.vpc.subnets[1].zone", 7},
+		"local namespace": {"local", `{"namespace":` + quoted("ns"+injected) + `,"zones":[{"name":"a"}]}`,
+			"infrastructureProviderStatus.namespace", 5},
+		"local zone name": {"local", `{"namespace":"ns","zones":[{"name":"a"},{"name":` + quoted("b\x00"+injected) + `}]}`,
+			"infrastructureProviderStatus.zones[1].name", 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p, err := registry(t).Provider(c.cpType)
+			g.Expect(err).NotTo(HaveOccurred())
+			cp := controlPlane(c.cpType, `{"apiVersion":"local.provider.terraseed.io/v1alpha1","kind":"ControlPlaneConfig"}`)
+			if c.cpType == "aws" {
+				cp.Spec.ProviderConfig.Raw = []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig"}`)
+			}
+			cp.Spec.InfrastructureProviderStatus = &runtime.RawExtension{Raw: []byte(c.status)}
+			cluster := &extensionsv1alpha1.Cluster{Spec: extensionsv1alpha1.ClusterSpec{Shoot: runtime.RawExtension{Raw: []byte(`{"spec":{"kubernetes":{"version":"1.31.4"}}}`)}}}
+
+			_, err = p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+			var verr *templates.ValidationError
+			g.Expect(errors.As(err, &verr)).To(BeTrue(), "got %v", err)
+			g.Expect(verr.Codes()).To(ConsistOf(extensionsv1alpha1.ErrorConfigurationProblem))
+			g.Expect(verr.Errors).To(HaveLen(1))
+			g.Expect(verr.Errors[0].Field).To(Equal(c.field))
+			g.Expect(err.Error()).To(ContainSubstring("control character"))
+
+			out, err := p.RenderControlPlaneUnvalidated(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+			g.Expect(err).NotTo(HaveOccurred())
+			conf := objectByKind(out.Objects, "ConfigMap").Object["data"].(map[string]any)["cloudprovider.conf"].(string)
+			g.Expect(strings.Count(conf, "\n")).To(Equal(c.lines), "one line a key:\n%s", conf)
+			g.Expect(regexp.MustCompile(`(?m)^\[`).FindAllString(conf, -1)).To(HaveLen(1), "one section:\n%s", conf)
+			g.Expect(conf).NotTo(ContainSubstring("\nKubernetesClusterID=someone-elses"))
+		})
+	}
+}
+
+func quoted(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

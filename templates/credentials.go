@@ -7,6 +7,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// OperatorOnlyCredentials are the keys of secret that the provider marks operatorOnly
+// and the secret sets.
+func (p *Provider) OperatorOnlyCredentials(secret *corev1.Secret) []string {
+	var keys []string
+	for _, c := range p.Manifest.Credentials {
+		if c.OperatorOnly && secret != nil && len(secret.Data[c.Key]) > 0 {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
+}
+
 // Credentials maps the credentials secret to the environment terraform runs with. The
 // values must only ever reach a process environment, never a file, log or object.
 func (p *Provider) Credentials(secret *corev1.Secret) (map[string]string, error) {

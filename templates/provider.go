@@ -57,6 +57,10 @@ type Credential struct {
 	// Sensitive marks the variable sensitive (the default); an endpoint URL is not a secret,
 	// and terraform refuses sensitive values in for_each.
 	Sensitive *bool `json:"sensitive,omitempty"`
+	// OperatorOnly keys, such as an endpoint that sends every cloud call (and so the outputs
+	// that flow into Gardener and the control plane) to the URL it names, are refused in a
+	// secret unless the operator allows them.
+	OperatorOnly bool `json:"operatorOnly,omitempty"`
 }
 
 // EnvName is the environment variable that carries the credential.

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/hashicorp/hcl/v2"
@@ -134,7 +136,23 @@ func funcMap(state *renderState) template.FuncMap {
 	}
 	funcs["tfvar"] = state.tfvar
 	funcs["invalid"] = state.invalid
+	funcs["iniValue"] = state.iniValue
 	return funcs
+}
+
+// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
+// naming the field, a value holding a control character: a newline in it would add keys
+// or sections. Unvalidated renders escape them instead, so the result stays one line.
+func (s *renderState) iniValue(field string, value any) (string, error) {
+	text := fmt.Sprint(value)
+	if !strings.ContainsFunc(text, unicode.IsControl) {
+		return text, nil
+	}
+	if s.unvalidated {
+		quoted := strconv.QuoteToASCII(text)
+		return quoted[1 : len(quoted)-1], nil
+	}
+	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
 }
 
 // inputRejected is raised by a template's `invalid`: the input passed the schema, but the

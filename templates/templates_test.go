@@ -219,8 +219,11 @@ func TestCredentials(t *testing.T) {
 	env, err := aws.Credentials(secret)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env).To(Equal(map[string]string{"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s3cret"}))
+	g.Expect(aws.OperatorOnlyCredentials(secret)).To(BeEmpty())
 
+	// The endpoint decides where every call goes: only the operator may allow it.
 	secret.Data["endpoint"] = []byte("http://localstack:4566")
+	g.Expect(aws.OperatorOnlyCredentials(secret)).To(Equal([]string{"endpoint"}))
 	env, err = aws.Credentials(secret)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env).To(HaveKeyWithValue("TF_VAR_endpoint", "http://localstack:4566"))

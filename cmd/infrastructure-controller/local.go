@@ -51,7 +51,7 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := flags.Set("executor", "local"); err != nil {
 		return err
 	}
-	for name, value := range map[string]string{"metrics-bind-address": "127.0.0.1:8080", "health-probe-bind-address": "127.0.0.1:8081",
+	for name, value := range map[string]string{"metrics-bind-address": "127.0.0.1:8080", "metrics-secure": "false", "health-probe-bind-address": "127.0.0.1:8081",
 		// The local API server calls the control-plane webhook on this machine.
 		"webhook-mode": "url", "webhook-namespace": "default"} {
 		if err := flags.Set(name, value); err != nil {

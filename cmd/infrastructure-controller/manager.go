@@ -28,12 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/controlplane"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/terraformer"
@@ -46,12 +46,14 @@ type managerOptions struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	metricsAddress          string
+	metricsSecure           bool
 	probeAddress            string
 	providersDir            string
 	classes                 string
 	heartbeatNamespace      string
 	extensionName           string
 	controlPlaneHealth      time.Duration
+	controlPlaneImages      string
 
 	executor                  string
 	terraform                 string
@@ -63,10 +65,15 @@ type managerOptions struct {
 	runTimeout                time.Duration
 	podCreationTimeout        time.Duration
 	terraformerPodLabels      string
+	terraformerMemoryLimit    string
 	openTofu                  bool
 	driftInterval             time.Duration
 	maxRuns                   int
 	driftShare                float64
+	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
+	allowCrossNamespaceSecretRefs bool
+	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
+	allowOperatorOnlyCredentials bool
 
 	webhook webhookOptions
 }
@@ -79,11 +86,13 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flags.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics")
 	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
 	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
+	flags.StringVar(&o.controlPlaneImages, "controlplane-allowed-images", "registry.k8s.io/", "comma-separated prefixes every container image a control plane renders must start with (the images of the embedded providers are under registry.k8s.io/); empty allows every image")
 	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
 	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
 	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
@@ -97,7 +106,10 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
+	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
+	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
+	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
 }
 
@@ -130,7 +142,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		LeaderElectionNamespace: o.leaderElectionNamespace,
 		// Runs end with the state saved; a new leader adopts what is still running.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddress},
+		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
 		HealthProbeBindAddress:        o.probeAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
@@ -203,6 +215,9 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
 		DriftShare:    o.driftShare,
+
+		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
+		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
 	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
@@ -240,6 +255,11 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *tem
 		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
 		Providers: providers,
 		Resources: controlplane.NewResourceManager(live),
+	}
+	for _, prefix := range strings.Split(o.controlPlaneImages, ",") {
+		if prefix = strings.TrimSpace(prefix); prefix != "" {
+			actuator.AllowedImages = append(actuator.AllowedImages, prefix)
+		}
 	}
 	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, classes)
 	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {
@@ -324,6 +344,10 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 		if err != nil {
 			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
 		}
+		resources, err := o.terraformerResources()
+		if err != nil {
+			return nil, err
+		}
 		return &executor.PodExecutor{
 			Client:             mgr.GetClient(),
 			Clientset:          clientset,
@@ -338,14 +362,28 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 			PodLabels:            podLabels,
 			OpenTofu:             o.openTofu,
 			TerraformPath:        imageTerraform,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("100m"),
-				corev1.ResourceMemory: resource.MustParse("256Mi"),
-			}},
+			Resources:            resources,
 		}, nil
 	default:
 		return nil, fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
 	}
+}
+
+// terraformerResources are the requests and the memory limit of terraformer pods.
+func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, error) {
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}
+	if o.terraformerMemoryLimit == "" {
+		return resources, nil
+	}
+	limit, err := resource.ParseQuantity(o.terraformerMemoryLimit)
+	if err != nil || limit.Cmp(resources.Requests[corev1.ResourceMemory]) < 0 {
+		return resources, fmt.Errorf("--terraformer-memory-limit: %q is no quantity of at least the request, 256Mi", o.terraformerMemoryLimit)
+	}
+	resources.Limits = corev1.ResourceList{corev1.ResourceMemory: limit}
+	return resources, nil
 }
 
 // runController runs the controller against the cluster of the kubeconfig, or in-cluster.

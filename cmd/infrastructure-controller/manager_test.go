@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,4 +34,22 @@ func TestExtensionClassesAreChecked(t *testing.T) {
 	g.Expect(classes).To(Equal([]extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed}))
 	_, err = parseClasses("shoot,cluster")
 	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
+}
+
+func TestTerraformerPodsGetAMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	o := managerOptions{}
+	o.bind(flags)
+	g.Expect(flags.Parse(nil)).To(Succeed())
+	resources, err := o.terraformerResources()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resources.Limits.Memory().String()).To(Equal("2Gi"))
+	g.Expect(resources.Requests.Memory().String()).To(Equal("256Mi"))
+
+	for _, bad := range []string{"lots", "128Mi"} {
+		o.terraformerMemoryLimit = bad
+		_, err = o.terraformerResources()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-memory-limit: %q", bad))))
+	}
 }

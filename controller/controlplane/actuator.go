@@ -53,6 +53,9 @@ type Actuator struct {
 	// Resources applies, prunes and deletes the rendered objects with an uncached client:
 	// caching every kind a provider may render would cost memory for the whole seed.
 	Resources *ssa.ResourceManager
+	// AllowedImages are the prefixes every container image the control plane renders
+	// must start with (the operator's list); none allows every image.
+	AllowedImages []string
 }
 
 // NewResourceManager is the ResourceManager an Actuator needs, on a client that reads live.
@@ -234,6 +237,9 @@ func (a *Actuator) render(req request) (*templates.RenderedControlPlane, error) 
 	var none *templates.NoControlPlaneError
 	switch {
 	case err == nil:
+		if err := a.checkImages(rendered.Objects); err != nil {
+			return nil, err
+		}
 		return rendered, nil
 	case errors.As(err, &invalid):
 		return nil, &extension.Error{Reason: ReasonInvalidConfiguration, Codes: invalid.Codes(), Terminal: true, Invalid: true, Err: err}

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 }
 
 // startController runs the ControlPlane controller and its health check for one namespace.
-func startController(t *testing.T, namespace string) {
+func startController(t *testing.T, namespace string, opts ...func(*controlplane.Actuator)) {
 	t.Helper()
 	g := NewWithT(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -63,6 +63,9 @@ func startController(t *testing.T, namespace string) {
 		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
 		Providers: providers,
 		Resources: controlplane.NewResourceManager(live),
+	}
+	for _, opt := range opts {
+		opt(actuator)
 	}
 	reconciler := controlplane.NewReconciler(actuator, []string{"local", "pruning"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -26,6 +26,9 @@ func (op *operation) objects() state.RunObjects {
 
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
 func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
+	if ref := op.infra.Spec.SecretRef; ref.Namespace != "" && ref.Namespace != op.infra.Namespace && !op.actuator.AllowCrossNamespaceSecretRefs {
+		return nil, credentialsUnavailable("spec.secretRef.namespace: %q is not the Infrastructure's namespace %q, and the operator allows no credentials from other namespaces", ref.Namespace, op.infra.Namespace)
+	}
 	secret := &corev1.Secret{}
 	if err := op.actuator.APIReader.Get(ctx, secretKeyOf(op.infra), secret); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -104,7 +104,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 			StopTimeout:   time.Minute,
 			Output:        output,
 		},
-	}, []string{"local", "slow", "guarded"}, nil)
+	}, []string{"local", "slow", "guarded", "zonal"}, nil)
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

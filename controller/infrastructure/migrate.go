@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/terraseed/terraseed/controller/extension"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 // migratedState is the shape of .status.state: the terraform state, gzipped, so that it
@@ -115,6 +115,21 @@ func encodeState(state []byte) (*runtime.RawExtension, error) {
 	return &runtime.RawExtension{Raw: raw}, nil
 }
 
+// restoreState writes the state kept in .status.state into the state object, unless that
+// holds a newer snapshot of the same state (a retried restore whose apply wrote it). A
+// state of another lineage is refused: it is another infrastructure's state, and which of
+// the two is right is the operator's call.
+func (op *operation) restoreState(ctx context.Context, state []byte) error {
+	_, err := op.objects().RestoreState(ctx, op.actuator.Client, state)
+	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalidState) {
+		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the restored state: %w", err)
+	}
+	return nil
+}
+
 // decodeState returns the terraform state kept in .status.state, nil when there is none.
 func decodeState(raw *runtime.RawExtension) ([]byte, error) {
 	if raw == nil || len(raw.Raw) == 0 {
@@ -133,11 +148,7 @@ func decodeState(raw *runtime.RawExtension) ([]byte, error) {
 	if len(kept.TerraformState) == 0 {
 		return nil, nil
 	}
-	reader, err := gzip.NewReader(bytes.NewReader(kept.TerraformState))
-	if err != nil {
-		return nil, invalid(fmt.Errorf("terraformState: %w", err))
-	}
-	state, err := io.ReadAll(reader)
+	state, err := tfstate.Gunzip(bytes.NewReader(kept.TerraformState))
 	if err != nil {
 		return nil, invalid(fmt.Errorf("terraformState: %w", err))
 	}

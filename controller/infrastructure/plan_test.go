@@ -1,11 +1,14 @@
 package infrastructure_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +23,8 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 func guardedConfig(network, label string) *runtime.RawExtension {
@@ -149,6 +154,21 @@ func TestSensitiveOutputsGoToASecretNeverToTheStatus(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(encoded)).NotTo(ContainSubstring(value))
 	g.Expect(string(encoded)).NotTo(ContainSubstring("token_digest"))
+
+	// The state holds every value, sensitive ones included, as terraform keeps them: in the
+	// state ConfigMap and, for Gardener's backup of the shoot's state, in .status.state
+	// (docs/operating.md says who reads them there).
+	stored, err := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(stored)).To(ContainSubstring(value))
+	g.Expect(infra.Status.State).NotTo(BeNil())
+	var kept struct{ TerraformState []byte }
+	g.Expect(json.Unmarshal(infra.Status.State.Raw, &kept)).To(Succeed())
+	reader, err := gzip.NewReader(bytes.NewReader(kept.TerraformState))
+	g.Expect(err).NotTo(HaveOccurred())
+	inStatus, err := io.ReadAll(reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(inStatus)).To(ContainSubstring(value))
 
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
 	s.waitGone(t)

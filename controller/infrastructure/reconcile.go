@@ -24,14 +24,21 @@ func (op *operation) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := op.checkLocalNamespace(ctx); err != nil {
+		return err
+	}
 	return op.apply(ctx, provider, secret, nil)
 }
 
 // restore writes the state kept in .status.state back into the state object, then applies:
-// terraform finds every resource in the restored state and recreates none.
+// terraform finds every resource in the restored state and recreates none. A restore
+// retried after a failed apply keeps the newer state that apply wrote.
 func (op *operation) restore(ctx context.Context) error {
 	provider, secret, err := op.inputs(ctx)
 	if err != nil {
+		return err
+	}
+	if err := op.checkLocalNamespace(ctx); err != nil {
 		return err
 	}
 	state, err := decodeState(op.infra.Status.State)
@@ -58,6 +65,10 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 	if secret == nil {
 		key := secretKeyOf(op.infra)
 		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
+	}
+	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
+		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
+			keys[0], secret.Namespace, secret.Name)
 	}
 	return provider, secret, nil
 }
@@ -123,8 +134,8 @@ func (op *operation) prepareApply(ctx context.Context, secret *corev1.Secret, en
 	}
 	objects := op.objects()
 	if restored != nil {
-		if err := objects.WriteState(ctx, op.actuator.Client, restored); err != nil {
-			return fmt.Errorf("writing the restored state: %w", err)
+		if err := op.restoreState(ctx, restored); err != nil {
+			return err
 		}
 	}
 	firstRun := state.CreateFirst(op.req.FirstRun)

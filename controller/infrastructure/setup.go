@@ -48,6 +48,14 @@ type Actuator struct {
 	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
 	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
 	DriftInterval time.Duration
+	// AllowCrossNamespaceSecretRefs lets spec.secretRef name a Secret in another namespace
+	// than the Infrastructure's; the operator's choice, off by default, since whoever may
+	// write an Infrastructure would otherwise use any credentials of the seed.
+	AllowCrossNamespaceSecretRefs bool
+	// AllowOperatorOnlyCredentials lets a credentials secret set the keys a provider marks
+	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
+	// that flow into Gardener and the control plane, to the URL it names.
+	AllowOperatorOnlyCredentials bool
 	// MaxRuns bounds the terraform runs under way, whatever the reconciles' concurrency;
 	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
 	MaxRuns    int

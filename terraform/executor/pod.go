@@ -49,15 +49,13 @@ type PodExecutor struct {
 	// objects and write the state, nothing else; DefaultServiceAccountName when empty.
 	ServiceAccountName string
 	// ManageServiceAccount makes each run ensure the ServiceAccount in its namespace,
-	// bound to ClusterRole there (see EnsureServiceAccount), for namespaces nobody
-	// prepared, such as shoot namespaces.
+	// bound to a Role naming the run's objects (see EnsureServiceAccount), for
+	// namespaces nobody prepared, such as shoot namespaces.
 	ManageServiceAccount bool
 	// PodLabels are added to run pods, e.g. the labels a seed's network policies select
 	// on; they never replace the labels that identify a run.
 	PodLabels map[string]string
-	// ClusterRole is what the ServiceAccount is bound to; DefaultClusterRole when empty.
-	ClusterRole string
-	Resources   corev1.ResourceRequirements
+	Resources corev1.ResourceRequirements
 	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
 	PluginMirror, PluginCacheDir string
 	Parallelism                  int
@@ -209,7 +207,7 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 		owners = []metav1.OwnerReference{*req.Owner}
 	}
 	if e.ManageServiceAccount {
-		if err := e.EnsureServiceAccount(ctx, req.ID.Namespace); err != nil {
+		if err := e.EnsureServiceAccount(ctx, req.ID); err != nil {
 			return nil, err
 		}
 	}

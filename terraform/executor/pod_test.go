@@ -56,6 +56,9 @@ type kubeletOptions struct {
 	// loseTerminationMessages reports no termination message, as for a container killed
 	// before it wrote one.
 	loseTerminationMessages bool
+	// asServiceAccount runs the terraformer with the rights of the pod's ServiceAccount,
+	// as a kubelet's pod has them, instead of the test's admin rights.
+	asServiceAccount bool
 }
 
 func startKubelet(f *fixture, paused bool) *kubelet {
@@ -137,7 +140,11 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	dir := k.f.t.TempDir()
 	termination := filepath.Join(dir, "termination-log")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+	config := env.Config
+	if k.asServiceAccount {
+		config = serviceAccountConfig(pod.Namespace, pod.Spec.ServiceAccountName)
+	}
+	if err := writeKubeconfigOf(config, kubeconfig); err != nil {
 		return
 	}
 	// The in-cluster configuration and the image's paths, as this machine has them.

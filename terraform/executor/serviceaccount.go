@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,16 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 const (
 	// DefaultServiceAccountName is the run pods' ServiceAccount when none is configured.
 	DefaultServiceAccountName = "terraseed-terraformer"
-	// DefaultClusterRole is the ClusterRole a run's ServiceAccount is bound to in its
-	// namespace: what the terraformer may do with ConfigMaps and Secrets. The Helm chart
-	// ships it.
-	DefaultClusterRole = "terraseed-terraformer"
-	// PurposeTerraformer marks the ServiceAccount and RoleBinding made for run pods.
+	// PurposeTerraformer marks the ServiceAccount, Role and RoleBinding made for run pods.
 	PurposeTerraformer = "terraformer"
 )
 
@@ -30,10 +28,15 @@ func (e *PodExecutor) serviceAccountName() string {
 	return cmp.Or(e.ServiceAccountName, DefaultServiceAccountName)
 }
 
-// EnsureServiceAccount creates or corrects, in namespace, the run pods' ServiceAccount
-// and a RoleBinding granting it the ClusterRole there, and nowhere else.
-func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, namespace string) error {
-	name := e.serviceAccountName()
+// EnsureServiceAccount creates or corrects, in the run's namespace, the run pods'
+// ServiceAccount, a Role of the same name and a RoleBinding granting it the Role. The
+// Role names every object a run of the namespace reads or writes (its configuration,
+// state and state parts, its variables Secret), and it gains this run's: a run pod
+// executes third-party provider plugins with cloud credentials and reaches no other
+// ConfigMap or Secret of the namespace. Creating ConfigMaps cannot be limited by name
+// (the state and its parts are created by the run), so create is granted for all.
+func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error {
+	namespace, name := id.Namespace, e.serviceAccountName()
 	labels := map[string]string{run.LabelPurpose: PurposeTerraformer}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, sa, func() error {
@@ -42,12 +45,16 @@ func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, namespace string
 	}); err != nil {
 		return fmt.Errorf("writing ServiceAccount %s: %w", name, err)
 	}
-	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cmp.Or(e.ClusterRole, DefaultClusterRole)}
+	if err := e.ensureRunRole(ctx, id, name, labels); err != nil {
+		return err
+	}
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	err := e.Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)
 	switch {
 	case err == nil && binding.RoleRef != roleRef:
-		// The role of a binding cannot change: replace the binding.
+		// The role of a binding cannot change: replace the binding (a binding to the
+		// ClusterRole of older releases, which covered every ConfigMap, too).
 		if err := e.Client.Delete(ctx, binding, client.Preconditions{UID: &binding.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("replacing RoleBinding %s: %w", name, err)
 		}
@@ -64,6 +71,53 @@ func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, namespace string
 		return fmt.Errorf("writing RoleBinding %s: %w", name, err)
 	}
 	return nil
+}
+
+// ensureRunRole adds the objects of the run id to the Role name, keeping those of the
+// namespace's other runs.
+func (e *PodExecutor) ensureRunRole(ctx context.Context, id run.ID, name string, labels map[string]string) error {
+	objects := state.RunObjects{ID: id}
+	parts := objects.PartNames()
+	// A state an older release split keeps its parts' names until it is written again.
+	stored := &corev1.ConfigMap{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: objects.StateName()}, stored); err == nil {
+		parts = append(parts, objects.LegacyPartNames(stored)...)
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading ConfigMap %s: %w", objects.StateName(), err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, role, func() error {
+		role.Labels = mergeLabels(role.Labels, labels)
+		written := slices.Concat([]string{objects.ConfigName(), objects.StateName()}, parts, namesOf(role.Rules, "configmaps", "update"))
+		deleted := slices.Concat(parts, namesOf(role.Rules, "configmaps", "delete"))
+		secrets := slices.Concat([]string{objects.VarsName()}, namesOf(role.Rules, "secrets", "get"))
+		role.Rules = []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update", "patch"}, ResourceNames: sortedSet(written)},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"delete"}, ResourceNames: sortedSet(deleted)},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: sortedSet(secrets)},
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing Role %s: %w", name, err)
+	}
+	return nil
+}
+
+// namesOf collects the resourceNames of the rules granting verb on resource.
+func namesOf(rules []rbacv1.PolicyRule, resource, verb string) []string {
+	var names []string
+	for _, rule := range rules {
+		if slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, verb) {
+			names = append(names, rule.ResourceNames...)
+		}
+	}
+	return names
+}
+
+func sortedSet(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 func mergeLabels(existing, add map[string]string) map[string]string {

@@ -2,6 +2,9 @@ package executor
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -11,80 +14,142 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
-func TestPodExecutorEnsuresAServiceAccountConfinedToItsNamespace(t *testing.T) {
+// serviceAccountConfig is the test's API server as the ServiceAccount namespace/name.
+func serviceAccountConfig(namespace, name string) *rest.Config {
+	config := rest.CopyConfig(env.Config)
+	config.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return config
+}
+
+// writeKubeconfigOf writes config, impersonation included, as a kubeconfig file.
+func writeKubeconfigOf(config *rest.Config, path string) error {
+	if err := writeKubeconfig(config, path); err != nil || config.Impersonate.UserName == "" {
+		return err
+	}
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return err
+	}
+	for _, user := range kc.AuthInfos {
+		user.Impersonate = config.Impersonate.UserName
+		user.ImpersonateGroups = config.Impersonate.Groups
+	}
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// A run pod executes third-party provider plugins with cloud credentials: its
+// ServiceAccount reaches its own run objects, by name, and nothing else of its namespace.
+// The runs below are made with the ServiceAccount's rights only.
+func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := newFixture(t, 1)
+	f := newFixture(t, 2)
 	other := env.Namespace(t)
-	// The ClusterRole the Helm chart ships; named per test, as ClusterRoles are cluster-wide.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "terraformer-" + f.namespace},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-		},
+	for _, ns := range []string{f.namespace, other} {
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"}, Data: map[string][]byte{"token": []byte("cloud-token")}})).To(Succeed())
+		g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}, Data: map[string]string{"a": "1"}})).To(Succeed())
 	}
-	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), role) })
-
-	// A run creates them; no kubelet starts the pod here.
+	startKubeletWith(f, kubeletOptions{asServiceAccount: true})
 	e := f.podExecutor()
 	e.ServiceAccountName = ""
 	e.ManageServiceAccount = true
-	e.ClusterRole = role.Name
-	e.CreationTimeout = time.Second
-	_, err := e.Run(ctx, f.request(terraformer.Apply))
-	g.Expect(err).To(MatchError(ErrCreationDeadline))
 
-	sa := &corev1.ServiceAccount{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: DefaultServiceAccountName}, sa)).To(Succeed())
+	// A full run, as the ServiceAccount.
+	result, err := e.Run(ctx, f.request(terraformer.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.Outputs["names"]).To(HaveLen(2))
+	g.Expect(f.items(g)).To(HaveLen(2))
+
+	role := &rbacv1.Role{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: DefaultServiceAccountName}, role)).To(Succeed())
 	binding := &rbacv1.RoleBinding{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: DefaultServiceAccountName}, binding)).To(Succeed())
-	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}))
+	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: DefaultServiceAccountName}))
 	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.namespace, Name: DefaultServiceAccountName}))
-
 	// Ensuring again changes nothing.
-	g.Expect(e.EnsureServiceAccount(ctx, f.namespace)).To(Succeed())
-	again := &rbacv1.RoleBinding{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(binding), again)).To(Succeed())
-	g.Expect(again.ResourceVersion).To(Equal(binding.ResourceVersion))
-	saAgain := &corev1.ServiceAccount{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(sa), saAgain)).To(Succeed())
-	g.Expect(saAgain.ResourceVersion).To(Equal(sa.ResourceVersion))
+	g.Expect(e.EnsureServiceAccount(ctx, f.objects.ID)).To(Succeed())
+	again := &rbacv1.Role{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), again)).To(Succeed())
+	g.Expect(again.ResourceVersion).To(Equal(role.ResourceVersion))
 
-	// As the ServiceAccount, the terraformer reads and writes ConfigMaps and reads
-	// Secrets in its namespace, and nothing in another.
-	asRun := rest.CopyConfig(env.Config)
-	asRun.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + f.namespace + ":" + DefaultServiceAccountName}
-	c, err := client.New(asRun, client.Options{Scheme: env.Scheme})
+	c, err := client.New(serviceAccountConfig(f.namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() error { // RBAC caches catch up with the new binding.
-		return c.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, &corev1.ConfigMap{})
-	}).WithTimeout(10 * time.Second).Should(Succeed())
-	for _, ns := range []string{f.namespace, other} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "written-by-the-run"}, Data: map[string]string{"a": "1"}}
-		secret := &corev1.Secret{}
-		results := []error{
-			c.Create(ctx, cm),
-			c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)),
-			c.Get(ctx, client.ObjectKey{Namespace: ns, Name: f.objects.VarsName()}, secret),
-		}
-		if ns == f.namespace {
-			cm.Data["a"] = "2"
-			results = append(results, c.Update(ctx, cm))
-			for _, err := range results {
-				g.Expect(err).NotTo(HaveOccurred())
-			}
-			g.Expect(c.Delete(ctx, secret)).To(Satisfy(apierrors.IsForbidden), "secrets are read only")
-			continue
-		}
-		for _, err := range results {
-			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "in namespace %s: %v", ns, err)
-		}
+	forbidden := func(what string, err error) {
+		t.Helper()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
 	}
+	for _, ns := range []string{f.namespace, other} {
+		forbidden("get secrets/cloudprovider in "+ns, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cloudprovider"}, &corev1.Secret{}))
+		forbidden("list secrets in "+ns, c.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))
+		forbidden("list configmaps in "+ns, c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)))
+		forbidden("delete the configmaps of "+ns, c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}, Data: map[string]string{"a": "2"}}
+		forbidden("update configmaps/someone-elses in "+ns, c.Update(ctx, cm))
+		forbidden("delete configmaps/someone-elses in "+ns, c.Delete(ctx, cm))
+	}
+	forbidden("get the configuration of another namespace", c.Get(ctx, client.ObjectKey{Namespace: other, Name: f.objects.ConfigName()}, &corev1.ConfigMap{}))
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.VarsName()}, &corev1.Secret{})).To(Succeed())
+	forbidden("update its own variables", c.Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.VarsName()}}))
+
+	// A state split into parts is written, and written again, as the ServiceAccount: the
+	// parts of the older generation are deleted by name.
+	stored, err := f.objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	store := f.objects.StateStore(c)
+	store.Limit = 64 << 10
+	for i := range 2 {
+		bigger := biggerState(g, stored, int64(i+1), 300<<10)
+		written, err := store.Save(ctx, bigger)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(written).To(BeTrue())
+		parts := &corev1.ConfigMapList{}
+		g.Expect(env.Client.List(ctx, parts, client.InNamespace(f.namespace), client.MatchingLabels{state.LabelStateOf: f.objects.StateName()})).To(Succeed())
+		g.Expect(len(parts.Items)).To(BeNumerically(">", 1))
+		for _, part := range parts.Items {
+			g.Expect(part.Labels).To(HaveKeyWithValue(state.AnnotationStateGeneration, []string{"a", "b"}[i]), "only the parts of the current generation are left")
+		}
+		loaded, err := f.objects.ReadState(ctx, env.Client)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(loaded).To(Equal(bigger))
+	}
+
+	// The runs go on with the split state: another apply and the destroy, as the ServiceAccount.
+	_, err = e.Run(ctx, f.request(terraformer.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = e.Run(ctx, f.request(terraformer.Destroy))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) { g.Expect(f.items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
+	var kept corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: "someone-elses"}, &kept)).To(Succeed())
+	g.Expect(kept.Data).To(Equal(map[string]string{"a": "1"}))
+}
+
+// biggerState is state with a higher serial and an output of about size random bytes.
+func biggerState(g Gomega, stored []byte, serialAdd int64, size int) []byte {
+	var doc map[string]any
+	g.Expect(json.Unmarshal(stored, &doc)).To(Succeed())
+	doc["serial"] = doc["serial"].(float64) + float64(serialAdd)
+	noise := make([]byte, size)
+	for i := range noise {
+		noise[i] = byte(rand.IntN(256))
+	}
+	outputs, _ := doc["outputs"].(map[string]any)
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	outputs["blob"] = map[string]any{"value": base64.StdEncoding.EncodeToString(noise), "type": "string"}
+	doc["outputs"] = outputs
+	out, err := json.Marshal(doc)
+	g.Expect(err).NotTo(HaveOccurred())
+	return out
 }

@@ -137,9 +137,10 @@ func (o RunObjects) ReadState(ctx context.Context, c client.Client) ([]byte, err
 	return o.StateStore(c).Load(ctx)
 }
 
-// WriteState stores a state as is, replacing whatever is stored (used to restore a migrated state).
-func (o RunObjects) WriteState(ctx context.Context, c client.Client, state []byte) error {
-	return o.StateStore(c).Replace(ctx, state)
+// RestoreState stores a migrated state unless the stored state is a newer or the same
+// snapshot of it (see StateStore.Restore); it reports whether it wrote.
+func (o RunObjects) RestoreState(ctx context.Context, c client.Client, state []byte) (bool, error) {
+	return o.StateStore(c).Restore(ctx, state)
 }
 
 // StateStore returns the store of this run's state.

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -25,6 +26,12 @@ import (
 // DefaultObjectLimit is the most state bytes one object holds: the API server's 1 MiB
 // limit less room for the object's metadata.
 const DefaultObjectLimit = 1000 * 1024
+
+// MaxStateSize is the most bytes a terraform state may take, decoded. A compressed state
+// is never expanded beyond it, so that a small object cannot make the controller or a run
+// pod allocate gigabytes, and no larger state is written, so that every stored state can
+// be read back. Real states take kilobytes to a few MiB.
+const MaxStateSize = 64 << 20
 
 const (
 	// AnnotationStateEncoding names the encoding of a state that did not fit one object as plain text.
@@ -54,6 +61,8 @@ var (
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
 	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorruptState = errors.New("the stored state is corrupt")
+	// ErrStateTooLarge is returned for a state larger than MaxStateSize, decoded.
+	ErrStateTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxStateSize, MaxStateSize>>20)
 )
 
 // StateStore reads and writes a run's state ConfigMap. It remembers the newest state it
@@ -167,27 +176,45 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	return written, nil
 }
 
-// Replace stores state whatever is stored now, as when restoring a migrated state.
-func (s *StateStore) Replace(ctx context.Context, state []byte) error {
-	if len(state) > 0 {
-		if _, err := parseStateMeta(state); err != nil {
-			return err
-		}
+// Restore stores a state kept elsewhere (an Infrastructure's .status.state) as the run's
+// state, unless the stored state is a newer or the same snapshot of it: a restore that is
+// retried after an apply wrote a newer serial keeps what that apply created. A stored state
+// of another lineage is refused with ErrLineageMismatch naming both. Restore reports
+// whether it wrote.
+func (s *StateStore) Restore(ctx context.Context, state []byte) (bool, error) {
+	m, err := parseStateMeta(state)
+	if err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	written := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		written = false
 		cm, err := s.getOrNew(ctx)
 		if err != nil {
 			return err
 		}
-		m, _ := parseStateMeta(state)
+		stored, err := s.storedMeta(ctx, cm)
+		if err != nil {
+			return err
+		}
+		if !stored.empty() && stored.Lineage != m.Lineage {
+			return fmt.Errorf("%w: ConfigMap %s holds lineage %s (serial %d), the state to restore is of lineage %s (serial %d)",
+				ErrLineageMismatch, cm.Name, stored.Lineage, stored.Serial, m.Lineage, m.Serial)
+		}
+		if !stored.empty() && stored.Serial >= m.Serial {
+			s.known = stored
+			return nil
+		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
 		s.known = m
+		written = true
 		return nil
 	})
+	return written, err
 }
 
 // olderOrSame says whether next is not newer than stored; a state of another lineage is an error.
@@ -301,6 +328,11 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 		}
 		parts = n
 	}
+	// gzip grows an incompressible state by a few bytes in a thousand: one part more.
+	if maxParts := MaxStateSize/s.objectLimit() + 2; parts > maxParts {
+		return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
+			ErrCorruptState, cm.Name, AnnotationStateParts, cm.Annotations[AnnotationStateParts], MaxStateSize, maxParts)
+	}
 	compressed := bytes.NewBuffer(cm.BinaryData[StateKey])
 	for i := 1; i < parts; i++ {
 		part := &corev1.ConfigMap{}
@@ -310,13 +342,9 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 		}
 		compressed.Write(part.BinaryData[StateKey])
 	}
-	zr, err := gzip.NewReader(compressed)
+	state, err := Gunzip(compressed)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
-	}
-	state, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: ConfigMap %s: %v", ErrCorruptState, cm.Name, err)
+		return nil, fmt.Errorf("%w: ConfigMap %s: %w", ErrCorruptState, cm.Name, err)
 	}
 	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != digest(state) {
 		return nil, fmt.Errorf("%w: ConfigMap %s: digest mismatch", ErrCorruptState, cm.Name)
@@ -324,15 +352,47 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 	return state, nil
 }
 
+// Gunzip decompresses a gzipped terraform state, refusing with ErrStateTooLarge to
+// expand it beyond MaxStateSize.
+func Gunzip(compressed io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(compressed)
+	if err != nil {
+		return nil, err
+	}
+	state, err := io.ReadAll(io.LimitReader(zr, MaxStateSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(state) > MaxStateSize {
+		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+	}
+	return state, nil
+}
+
+func (s *StateStore) objectLimit() int {
+	if s.Limit > 0 {
+		return s.Limit
+	}
+	return DefaultObjectLimit
+}
+
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// write stores state into cm and its parts. New parts are written under a new generation
-// before the main object points to them, so a crash in between leaves the old state whole.
+// write stores state into cm and its parts. New parts are written under the other of two
+// generations before the main object points to them, so a crash in between leaves the old
+// state whole; the parts of the old generation are deleted after. Part names are fixed
+// (see PartNames), so that a run's Role can name every object it may write.
 func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
-	wasSplit := cm.Annotations[AnnotationStateGeneration] != ""
+	if len(state) > MaxStateSize {
+		return fmt.Errorf("writing ConfigMap %s: %w: it takes %d bytes", cm.Name, ErrStateTooLarge, len(state))
+	}
+	previous, previousParts := cm.Annotations[AnnotationStateGeneration], 1
+	if n, err := strconv.Atoi(cm.Annotations[AnnotationStateParts]); err == nil && n > 1 {
+		previousParts = min(n, MaxStateSize/s.objectLimit()+2)
+	}
 	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
 		delete(cm.Annotations, key)
 	}
@@ -356,7 +416,10 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 		if err != nil {
 			return err
 		}
-		generation = digest(state)[:12]
+		generation = generationA
+		if previous == generationA {
+			generation = generationB
+		}
 		for i := 1; i < len(chunks); i++ {
 			if err := s.writePart(ctx, generation, i, chunks[i]); err != nil {
 				return err
@@ -383,10 +446,49 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 	}
 	s.writes++
 	s.last = cm.DeepCopy()
-	if !wasSplit && generation == "" {
+	if previous == "" || previous == generation {
 		return nil
 	}
-	return s.deleteStaleParts(ctx, generation)
+	return s.deleteParts(ctx, previous, previousParts)
+}
+
+// The two generations a split state alternates between.
+const (
+	generationA = "a"
+	generationB = "b"
+)
+
+// PartNames are the names every part of a split state of this run may have: a Role's
+// resourceNames for them.
+func (o RunObjects) PartNames() []string {
+	store := o.StateStore(nil)
+	maxParts := MaxStateSize/store.objectLimit() + 2
+	names := make([]string, 0, 2*maxParts)
+	for _, generation := range []string{generationA, generationB} {
+		for i := 1; i < maxParts; i++ {
+			names = append(names, store.partName(generation, i))
+		}
+	}
+	return names
+}
+
+// LegacyPartNames are the names of the parts of the stored state cm when an older
+// release wrote them, under a generation named by the state's digest; nil otherwise.
+func (o RunObjects) LegacyPartNames(cm *corev1.ConfigMap) []string {
+	generation := cm.Annotations[AnnotationStateGeneration]
+	parts, err := strconv.Atoi(cm.Annotations[AnnotationStateParts])
+	if generation == "" || generation == generationA || generation == generationB || err != nil {
+		return nil
+	}
+	store := o.StateStore(nil)
+	if maxParts := MaxStateSize/store.objectLimit() + 2; parts > maxParts {
+		return nil
+	}
+	var names []string
+	for i := 1; i < parts; i++ {
+		names = append(names, store.partName(generation, i))
+	}
+	return names
 }
 
 func compressAndSplit(state []byte, limit int) ([][]byte, error) {
@@ -427,18 +529,11 @@ func (s *StateStore) writePart(ctx context.Context, generation string, i int, ch
 
 const labelGeneration = run.LabelPrefix + "state-generation"
 
-// deleteStaleParts removes the parts of generations other than the current one.
-func (s *StateStore) deleteStaleParts(ctx context.Context, current string) error {
-	parts := &corev1.ConfigMapList{}
-	if err := s.Client.List(ctx, parts, client.InNamespace(s.Objects.ID.Namespace), client.MatchingLabels{LabelStateOf: s.Objects.StateName()}); err != nil {
-		return fmt.Errorf("listing state parts: %w", err)
-	}
-	for i := range parts.Items {
-		part := &parts.Items[i]
-		if part.Labels[labelGeneration] == current {
-			continue
-		}
-		if err := s.Client.Delete(ctx, part, client.Preconditions{UID: &part.UID}); err != nil && !apierrors.IsNotFound(err) {
+// deleteParts removes, one by one, the parts of a generation that is no longer current.
+func (s *StateStore) deleteParts(ctx context.Context, generation string, parts int) error {
+	for i := 1; i < parts; i++ {
+		part := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Objects.ID.Namespace, Name: s.partName(generation, i)}}
+		if err := s.Client.Delete(ctx, part); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting stale state part %s: %w", part.Name, err)
 		}
 	}

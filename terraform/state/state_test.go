@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -113,7 +115,8 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 		store := o.StateStore(env.Client)
 		store.Limit = 4 << 10
 		states[o.ID.Name] = stateOf(t, "lineage-"+o.ID.Name, 1, 32<<10)
-		g.Expect(store.Replace(ctx, states[o.ID.Name])).To(Succeed())
+		_, err := store.Save(ctx, states[o.ID.Name])
+		g.Expect(err).NotTo(HaveOccurred())
 		for _, obj := range o.objects() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			g.Expect(obj.GetFinalizers()).To(ConsistOf(Finalizer), "written for a run, %s is claimed by it", obj.GetName())
@@ -143,4 +146,110 @@ func TestDeleteRemovesEverythingARunKept(t *testing.T) {
 	state, err := neighbour.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal(states[neighbour.ID.Name]))
+}
+
+// A compressed state part can expand to far more than the state limit; it is refused
+// before it is read whole, with an error that says so.
+func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "bomb", Purpose: run.PurposeInfra}}
+	var compressed bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&compressed, gzip.BestCompression)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = zw.Write(make([]byte, 65<<20))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(zw.Close()).To(Succeed())
+	g.Expect(compressed.Len()).To(BeNumerically("<", 512<<10), "one object holds it")
+	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: objects.ID.Namespace, Name: objects.StateName(), Annotations: map[string]string{
+			AnnotationStateEncoding: StateEncodingGzip, AnnotationStateParts: "1", AnnotationStateDigest: "0000",
+		}},
+		BinaryData: map[string][]byte{StateKey: compressed.Bytes()},
+	})).To(Succeed())
+
+	_, err = objects.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrCorruptState))
+	g.Expect(err.Error()).To(ContainSubstring("exceeds 67108864 bytes (64 MiB), the most a state may take"))
+	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
+
+	// A part count no state of that size has is refused before any part is read.
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, cm)).To(Succeed())
+	cm.Annotations[AnnotationStateParts] = "1000000"
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	_, err = objects.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrCorruptState))
+	g.Expect(err.Error()).To(ContainSubstring(AnnotationStateParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
+}
+
+// Restore writes a migrated state only over an older snapshot of it or none: a newer
+// serial of the same lineage stays, another lineage is refused naming both.
+func TestRestoreNeverWritesOverANewerOrAnotherState(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "restore", Purpose: run.PurposeInfra}}
+
+	migrated := stateOf(t, "lineage-a", 3, 100)
+	written, err := objects.RestoreState(ctx, env.Client, migrated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue(), "nothing stored yet")
+
+	// An apply after the restore wrote serial 4, then failed; the restore is retried.
+	applied := stateOf(t, "lineage-a", 4, 100)
+	_, err = objects.StateStore(env.Client).Save(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred())
+	written, err = objects.RestoreState(ctx, env.Client, migrated)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeFalse())
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(applied))
+
+	_, err = objects.RestoreState(ctx, env.Client, stateOf(t, "lineage-b", 9, 100))
+	g.Expect(err).To(MatchError(ErrLineageMismatch))
+	g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + objects.StateName() + " holds lineage lineage-a (serial 4), the state to restore is of lineage lineage-b (serial 9)"))
+	_, err = objects.RestoreState(ctx, env.Client, []byte(`{"version":4`))
+	g.Expect(err).To(MatchError(ErrInvalidState))
+	stored, err = objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(applied))
+
+	// A newer snapshot of the same lineage is written.
+	newer := stateOf(t, "lineage-a", 7, 100)
+	written, err = objects.RestoreState(ctx, env.Client, newer)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue())
+	stored, err = objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(newer))
+}
+
+// Parts have fixed names, two generations of them, so that a run's Role can name them;
+// the parts an older release named by the state's digest are named for as long as they
+// are the current ones.
+func TestPartNamesAreFixed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "parts", Purpose: run.PurposeInfra}}
+	names := objects.PartNames()
+	g.Expect(names).To(ContainElements("parts.infra.tf-state.a-1", "parts.infra.tf-state.b-1"))
+	g.Expect(names).To(HaveLen(2 * (MaxStateSize/DefaultObjectLimit + 1)))
+
+	store := objects.StateStore(env.Client)
+	store.Limit = 4 << 10
+	for serial := int64(1); serial <= 3; serial++ {
+		_, err := store.Save(ctx, stateOf(t, "lineage-a", serial, 32<<10))
+		g.Expect(err).NotTo(HaveOccurred())
+		written := parts(g, objects)
+		g.Expect(written).NotTo(BeEmpty())
+		for _, name := range written {
+			g.Expect(names).To(ContainElement(name))
+		}
+	}
+
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationStateGeneration: "0123456789ab", AnnotationStateParts: "3"}}}
+	g.Expect(objects.LegacyPartNames(legacy)).To(Equal([]string{"parts.infra.tf-state.0123456789ab-1", "parts.infra.tf-state.0123456789ab-2"}))
+	legacy.Annotations[AnnotationStateGeneration] = "a"
+	g.Expect(objects.LegacyPartNames(legacy)).To(BeEmpty())
 }

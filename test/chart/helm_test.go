@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -160,21 +161,33 @@ func TestTemplate(t *testing.T) {
 			g.Expect(c.Args).To(ContainElement("--plugin-mirror=/opt/terraseed/plugins"))
 			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-runtime-apiserver", "allowed"))
 
-			terraformerRole := find(objects, "ClusterRole", "terraseed-terraformer")
+			// Run pods get a Role per shoot namespace from the controller, no ClusterRole.
+			g.Expect(find(objects, "ClusterRole", "terraseed-terraformer")).To(BeNil())
 			switch set {
 			case "default":
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+				// The webhook's failurePolicy Fail needs a replica up: a drain leaves one,
+				// and the two prefer different nodes.
+				pdb := convert[policyv1.PodDisruptionBudget](t, find(objects, "PodDisruptionBudget", "terraseed"))
+				g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+				g.Expect(pdb.Spec.Selector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels))
+				g.Expect(d.Spec.Template.Spec.Affinity).NotTo(BeNil())
+				g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(ConsistOf(And(
+					HaveField("PodAffinityTerm.TopologyKey", "kubernetes.io/hostname"),
+					HaveField("PodAffinityTerm.LabelSelector.MatchLabels", d.Spec.Selector.MatchLabels))))
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
-					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"))
+					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/",
+					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
 				g.Expect(envValue(c, "TERRASEED_TERRAFORMER_POD_LABELS")).To(Equal("networking.gardener.cloud/to-dns=allowed," +
 					"networking.gardener.cloud/to-private-networks=allowed,networking.gardener.cloud/to-public-networks=allowed," +
 					"networking.gardener.cloud/to-runtime-apiserver=allowed"))
-				g.Expect(terraformerRole).NotTo(BeNil())
 				g.Expect(find(objects, "Role", "terraseed-leases")).NotTo(BeNil())
 				g.Expect(find(objects, "Service", "terraseed-metrics")).NotTo(BeNil())
 				// The control-plane webhook: the API server calls it through its Service; the
@@ -192,9 +205,11 @@ func TestTemplate(t *testing.T) {
 					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--terraformer-image")))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("debug"))
-				// Without terraformer pods there is no terraformer role and the
-				// controller may not touch pods or bind roles.
-				g.Expect(terraformerRole).To(BeNil())
+				// Runs are the pod's processes: terminating it leaves them the local
+				// executor's stop timeout (1 min) to stop and save the state.
+				g.Expect(d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(HaveValue(BeNumerically(">", 60)))
+				g.Expect(find(objects, "PodDisruptionBudget", "")).To(BeNil(), "one replica: nothing to keep available through a drain")
+				// Without terraformer pods the controller may not touch pods or bind roles.
 				// The one Role left is the heartbeat's: Leases in the release's namespace.
 				leases := convert[rbacv1.Role](t, find(objects, "Role", ""))
 				g.Expect(leases.Name).To(Equal("terraseed-leases"))
@@ -212,6 +227,7 @@ func TestTemplate(t *testing.T) {
 				}
 			case "providers":
 				g.Expect(c.Image).To(Equal("registry.example.com/terraseed@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+				g.Expect(c.Args).To(ContainElements("--allow-cross-namespace-secret-refs", "--allow-operator-only-credentials"))
 				g.Expect(c.Args).To(ContainElements("--provider-types=local,third", "--concurrency=10",
 					"--terraformer-image=registry.example.com/terraseed-aws:0.1.0-aws", "--providers-dir=/etc/terraseed/providers"))
 				cm := convert[corev1.ConfigMap](t, find(objects, "ConfigMap", "terraseed-providers"))

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -95,7 +97,7 @@ const ext = "extensions.gardener.cloud"
 // The chart installs: CRDs established, RBAC applied, the Deployment created. Then the
 // controller's ServiceAccount is impersonated: it does its job in a shoot namespace and
 // nothing more; the terraformer's ServiceAccount, bound by the controller as the pod
-// executor binds it, reaches its own namespace's run objects only.
+// executor binds it, reaches its own runs' objects only.
 func TestInstallAndLeastPrivilege(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -128,14 +130,17 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"list", ext, "clusters", "", "", ""},
 			{"create", "", "secrets", "", shoot, ""},
 			{"delete", "", "secrets", "", shoot, "infra.infra.tf-env"},
-			{"deletecollection", "", "configmaps", "", shoot, ""},
 			{"create", "", "pods", "", shoot, ""},
 			{"get", "", "pods", "log", shoot, "infra.infra.tf-run"},
 			{"create", "", "events", "", shoot, ""},
 			{"create", "events.k8s.io", "events", "", shoot, ""},
 			{"create", "", "serviceaccounts", "", shoot, ""},
 			{"create", "rbac.authorization.k8s.io", "rolebindings", "", shoot, ""},
-			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
+			{"update", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
+			{"create", "rbac.authorization.k8s.io", "roles", "", shoot, ""},
+			{"update", "rbac.authorization.k8s.io", "roles", "", shoot, "terraseed-terraformer"},
+			{"update", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
+			{"delete", "rbac.authorization.k8s.io", "rolebindings", "", shoot, "terraseed-terraformer"},
 			{"update", "coordination.k8s.io", "leases", "", release, "terraseed-infrastructure-controller"},
 			{"update", "coordination.k8s.io", "leases", "", release, "gardener-extension-heartbeat"},
 			{"watch", ext, "controlplanes", "", shoot, ""},
@@ -165,7 +170,9 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"create", ext, "controlplanes", "", shoot, ""},
 			{"update", "", "pods", "", shoot, "infra.infra.tf-run"},
 			{"create", "", "pods", "exec", shoot, "infra.infra.tf-run"},
+			{"deletecollection", "", "configmaps", "", shoot, ""},
 			{"create", "", "serviceaccounts", "token", shoot, "terraseed-terraformer"},
+			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
 			{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
@@ -182,8 +189,8 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	t.Run("controller binds the terraformer role and nothing else", func(t *testing.T) {
 		g := NewWithT(t)
 		// What the pod executor does per shoot namespace, as the controller.
-		g.Expect(controller.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "terraseed-terraformer"}})).To(Succeed())
-		g.Expect(controller.Create(ctx, terraformerBinding(shoot, "terraseed-terraformer"))).To(Succeed())
+		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer"}
+		g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: shoot, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
 		// RBAC lets anyone grant what they hold themselves; roles holding more are refused.
 		// (admin and edit are aggregated by kube-controller-manager, which envtest does
 		// not run, so they are empty here and not worth asking about.)
@@ -196,19 +203,60 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(controller.List(ctx, &corev1.NamespaceList{}))).To(BeTrue())
 	})
 
+	// A ServiceAccount and a RoleBinding that were there before (made by hand, or by an
+	// older release with another role) are corrected by the controller with the chart's
+	// rights, not refused forever.
+	t.Run("controller corrects the terraformer's ServiceAccount and RoleBinding", func(t *testing.T) {
+		g := NewWithT(t)
+		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer"}
+		// Another role (as the ClusterRole of older releases): the binding is replaced.
+		replaced := env.Namespace(t)
+		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"}})).To(Succeed())
+		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "terraseed-terraformer"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: replaced, Name: "terraseed-terraformer"}},
+		})).To(Succeed())
+		// The same role, other subjects: the binding is updated.
+		updated := env.Namespace(t)
+		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: updated, Name: "terraseed-terraformer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "terraseed-terraformer"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: updated, Name: "someone-else"}},
+		})).To(Succeed())
+		for _, ns := range []string{replaced, updated} {
+			g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: ns, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed(), "in namespace %s", ns)
+			sa := &corev1.ServiceAccount{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "terraseed-terraformer"}, sa)).To(Succeed())
+			g.Expect(sa.Labels).To(HaveKeyWithValue("terraseed.gardener.cloud/purpose", "terraformer"))
+			binding := &rbacv1.RoleBinding{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "terraseed-terraformer"}, binding)).To(Succeed())
+			g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "terraseed-terraformer"}))
+			g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "terraseed-terraformer"}))
+		}
+	})
+
 	t.Run("terraformer", func(t *testing.T) {
 		g := NewWithT(t)
 		terraformer := impersonate(t, shoot, "terraseed-terraformer")
 		checkAccess(t, terraformer, []access{
 			{"get", "", "configmaps", "", shoot, "infra.infra.tf-config"},
-			{"watch", "", "configmaps", "", shoot, ""},
+			{"patch", "", "configmaps", "", shoot, "infra.infra.tf-config"},
 			{"update", "", "configmaps", "", shoot, "infra.infra.tf-state"},
 			{"create", "", "configmaps", "", shoot, ""},
-			{"delete", "", "configmaps", "", shoot, "infra.infra.tf-state.1.0"},
+			{"update", "", "configmaps", "", shoot, "infra.infra.tf-state.a-1"},
+			{"delete", "", "configmaps", "", shoot, "infra.infra.tf-state.b-3"},
 			{"get", "", "secrets", "", shoot, "infra.infra.tf-vars"},
 		}, []access{
+			{"get", "", "secrets", "", shoot, "cloudprovider"},
 			{"list", "", "secrets", "", shoot, ""},
 			{"update", "", "secrets", "", shoot, "infra.infra.tf-vars"},
+			{"get", "", "configmaps", "", shoot, "another-configmap"},
+			{"update", "", "configmaps", "", shoot, "another-configmap"},
+			{"delete", "", "configmaps", "", shoot, "another-configmap"},
+			{"delete", "", "configmaps", "", shoot, "infra.infra.tf-state"},
+			{"watch", "", "configmaps", "", shoot, ""},
+			{"list", "", "configmaps", "", shoot, ""},
 			{"get", "", "configmaps", "", other, "infra.infra.tf-config"},
 			{"get", "", "secrets", "", other, "infra.infra.tf-vars"},
 			{"list", "", "configmaps", "", "", ""},

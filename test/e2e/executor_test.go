@@ -59,13 +59,12 @@ func newRun(t *testing.T, config string, vars map[string]any, kubeconfig []byte)
 	g.Expect(r.objects.WriteVars(context.Background(), kube, data)).To(Succeed())
 	r.pods = watchPods(t, ns)
 	// What the controller's pod executor is given by the chart (see newExecutor of the
-	// manager): the image's mirror, the chart's ServiceAccount and ClusterRole.
+	// manager): the image's mirror and the chart's ServiceAccount.
 	r.executor = &executor.PodExecutor{
 		Client:               kube,
 		Clientset:            clientset,
 		Image:                ImageName,
 		ServiceAccountName:   terraformerAccount,
-		ClusterRole:          terraformerRole,
 		ManageServiceAccount: true,
 		PluginMirror:         "/opt/terraseed/plugins",
 		PluginCacheDir:       "/tmp/plugin-cache",

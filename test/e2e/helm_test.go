@@ -14,9 +14,8 @@ import (
 const (
 	releaseName      = "terraseed"
 	releaseNamespace = "terraseed-system"
-	// terraformerAccount and terraformerRole are the chart's defaults for run pods.
+	// terraformerAccount is the chart's default ServiceAccount for run pods.
 	terraformerAccount = "terraseed-terraformer"
-	terraformerRole    = "terraseed-terraformer"
 )
 
 // helm runs the helm binary `make tools` built against the node, with its own cache and
@@ -49,6 +48,10 @@ func installChart(ctx context.Context) error {
 		"--namespace", releaseNamespace, "--create-namespace",
 		"--set", "image.repository="+imageRepository, "--set", "image.tag="+imageTag,
 		"--set", "logLevel=debug",
+		// The node's images, which the local control plane runs, are under localhost/.
+		"--set", "controlPlane.allowedImages={registry.k8s.io/,localhost/}",
+		// The tests' namespaces are no shoot namespaces of Gardener's: run pods anywhere.
+		"--set", "terraformer.admissionPolicy.namespaceLabels.gardener\\.cloud/role=null",
 		"--wait", "--timeout", "10m")
 	return err
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 )
 
@@ -127,7 +128,7 @@ func New(o Options) (*Webhook, error) {
 		Port: o.Port,
 		// Serving straight from the Secret: a rotated certificate is used as soon as the
 		// Secret changes, without waiting for a mounted volume to follow.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = w.certs.GetCertificate }},
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = w.certs.GetCertificate }, serving.HardenTLS},
 	})
 	return w, nil
 }

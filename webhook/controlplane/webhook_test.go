@@ -2,6 +2,10 @@ package controlplane_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -270,4 +274,24 @@ func TestAWSDeploymentsNeedTheShootVersion(t *testing.T) {
 	g.Expect(command).NotTo(ContainElement(HavePrefix("--cloud-config")))
 	g.Expect(command).NotTo(ContainElement(HavePrefix("--external-cloud-volume-plugin")))
 	g.Expect(created.Spec.Template.Spec.Volumes).To(BeEmpty())
+}
+
+// The webhook speaks HTTP/1.1 only (HTTP/2 is where the rapid-reset attacks live) and TLS
+// 1.2 at least, preferring 1.3.
+func TestWebhookServesHTTP1OverTLS12OrLater(t *testing.T) {
+	g := NewWithT(t)
+	w := startWebhook(t)
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(w.secret(g).Data["ca.crt"])).To(BeTrue())
+	address := net.JoinHostPort("localhost", strconv.Itoa(w.port))
+
+	conn, err := tls.Dial("tcp", address, &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"h2", "http/1.1"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	state := conn.ConnectionState()
+	g.Expect(conn.Close()).To(Succeed())
+	g.Expect(state.NegotiatedProtocol).To(Equal("http/1.1"), "HTTP/2 is off")
+	g.Expect(state.Version).To(Equal(uint16(tls.VersionTLS13)), "TLS 1.3 when the client offers it")
+
+	_, err = tls.Dial("tcp", address, &tls.Config{RootCAs: pool, ServerName: "localhost", MaxVersion: tls.VersionTLS11})
+	g.Expect(err).To(HaveOccurred(), "TLS 1.1 is refused")
 }

@@ -43,11 +43,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
-{{/* The ClusterRole terraformer pods are bound to; the controller binds exactly this name. */}}
-{{- define "terraseed.terraformerClusterRole" -}}
-terraseed-terraformer
-{{- end -}}
-
 {{/* A map as key=value,key=value, sorted by key. */}}
 {{- define "terraseed.keyValues" -}}
 {{- $pairs := list -}}

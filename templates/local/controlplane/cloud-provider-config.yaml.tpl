@@ -1,11 +1,11 @@
 {{- $infra := .controlPlane.infrastructureProviderStatus -}}
 {{- $zones := list -}}
-{{- range $zone := dig "zones" list $infra }}{{ $zones = append $zones (dig "name" "" $zone) }}{{ end -}}
+{{- range $i, $zone := dig "zones" list $infra }}{{ $zones = append $zones (iniValue (printf "infrastructureProviderStatus.zones[%d].name" $i) (dig "name" "" $zone)) }}{{ end -}}
 {{- $conf := list
   "[Global]"
-  (printf "cluster = %s" .controlPlane.namespace)
-  (printf "region = %s" .controlPlane.region)
-  (printf "namespace = %s" (dig "namespace" "" $infra))
+  (printf "cluster = %s" (iniValue "metadata.namespace" .controlPlane.namespace))
+  (printf "region = %s" (iniValue "spec.region" .controlPlane.region))
+  (printf "namespace = %s" (iniValue "infrastructureProviderStatus.namespace" (dig "namespace" "" $infra)))
   (printf "zones = %s" (join "," $zones))
   | join "\n" -}}
 apiVersion: v1
