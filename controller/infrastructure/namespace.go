@@ -35,7 +35,7 @@ func (op *operation) checkLocalNamespace(ctx context.Context) error {
 	}
 	target := localNamespace(op.infra)
 	list := &extensionsv1alpha1.InfrastructureList{}
-	if err := op.actuator.Client.List(ctx, list); err != nil {
+	if err := op.actuator.APIReader.List(ctx, list); err != nil {
 		return fmt.Errorf("listing Infrastructures to check providerConfig.namespace: %w", err)
 	}
 	for i := range list.Items {

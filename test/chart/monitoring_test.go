@@ -361,7 +361,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	cmd := exec.Command(filepath.Join(bin, "infrastructure-controller"), "run", "--kubeconfig", kubeconfigPath,
 		"--executor=local", "--terraform", testenv.Terraform(t), "--plugin-mirror", testenv.ProviderMirror(t),
 		"--work-dir", t.TempDir(), "--provider-types=local",
-		"--metrics-bind-address", metricsAddress, "--health-probe-bind-address=0",
+		"--metrics-bind-address", metricsAddress, "--metrics-secure=false", "--health-probe-bind-address=0",
 		"--leader-elect=true", "--leader-election-namespace", release, "--heartbeat-namespace", release,
 		"--webhook-mode=url", "--webhook-port", fmt.Sprint(freePort(t)), "--webhook-namespace", release,
 		"--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir())

@@ -224,7 +224,7 @@ func (s *seed) start(driftInterval time.Duration) *controllerProcess {
 	cmd := exec.Command(s.binary, "run", "--kubeconfig", s.kubeconfig,
 		"--executor=local", "--terraform", testenv.Terraform(b), "--plugin-mirror", testenv.ProviderMirror(b),
 		"--work-dir", s.workDir, "--providers-dir", providers, "--provider-types=cheap",
-		"--metrics-bind-address", address, "--health-probe-bind-address=0", "--heartbeat-namespace=",
+		"--metrics-bind-address", address, "--metrics-secure=false", "--health-probe-bind-address=0", "--heartbeat-namespace=",
 		"--drift-interval", driftInterval.String())
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "TERRASEED_LOG_LEVEL=error")
