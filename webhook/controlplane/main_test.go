@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -112,6 +113,10 @@ func (w *webhookUnderTest) start(t *testing.T) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          w.Server(),
+		// cert-controller's rotator finishes a refresh it began before it sees the stop,
+		// retrying on conflicts with backoff; a test rotating every second on a loaded
+		// machine can hold it there beyond the default 30 s.
+		GracefulShutdownTimeout: ptr.To(2 * time.Minute),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log.WithName(t.Name())))
