@@ -21,7 +21,12 @@ import (
 const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return state.RunObjects{ID: run.ID{Namespace: op.infra.Namespace, Name: op.infra.Name, Purpose: run.PurposeInfra}}
+	return state.RunObjects{ID: runID(client.ObjectKeyFromObject(op.infra))}
+}
+
+// runID is the identity of an Infrastructure's runs.
+func runID(key client.ObjectKey) run.ID {
+	return run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra}
 }
 
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.

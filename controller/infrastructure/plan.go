@@ -146,7 +146,7 @@ func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
 	if a.runs == nil {
 		return false
 	}
-	ticket, known := a.runs.Lookup(a.operation(request{Object: infra}).objects().ID)
+	ticket, known := a.runs.Lookup(runID(client.ObjectKeyFromObject(infra)))
 	return known && ticket.Command == terraformer.Plan
 }
 

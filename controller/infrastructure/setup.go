@@ -20,7 +20,6 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
 const (
@@ -178,7 +177,7 @@ func (a *Actuator) Restore(ctx context.Context, req request) error {
 // Forget drops what the scheduler kept of a run of an Infrastructure that is gone.
 func (a *Actuator) Forget(key client.ObjectKey) {
 	if a.runs != nil {
-		a.runs.Forget(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
+		a.runs.Forget(runID(key))
 	}
 }
 
