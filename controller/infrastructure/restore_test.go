@@ -32,6 +32,16 @@ func zonalShoot(t *testing.T, zones int, quotaExceeded bool) *shoot {
 	return s
 }
 
+// createdZonalShoot is a one-zone shoot whose Infrastructure a running controller created.
+func createdZonalShoot(t *testing.T) *shoot {
+	t.Helper()
+	s := zonalShoot(t, 1, false)
+	startController(t, s.namespace, workDir(t))
+	NewWithT(t).Expect(env.Client.Create(context.Background(), s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	return s
+}
+
 func zonalConfig(zones int, quotaExceeded bool) *runtime.RawExtension {
 	return &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"zones":%d,"quotaExceeded":%t}`, zones, quotaExceeded)}
 }
@@ -169,10 +179,7 @@ func TestRestoreRetriedAfterAFailedApplyKeepsWhatThatApplyCreated(t *testing.T) 
 func TestRestoreRefusesAStateOfAnotherLineage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := zonalShoot(t, 1, false)
-	startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s := createdZonalShoot(t)
 	raw, stored := s.storedState(g)
 
 	var other map[string]any
@@ -199,10 +206,7 @@ func TestRestoreRefusesAStateOfAnotherLineage(t *testing.T) {
 func TestRestoreRefusesAStatusStateThatExpandsBeyondTheLimit(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := zonalShoot(t, 1, false)
-	startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s := createdZonalShoot(t)
 	raw, _ := s.storedState(g)
 
 	// A few hundred KiB that expand to more than the limit.

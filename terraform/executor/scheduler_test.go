@@ -50,6 +50,15 @@ func (o *endOrder) get() []run.ID {
 	return append([]run.ID(nil), o.ids...)
 }
 
+// heldApply is an Infrastructure whose apply, once started, holds its run slot at a gate
+// until the test opens it.
+func heldApply(t *testing.T) (*fixture, *gate) {
+	busy := newFixture(t, 0)
+	gate := busy.newGate(1)
+	busy.writeChainConfig(2, gate)
+	return busy, gate
+}
+
 // neighbour is another Infrastructure, in its own namespace, run by the executor of f.
 func neighbour(t *testing.T, f *fixture) *fixture {
 	n := newFixture(t, 1)
@@ -60,9 +69,7 @@ func neighbour(t *testing.T, f *fixture) *fixture {
 func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy := newFixture(t, 0)
-	gate := busy.newGate(1)
-	busy.writeChainConfig(2, gate)
+	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
 
 	// The one slot is taken by an apply held at its gate.
@@ -111,9 +118,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy := newFixture(t, 0)
-	gate := busy.newGate(1)
-	busy.writeChainConfig(2, gate)
+	busy, gate := heldApply(t)
 	// Three slots, a third of them for drift plans: one.
 	s, ends := startedScheduler(t, busy, 3, 0.34)
 	g.Expect(s.Submit(ctx, busy.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
@@ -149,9 +154,7 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy := newFixture(t, 0)
-	gate := busy.newGate(1)
-	busy.writeChainConfig(2, gate)
+	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
 	g.Expect(s.Submit(ctx, busy.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
 	gate.waitUntilReached()
