@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -188,7 +189,8 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, pro
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the webhook certificate Secret: %w", err)
 	}
-	if err := w.register(ctx, c, mgr.GetAPIReader()); err != nil {
+	// The other replica, and the rotator injecting the CA, write the configuration too.
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return w.register(ctx, c, mgr.GetAPIReader()) }); err != nil {
 		return fmt.Errorf("registering the webhook configuration: %w", err)
 	}
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
