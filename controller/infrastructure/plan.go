@@ -193,7 +193,7 @@ func (op *operation) plan(ctx context.Context) (*terraformer.PlanSummary, error)
 	if err != nil {
 		return nil, err
 	}
-	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Plan, Env: env}, executor.PriorityDrift, nil)
+	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Plan, Env: env, Background: true}, executor.PriorityDrift, nil)
 	if err != nil {
 		return nil, err
 	}

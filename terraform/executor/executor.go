@@ -44,6 +44,10 @@ type Request struct {
 	// Digest identifies the configuration the run works on (files, variables, guard):
 	// a run under way of another digest is never taken for this one.
 	Digest string
+	// Background marks a run nobody waits for, such as a drift plan: the local executor
+	// runs it at a lower CPU priority, so that the runs others wait for, which share the
+	// machine with it, are not slowed down by it.
+	Background bool
 }
 
 var (

@@ -76,15 +76,19 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	if err != nil {
 		return nil, err
 	}
+	report := fileReport(reportFileOf(cmd.Dir))
 	output := &tailBuffer{limit: 64 << 10}
 	cmd.Stdout = io.MultiWriter(cmp.Or[io.Writer](e.Output, io.Discard), output)
 	cmd.Stderr = cmd.Stdout
 	logf.FromContext(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
-	if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
-		return nil, err
+	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
+	runErr := cmd.Start()
+	if runErr == nil {
+		if req.Background {
+			lowerPriority(ctx, cmd.Process.Pid)
+		}
+		runErr = cmd.Wait()
 	}
-	stopProgress := followProgress(ctx, e.Client, req, e.ProgressInterval)
-	runErr := cmd.Run()
 	stopProgress()
 	if runErr != nil {
 		return nil, runFailure(req.Command, termination, output.String(), runErr)
@@ -97,7 +101,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	if data, err := os.ReadFile(termination); err == nil {
 		result.Phases, _, _ = terraformer.ParseTerminationMessage(string(data))
 	}
-	return withPlan(ctx, e.Client, req, result)
+	return withPlan(ctx, report, req, result)
 }
 
 var _ ActivityChecker = (*LocalExecutor)(nil)
@@ -130,9 +134,12 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 	if err := writeKubeconfig(e.Config, kubeconfig); err != nil {
 		return nil, "", err
 	}
+	// What an earlier run left is not this run's.
 	termination := filepath.Join(dir, "termination-message")
-	if err := os.Remove(termination); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, "", err
+	for _, path := range []string{termination, reportFileOf(dir)} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", err
+		}
 	}
 	args := append(e.Terraformer[1:len(e.Terraformer):len(e.Terraformer)], string(req.Command),
 		"--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose),
@@ -144,6 +151,7 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 		"--allow-provider-download="+strconv.FormatBool(e.Plugins.AllowDownload),
 		"--parallelism", strconv.Itoa(e.Parallelism),
 		"--termination-message-path", termination,
+		"--report-file", reportFileOf(dir),
 	)
 	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
 	cmd := exec.CommandContext(ctx, e.Terraformer[0], args...)
@@ -158,6 +166,23 @@ func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, st
 	}
 	return cmd, termination, nil
 }
+
+// BackgroundNice is the nice value of a background run's processes.
+const BackgroundNice = 10
+
+// lowerPriority gives the process group of a terraformer just started the nice value
+// BackgroundNice. The terraformer leads its own group: setting the group's priority
+// covers whatever it started already, and terraform and the providers it starts later
+// inherit it. A run that keeps its priority is still a correct run, so a failure is
+// only logged.
+func lowerPriority(ctx context.Context, pgid int) {
+	if err := syscall.Setpriority(syscall.PRIO_PGRP, pgid, BackgroundNice); err != nil {
+		logf.FromContext(ctx).Error(err, "backgroundPriorityNotSet")
+	}
+}
+
+// reportFileOf is where a run reports its progress and plan within a run directory.
+func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.json") }
 
 // workDirOf is terraform's working directory within a run directory.
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }

@@ -169,13 +169,14 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 		}
 		log.Info("runPodCreated")
 	}
-	stopProgress := followProgress(ctx, e.Client, req, e.ProgressInterval)
+	report := annotationsReport(e.Client, req.ID)
+	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
 	result, err := e.wait(ctx, pods, req, pod)
 	stopProgress()
 	if err != nil {
 		return nil, err
 	}
-	return withPlan(ctx, e.Client, req, result)
+	return withPlan(ctx, report, req, result)
 }
 
 var _ ActivityChecker = (*PodExecutor)(nil)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -112,14 +113,20 @@ func (f *fixture) stateVersion(g Gomega) string {
 	return cm.ResourceVersion
 }
 
-// publishedPlan is the plan the run wrote on its configuration ConfigMap, which the
-// controller reads.
-func (f *fixture) publishedPlan(g Gomega) *terraformer.PlanSummary {
+// configVersion is the resourceVersion of the configuration ConfigMap.
+func (f *fixture) configVersion(g Gomega) string {
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, cm)).To(Succeed())
-	g.Expect(cm.Annotations).To(HaveKey(terraformer.AnnotationPlan))
+	return cm.ResourceVersion
+}
+
+// publishedPlan is the plan the run reported beside it, which the executor reads.
+func (f *fixture) publishedPlan(g Gomega) *terraformer.PlanSummary {
+	report, err := terraformer.ReadReportFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(report).To(HaveKey(terraformer.AnnotationPlan))
 	plan := &terraformer.PlanSummary{}
-	g.Expect(json.Unmarshal([]byte(cm.Annotations[terraformer.AnnotationPlan]), plan)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(report[terraformer.AnnotationPlan]), plan)).To(Succeed())
 	return plan
 }
 
@@ -159,13 +166,14 @@ func TestReconcileWithNothingToChangeIsOneProcessAndWritesNoState(t *testing.T) 
 			f := newFixture(t, 3)
 			_, err := f.run(terraformer.Apply)
 			g.Expect(err).NotTo(HaveOccurred())
-			stored := f.stateVersion(g)
+			stored, config := f.stateVersion(g), f.configVersion(g)
 
 			result, commands, err := f.runWatched(t, tc.protected...)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(commands).To(Equal([]string{tc.command}), "one terraform process")
 			g.Expect(result.Phases).To(And(HaveLen(1), HaveKey(tc.command)))
 			g.Expect(f.stateVersion(g)).To(Equal(stored), "no state written")
+			g.Expect(f.configVersion(g)).To(Equal(config), "the progress and the plan are reported beside the run, not on the configuration")
 			g.Expect(result.Plan).NotTo(BeNil())
 			g.Expect(result.Plan.HasChanges()).To(BeFalse())
 			g.Expect(f.publishedPlan(g).HasChanges()).To(BeFalse())
@@ -213,4 +221,67 @@ func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
 	g.Expect(f.stateVersion(g)).To(Equal(stored))
 	f.expectEachItemOnceInState(g, 3)
 	g.Expect(f.publishedPlan(g).Addresses("delete")).To(ConsistOf("terraform_data.id[2]", "kubectl_manifest.item[2]"))
+}
+
+// niceOf is the nice value of a process, or false when it is gone.
+func niceOf(pid int) (int, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	// Field 19 of stat; the 17th after the command name.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 17 {
+		return 0, false
+	}
+	nice, err := strconv.Atoi(fields[16])
+	return nice, err == nil
+}
+
+// A background run (a drift plan) and every process it starts yield the CPU to the runs
+// others wait for; any other run keeps this process's priority.
+func TestBackgroundRunsYieldTheCPU(t *testing.T) {
+	own, ok := niceOf(os.Getpid())
+	NewWithT(t).Expect(ok).To(BeTrue())
+	for _, tc := range []struct {
+		name       string
+		background bool
+		nice       int
+	}{
+		{name: "background", background: true, nice: BackgroundNice},
+		{name: "foreground", nice: own},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := newFixture(t, 2)
+			gate := f.newGate(1)
+			f.writeChainConfig(2, gate)
+			terraformerPath, err := filepath.EvalSymlinks(testenv.TerraformerBinary(t))
+			g.Expect(err).NotTo(HaveOccurred())
+
+			req := f.request(terraformer.Apply)
+			req.Background = tc.background
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.executor.Run(context.Background(), req)
+				done <- err
+			}()
+			gate.waitUntilReached()
+			// The terraformer, terraform, the provider and the provisioner's shell.
+			var processes []int
+			for _, pid := range children(os.Getpid()) {
+				if exeOf(strconv.Itoa(pid)) == terraformerPath {
+					processes = append(processes, descendants(pid)...)
+				}
+			}
+			g.Expect(len(processes)).To(BeNumerically(">=", 4))
+			for _, pid := range processes {
+				if nice, alive := niceOf(pid); alive {
+					g.Expect(nice).To(Equal(tc.nice), "process %d (%s)", pid, exeOf(strconv.Itoa(pid)))
+				}
+			}
+			gate.open()
+			g.Expect(<-done).To(Succeed())
+		})
+	}
 }

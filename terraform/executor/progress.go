@@ -13,8 +13,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
-// DefaultProgressPollInterval is how often the configuration ConfigMap is read for a
-// run's progress.
+// DefaultProgressPollInterval is how often a run's report is read for its progress.
 const DefaultProgressPollInterval = 2 * time.Second
 
 // clearRunAnnotations removes what an earlier run reported, before a new run starts.
@@ -27,19 +26,36 @@ func clearRunAnnotations(ctx context.Context, c client.Client, id run.ID) error 
 	return nil
 }
 
-// readRunAnnotations reads the progress and the plan the run reported so far.
-func readRunAnnotations(ctx context.Context, c client.Client, id run.ID) (*terraformer.Progress, *terraformer.PlanSummary, error) {
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}, cm); err != nil {
-		return nil, nil, client.IgnoreNotFound(err)
+// runReport reads the progress and the plan a run reported so far.
+type runReport func(ctx context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error)
+
+// annotationsReport reads what a run pod reports on its configuration ConfigMap.
+func annotationsReport(c client.Client, id run.ID) runReport {
+	return func(ctx context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error) {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}, cm); err != nil {
+			return nil, nil, client.IgnoreNotFound(err)
+		}
+		progress, plan := terraformer.ReadRunAnnotations(cm.Annotations)
+		return progress, plan, nil
 	}
-	progress, plan := terraformer.ReadRunAnnotations(cm.Annotations)
-	return progress, plan, nil
+}
+
+// fileReport reads what a terraformer on this machine reports in its report file.
+func fileReport(path string) runReport {
+	return func(context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error) {
+		annotations, err := terraformer.ReadReportFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		progress, plan := terraformer.ReadRunAnnotations(annotations)
+		return progress, plan, nil
+	}
 }
 
 // followProgress hands every new progress of the run to report until the returned stop
 // is called; stop returns once report is no longer called.
-func followProgress(ctx context.Context, c client.Client, req Request, interval time.Duration) (stop func()) {
+func followProgress(ctx context.Context, read runReport, req Request, interval time.Duration) (stop func()) {
 	if req.Progress == nil {
 		return func() {}
 	}
@@ -60,7 +76,7 @@ func followProgress(ctx context.Context, c client.Client, req Request, interval 
 			case <-ticker.C:
 			}
 			// A failed read is tried again at the next tick: progress is a courtesy.
-			progress, _, err := readRunAnnotations(ctx, c, req.ID)
+			progress, _, err := read(ctx)
 			if err != nil || progress == nil || *progress == last || progress.Command != string(req.Command) {
 				continue
 			}
@@ -75,11 +91,11 @@ func followProgress(ctx context.Context, c client.Client, req Request, interval 
 }
 
 // withPlan adds the plan the run reported to its result.
-func withPlan(ctx context.Context, c client.Client, req Request, result *terraformer.Result) (*terraformer.Result, error) {
+func withPlan(ctx context.Context, read runReport, req Request, result *terraformer.Result) (*terraformer.Result, error) {
 	if req.Command != terraformer.Apply && req.Command != terraformer.Plan {
 		return result, nil
 	}
-	_, plan, err := readRunAnnotations(ctx, c, req.ID)
+	_, plan, err := read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the plan of the run: %w", err)
 	}

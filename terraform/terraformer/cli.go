@@ -51,6 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		protected              = flags.String("protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 		allowDestroy           = flags.Bool("allow-destroy", false, "let an apply destroy or replace resources of the protected types")
 		progressInterval       = flags.Duration("progress-interval", DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
+		reportFile             = flags.String("report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
 		plugins                Plugins
 	)
 	flags.StringVar(&objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
@@ -122,6 +123,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ProtectedTypes:   splitList(*protected),
 		AllowDestroy:     *allowDestroy,
 		ProgressInterval: *progressInterval,
+		ReportFile:       *reportFile,
 		Plugins:          plugins,
 		Parallelism:      *parallelism,
 		Stdout:           stdout,

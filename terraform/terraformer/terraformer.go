@@ -88,6 +88,9 @@ type Terraformer struct {
 	AllowDestroy   bool
 	// ProgressInterval is how often at most the progress is written; DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
+	// ReportFile, when set, receives the progress and the plan instead of the annotations
+	// of the configuration ConfigMap: for a run on the machine of the executor that reads it.
+	ReportFile string
 
 	store   *state.StateStore
 	phases  Phases
@@ -201,6 +204,9 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 			patch := make(map[string]*string, len(annotations))
 			for k, v := range annotations {
 				patch[k] = &v
+			}
+			if t.ReportFile != "" {
+				return writeReport(t.ReportFile, patch)
 			}
 			return AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, patch)
 		})
