@@ -163,7 +163,12 @@ func TestLocalControlPlaneLifecycle(t *testing.T) {
 	// Migrate: the objects leave this seed, the inventory stays in the state.
 	annotate(g, cp, extension.OperationMigrate)
 	migrated := waitFor(t, cp, extensionsv1alpha1.LastOperationTypeMigrate)
-	g.Expect(migrated.Finalizers).NotTo(ContainElement(controlplane.Finalizer))
+	// The migrate releases the object after it reported its success.
+	g.Eventually(func(g Gomega) {
+		migrated = get(g, cp)
+		g.Expect(migrated.Finalizers).NotTo(ContainElement(controlplane.Finalizer))
+		g.Expect(migrated.Annotations).NotTo(HaveKey(extension.AnnotationOperation))
+	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(inventoryIDs(g, migrated)).To(HaveLen(3))
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ConfigMap{}} {
 		name := "cloud-controller-manager"
