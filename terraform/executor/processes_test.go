@@ -285,3 +285,42 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 		})
 	}
 }
+
+// loggingTerraform is a script that records each command it is started with in a file,
+// then runs the real terraform with it.
+func loggingTerraform(t *testing.T) (binary string, commands func() []string) {
+	t.Helper()
+	dir := t.TempDir()
+	binary, log := filepath.Join(dir, "terraform"), filepath.Join(dir, "commands")
+	script := "#!/bin/sh\necho \"$1\" >> " + log + "\nexec " + testenv.Terraform(t) + " \"$@\"\n"
+	NewWithT(t).Expect(os.WriteFile(binary, []byte(script), 0o755)).To(Succeed())
+	return binary, func() []string {
+		data, err := os.ReadFile(log)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(os.Remove(log)).To(Succeed())
+		return strings.Fields(string(data))
+	}
+}
+
+// A run checks the binary's version once per working directory: the next run of the same
+// binary there starts no `terraform version`, a changed binary is checked again.
+func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 2)
+	binary, commands := loggingTerraform(t)
+	f.executor.TerraformPath = binary
+
+	_, err := f.run(terraformer.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"version", "init", "apply"}))
+
+	_, err = f.run(terraformer.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"apply"}), "one terraform process")
+
+	later := time.Now().Add(time.Minute)
+	g.Expect(os.Chtimes(binary, later, later)).To(Succeed())
+	_, err = f.run(terraformer.Plan)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"version", "init", "plan"}), "a changed binary is checked, and initialises again")
+}

@@ -98,6 +98,8 @@ type Terraformer struct {
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
 	cliConfig      string
+	// stderr receives terraform's errors: the run's Stderr and a copy a failure reads.
+	stderr io.Writer
 }
 
 // Phases is how long each terraform command of the last Run took.
@@ -170,9 +172,14 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The `terraform version` that checks the binary runs while the run's objects are read.
+	// The `terraform version` that checks the binary runs while the run's objects are read,
+	// unless it checked this binary in this working directory before.
 	versionChecked := make(chan error, 1)
-	go func() { versionChecked <- t.checkVersion(ctx, tf) }()
+	if t.versionChecked() {
+		versionChecked <- nil
+	} else {
+		go func() { versionChecked <- t.checkVersion(ctx, tf) }()
+	}
 	checkedVersion := sync.OnceValue(func() error { return <-versionChecked })
 	defer func() { _ = checkedVersion() }()
 	if err := t.writeFiles(ctx); err != nil {
@@ -357,12 +364,9 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	stderr := &bytes.Buffer{}
 	// `terraform version -json` is of no interest in the run's output.
 	tf.SetStdout(io.Discard)
-	tf.SetStderr(io.MultiWriter(orDiscard(t.Stderr), stderr))
-	stop := t.StopTimeout
-	if stop == 0 {
-		stop = DefaultStopTimeout
-	}
-	if err := tf.SetWaitDelay(stop); err != nil {
+	t.stderr = io.MultiWriter(orDiscard(t.Stderr), stderr)
+	tf.SetStderr(t.stderr)
+	if err := tf.SetWaitDelay(t.stopTimeout()); err != nil {
 		return nil, nil, err
 	}
 	cliConfig, err := t.Plugins.writeCLIConfig(t.WorkDir)
@@ -378,8 +382,15 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	return tf, stderr, nil
 }
 
-// checkVersion refuses a binary of another version. tfexec caches the version, so this is
-// the only `terraform version` of the run.
+func (t *Terraformer) stopTimeout() time.Duration {
+	if t.StopTimeout == 0 {
+		return DefaultStopTimeout
+	}
+	return t.StopTimeout
+}
+
+// checkVersion refuses a binary of another version, and records a binary it accepted in
+// the working directory.
 func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
@@ -392,7 +403,32 @@ func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) er
 	if v.String() != want {
 		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
 	}
-	return nil
+	record := filepath.Join(t.WorkDir, versionRecord)
+	if err := os.MkdirAll(filepath.Dir(record), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(record, []byte(t.binaryIdentity()), 0o600)
+}
+
+// versionRecord is where a working directory records the binary whose version a run
+// checked: the next run of the same binary there need not start it to ask.
+const versionRecord = ".terraform/terraseed-version-checked"
+
+// versionChecked says whether a run checked the version of this very binary (path, size,
+// modification time, and the version wanted) in the working directory before.
+func (t *Terraformer) versionChecked() bool {
+	recorded, err := os.ReadFile(filepath.Join(t.WorkDir, versionRecord))
+	identity := t.binaryIdentity()
+	return err == nil && identity != "" && string(recorded) == identity
+}
+
+// binaryIdentity names the binary at TerraformPath as it is now; empty when it cannot be read.
+func (t *Terraformer) binaryIdentity() string {
+	info, err := os.Stat(t.TerraformPath)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", t.TerraformPath, info.Size(), info.ModTime().UnixNano(), t.OpenTofu, TerraformVersion, OpenTofuVersion)
 }
 
 func orDiscard(w io.Writer) io.Writer {
@@ -464,7 +500,7 @@ func (t *Terraformer) initDigest() (string, error) {
 	slices.Sort(files)
 	files = append(files, filepath.Join(t.WorkDir, ".terraform.lock.hcl"), t.cliConfig)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%t\x00", t.TerraformPath, TerraformVersion+"/"+OpenTofuVersion, t.OpenTofu)
+	fmt.Fprintf(h, "%s\x00", t.binaryIdentity())
 	for _, path := range files {
 		content, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -479,23 +515,17 @@ func (t *Terraformer) initDigest() (string, error) {
 func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
 	switch t.Command {
 	case Apply:
-		return t.apply(ctx, tf)
+		return t.apply(ctx)
 	case Destroy:
-		var opts []tfexec.DestroyOption
-		if t.Parallelism > 0 {
-			opts = append(opts, tfexec.Parallelism(t.Parallelism))
-		}
 		return t.timed(string(Destroy), func() error {
 			w := t.tracker.writer(planOutput)
-			err := tf.DestroyJSON(ctx, w, opts...)
+			_, err := t.runJSON(ctx, w, destroyArgs(t.Parallelism))
 			_ = w.Close()
 			return err
 		})
 	case Plan:
 		return t.timed(string(Plan), func() error {
-			w := t.tracker.writer(planOutput)
-			changes, err := tf.PlanJSON(ctx, w, tfexec.Lock(false))
-			_ = w.Close()
+			changes, err := t.plan(ctx, "", false)
 			if err == nil {
 				t.tracker.publishPlan(false)
 			}
@@ -540,17 +570,11 @@ func (t *Terraformer) guarded() bool {
 // that destroys a protected resource, and applies exactly the plan it checked, or nothing
 // when the plan changes nothing; any other is one terraform apply, whose plan is read
 // from what it shows before applying.
-func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
-	var planOpts []tfexec.PlanOption
-	var applyOpts []tfexec.ApplyOption
-	if t.Parallelism > 0 {
-		planOpts = append(planOpts, tfexec.Parallelism(t.Parallelism))
-		applyOpts = append(applyOpts, tfexec.Parallelism(t.Parallelism))
-	}
+func (t *Terraformer) apply(ctx context.Context) error {
 	if !t.guarded() {
 		err := t.timed(string(Apply), func() error {
 			w := t.tracker.writer(planningApplyOutput)
-			err := tf.ApplyJSON(ctx, w, applyOpts...)
+			_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, ""))
 			_ = w.Close()
 			return err
 		})
@@ -561,10 +585,8 @@ func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
 	}
 	var changes bool
 	err := t.timed(string(Plan), func() error {
-		w := t.tracker.writer(planOutput)
 		var err error
-		changes, err = tf.PlanJSON(ctx, w, append(planOpts, tfexec.Out(planFile))...)
-		_ = w.Close()
+		changes, err = t.plan(ctx, planFile, true)
 		return err
 	})
 	if err != nil {
@@ -582,10 +604,22 @@ func (t *Terraformer) apply(ctx context.Context, tf *tfexec.Terraform) error {
 	}
 	return t.timed(string(Apply), func() error {
 		w := t.tracker.writer(appliedPlanOutput)
-		err := tf.ApplyJSON(ctx, w, append(applyOpts, tfexec.DirOrPlan(planFile))...)
+		_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, planFile))
 		_ = w.Close()
 		return err
 	})
+}
+
+// plan runs `terraform plan`, saving the plan to out when set, and says whether it found
+// changes.
+func (t *Terraformer) plan(ctx context.Context, out string, lock bool) (bool, error) {
+	w := t.tracker.writer(planOutput)
+	code, err := t.runJSON(ctx, w, planArgs(t.Parallelism, out, lock))
+	_ = w.Close()
+	if code == exitChanges {
+		return true, nil
+	}
+	return false, err
 }
 
 // ErrDestroyProtected is returned when an apply would destroy or replace a resource of a

@@ -1,0 +1,94 @@
+package terraformer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The commands a run follows through their JSON output are started here, not through
+// terraform-exec: its JSON commands first run `terraform version` in each process that
+// uses them, and a run is one process. That is a second terraform process per run, which
+// costs about a tenth of a reconcile with nothing to change; the run checks the binary's
+// version itself, once per working directory and binary (see versionChecked). Init and
+// validate, which need no JSON stream, still go through terraform-exec.
+
+// planArgs are those of `terraform plan`: -detailed-exitcode, so that its exit code says
+// whether it found changes; out, when set, is where it saves the plan.
+func planArgs(parallelism int, out string, lock bool) []string {
+	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", "-lock=" + strconv.FormatBool(lock)}
+	if out != "" {
+		args = append(args, "-out="+out)
+	}
+	return append(args, parallelismArg(parallelism), "-refresh=true", "-json")
+}
+
+// applyArgs are those of `terraform apply`, of a saved plan when plan is set.
+func applyArgs(parallelism int, plan string) []string {
+	args := []string{"apply", "-no-color", "-auto-approve", "-input=false", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
+	if plan != "" {
+		args = append(args, plan)
+	}
+	return args
+}
+
+// destroyArgs are those of `terraform destroy`.
+func destroyArgs(parallelism int) []string {
+	return []string{"destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout=0s", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
+}
+
+// parallelismArg is terraform's own default when parallelism is not set.
+func parallelismArg(parallelism int) string {
+	if parallelism <= 0 {
+		parallelism = 10
+	}
+	return "-parallelism=" + strconv.Itoa(parallelism)
+}
+
+// exitChanges is the exit code of `terraform plan -detailed-exitcode` that found changes.
+const exitChanges = 2
+
+// runJSON runs terraform with args in the working directory, its JSON output to stdout
+// and its errors to the run's stderr, and returns its exit code. Cancelling ctx
+// interrupts terraform, which then stops cleanly, and kills it after the stop timeout.
+func (t *Terraformer) runJSON(ctx context.Context, stdout io.Writer, args []string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, t.TerraformPath, args...)
+	cmd.Dir = t.WorkDir
+	cmd.Env = terraformEnv(os.Environ())
+	cmd.Stdout, cmd.Stderr = stdout, t.stderr
+	// terraform leads its own group, so that a signal to the terraformer's group is relayed
+	// by the terraformer alone; it dies with the terraformer.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = t.stopTimeout()
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), err
+	}
+	return 0, err
+}
+
+// terraformEnv is the terraformer's environment for terraform, as terraform-exec builds
+// it: in automation, no log of terraform's own mixed into its output, and no workspace
+// other than the default.
+func terraformEnv(environ []string) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "TF_LOG", "TF_LOG_CORE", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_WORKSPACE", "TF_IN_AUTOMATION":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "TF_IN_AUTOMATION=1")
+}
