@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,7 +68,7 @@ func BenchmarkScale(b *testing.B) {
 		time.Sleep(30 * time.Second)
 		b.ReportMetric((c.metric("rest_client_requests_total", nil)-before)/30, "settled-api-requests/s")
 
-		idleCreate, idleDelete := s.createAndDelete("idle")
+		idleCreate, idleDelete := s.createAndDeleteMedian("idle")
 		b.ReportMetric(idleCreate.Seconds(), "idle-create-s")
 		b.ReportMetric(idleDelete.Seconds(), "idle-delete-s")
 
@@ -84,7 +85,7 @@ func BenchmarkScale(b *testing.B) {
 		c = s.start(20 * time.Second)
 		time.Sleep(30 * time.Second)
 		b.ReportMetric(c.metric("terraseed_terraform_runs_waiting", map[string]string{"priority": "drift"}), "drift-plans-waiting")
-		busyCreate, busyDelete := s.createAndDelete("busy")
+		busyCreate, busyDelete := s.createAndDeleteMedian("busy")
 		b.ReportMetric(busyCreate.Seconds(), "busy-create-s")
 		b.ReportMetric(busyDelete.Seconds(), "busy-delete-s")
 		b.ReportMetric(busyCreate.Seconds()/idleCreate.Seconds(), "create-busy/idle")
@@ -168,6 +169,27 @@ func (s *seed) waitSettled(n int, timeout time.Duration) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// latencySamples is how many shoots a latency is the median of: one sample is at the
+// mercy of whatever else the machine does in that second.
+const latencySamples = 5
+
+// createAndDeleteMedian creates and deletes latencySamples more shoots, one after the
+// other, and returns the median time a create and a delete took.
+func (s *seed) createAndDeleteMedian(name string) (create, deletion time.Duration) {
+	var creates, deletions []time.Duration
+	for i := range latencySamples {
+		c, d := s.createAndDelete(fmt.Sprintf("%s-%d", name, i))
+		creates, deletions = append(creates, c), append(deletions, d)
+	}
+	return median(creates), median(deletions)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // createAndDelete creates one more shoot, then deletes it, and returns how long each took.
