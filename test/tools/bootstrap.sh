@@ -13,7 +13,8 @@
 # Environment:
 #   TERRASEED_TOOLS_CACHE  the cache (~/.cache/terraseed/tools)
 #   TERRASEED_TOOLS_JOBS   how many builds run at a time (derived from the core count)
-#   TERRASEED_DOWNLOAD     "never" builds everything from source
+#   TERRASEED_DOWNLOAD     "never": build everything from source; "require": download
+#                          terraform and kube-apiserver + etcd, fail when that fails
 #   and those test/download reads (TERRASEED_RELEASES_URL, TERRASEED_ENVTEST_INDEX, ...).
 set -euo pipefail
 
@@ -28,6 +29,8 @@ export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
+# The builds' output goes to their logs; what they tell the user goes to fd 3.
+exec 3>&2
 
 # Go compiles the packages of one build on every core already: running more builds at
 # once than that only makes them compete for the cores and memory. The default is one
@@ -127,16 +130,23 @@ finish() {
   return $failed
 }
 
-# download WHAT DIR...: installs official release binaries with test/download; fails
-# (and says why in the build's log) when they cannot be had, for the caller to build
-# from source instead. It records in $out.how that the binaries were downloaded.
+# download WHAT ARGS...: installs official release binaries with test/download and
+# records in $out.how that they were downloaded. When they cannot be had, says why on the
+# terminal (fd 3) and fails, for the caller to build from source; TERRASEED_DOWNLOAD=never
+# skips it, =require makes its failure the build's (no source build).
 download() {
   [[ ${TERRASEED_DOWNLOAD:-} != never ]] || return 1
-  if (cd "$repo" && go run ./test/download "$@"); then
+  local err=$out.download-err
+  if (cd "$repo" && go run ./test/download "$@") 2>"$err"; then
+    cat "$err"; rm -f "$err"
     echo downloaded >"$out.how"
     return 0
   fi
-  echo "download failed or unreachable: building from source" >&2
+  cat "$err"
+  printf '[tools] %s: no official release binary (%s): %s\n' "$1" "$(tail -1 "$err")" \
+    "$([[ ${TERRASEED_DOWNLOAD:-} == require ]] && echo "TERRASEED_DOWNLOAD=require, failing" || echo "building from source")" >&3
+  rm -f "$err"
+  [[ ${TERRASEED_DOWNLOAD:-} != require ]] || exit 1
   return 1
 }
 
