@@ -36,6 +36,10 @@ tools: ## Set up every pinned tool in the cache (seconds when cached).
 run-tools: ## Set up only the tools `make run` uses: terraform, the kubectl provider, kube-apiserver and etcd.
 	@bash test/tools/bootstrap.sh $(RUN_TOOLS)
 
+.PHONY: time-first-run
+time-first-run: ## Time the first `make run` on empty caches in a scratch directory (COLD_MODULES=1: the Go module cache too).
+	bash test/tools/time-first-run.sh
+
 .PHONY: env
 env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
 	@echo "export KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
