@@ -51,7 +51,10 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 wait "$pid" 2>/dev/null || true
 grep '^\[tools\]' "$runlog" >&2 || true
-echo "first make run $result after ${took}s; load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# The CPU time of everything make ran (user, then system): less sensitive to other work on
+# the machine than the elapsed time.
+cpu=$(times | tail -1)
+echo "first make run $result after ${took}s; CPU (user system) ${cpu}; load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [[ $result != succeeded ]]; then
   tail -40 "$runlog" >&2
   KEEP=1
