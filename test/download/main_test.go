@@ -496,7 +496,8 @@ func TestBootstrapBuildsFromSourceWhenReleasesDoNotAnswer(t *testing.T) {
 	}
 
 	cmd := exec.Command("bash", "../tools/bootstrap.sh", "terraform")
-	cmd.Env = append(os.Environ(), "TERRASEED_TOOLS_CACHE="+cache, "TERRASEED_RELEASES_URL=http://"+silent.Addr().String())
+	cmd.Env = append(os.Environ(), "TERRASEED_TOOLS_CACHE="+cache, "TERRASEED_RELEASES_URL=http://"+silent.Addr().String(),
+		"TERRASEED_RELEASES_KEY=", "TERRASEED_DOWNLOAD=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -65,35 +65,31 @@ build() {
 
 est() { echo "${estimate[$1]:-120}"; }
 
-# The queue's order, longest estimate first, and the time that takes on $jobs builders
-# when each is given the next build as it becomes free.
+# The queue's order: longest estimate first.
 plan() {
   local i
   for i in "${!qfns[@]}"; do echo "$(est "${qfns[$i]}") $i"; done | sort -rn | cut -d' ' -f2
 }
-makespan() {
-  local -a free=() ; local j i best t
-  for ((j = 0; j < jobs; j++)); do free[j]=0; done
-  for i in "$@"; do
-    best=0
-    for ((j = 1; j < jobs; j++)); do ((free[j] < free[best])) && best=$j; done
-    free[best]=$((free[best] + $(est "${qfns[$i]}")))
-  done
-  t=0
-  for j in "${free[@]}"; do ((j > t)) && t=$j; done
-  echo "$t"
+
+# The estimate up front: the sum of the builds' measured times, scaled from 2 cores to
+# this machine's. Go keeps the cores busy within one build, so builds side by side do not
+# make the sum much shorter on a machine of a few cores.
+estimate_seconds() {
+  local i sum=0
+  for i in "${!qfns[@]}"; do sum=$((sum + $(est "${qfns[$i]}"))); done
+  echo $((sum * 2 / cores))
 }
 
 # finish: runs the queued builds, $jobs at a time, longest first, and reports each one's
 # start and end with its elapsed time. Fails when one failed, after the others finished.
 finish() {
   ((${#qfns[@]})) || return 0
-  local -a order running=()
+  local -a order
   mapfile -t order < <(plan)
   local total names="" i
-  total=$(makespan "${order[@]}")
+  total=$(estimate_seconds)
   for i in "${order[@]}"; do names+="${names:+, }${qnames[$i]}"; done
-  log "to set up: $names; $jobs at a time on $cores cores. Estimate: about $(( (total + 59) / 60 )) min when built from source (measured on 2 cores with an empty Go build cache), seconds when downloaded"
+  log "to set up: $names; $jobs at a time on $cores cores. estimate: about $(( (total + 59) / 60 )) min to build from source with an empty Go build cache (from times measured on 2 cores), seconds where downloaded"
   local t0=$SECONDS failed=0 done_count=0 n=${#order[@]} next=0 pid
   declare -A job_of=() start_of=()
   while ((done_count < n)); do
