@@ -122,7 +122,8 @@ finish() {
       failed=1
     fi
   done
-  log "done in $((SECONDS - t0))s"
+  # The CPU time (user, system) the builds used: what they cost whatever else runs.
+  log "done in $((SECONDS - t0))s; CPU time of the builds (user system): $(times | tail -1)"
   return $failed
 }
 
