@@ -140,7 +140,9 @@ download() {
     return 0
   fi
   cat "$err"
-  printf '[tools] %s: no official release binary (%s): %s\n' "$1" "$(tail -1 "$err")" \
+  local why
+  why=$(grep '^download: ' "$err" | tail -1) || why=$(tail -1 "$err")
+  printf '[tools] %s: no official release binary (%s): %s\n' "$1" "${why#download: }" \
     "$([[ ${TERRASEED_DOWNLOAD:-} == require ]] && echo "TERRASEED_DOWNLOAD=require, failing" || echo "building from source")" >&3
   rm -f "$err"
   [[ ${TERRASEED_DOWNLOAD:-} != require ]] || exit 1
