@@ -421,6 +421,7 @@ func TestBootstrapDownloadsInsteadOfBuilding(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bootstrap.sh: %v\n%s", err, out)
 	}
+	t.Log(out)
 	for _, want := range []string{"[tools] terraform: downloaded in", "[tools] kube-apiserver + etcd: downloaded in"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)

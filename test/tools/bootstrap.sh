@@ -38,17 +38,19 @@ exec 3>&2
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
 jobs=${TERRASEED_TOOLS_JOBS:-$(( cores / 2 > 1 ? cores / 2 : 1 ))}
 
-# Seconds each build took on a 2-core machine with an empty Go build cache, measured one
-# at a time (README.md): the longest start first, and they make the estimate shown up
-# front. A tool missing here counts as 120 s.
+# Seconds each build takes on a 2-core machine with empty Go build and module caches: the
+# longest start first, and they make the estimate shown up front. Those of `make run`'s
+# tools were measured one at a time on a shared 2-core machine (load 3 to 13 from other
+# work, README.md); the others are rough guesses, not measured one at a time yet. A tool
+# missing here counts as 120 s.
 declare -A estimate=(
-  [build_control_plane]=600
-  [build_node]=700
-  [build_terraform]=300
+  [build_control_plane]=1176
+  [build_kubectl_provider]=341
+  [build_terraform]=276
+  [build_node]=900
   [build_tofu]=400
-  [build_kubectl_provider]=200
   [build_helm]=200
-  [build_controller_gen]=60
+  [build_controller_gen]=90
 )
 
 # build NAME DIR CHECKFILE FUNCTION: queues FUNCTION, to run with $out set to a scratch
@@ -123,7 +125,12 @@ finish() {
     fi
   done
   # The CPU time (user, system) the builds used: what they cost whatever else runs.
-  log "done in $((SECONDS - t0))s; CPU time of the builds (user system): $(times | tail -1)"
+  # `times` in this shell (not in a command substitution, whose children are none).
+  local tf
+  tf=$(mktemp)
+  times >"$tf"
+  log "done in $((SECONDS - t0))s; CPU time of the builds (user system): $(tail -1 "$tf")"
+  rm -f "$tf"
   return $failed
 }
 

@@ -53,7 +53,10 @@ wait "$pid" 2>/dev/null || true
 grep '^\[tools\]' "$runlog" >&2 || true
 # The CPU time of everything make ran (user, then system): less sensitive to other work on
 # the machine than the elapsed time.
-cpu=$(times | tail -1)
+tf=$(mktemp)
+times >"$tf" # in this shell: a command substitution's children are none
+cpu=$(tail -1 "$tf")
+rm -f "$tf"
 echo "first make run $result after ${took}s; CPU (user system) ${cpu}; load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [[ $result != succeeded ]]; then
   tail -40 "$runlog" >&2
