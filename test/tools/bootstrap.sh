@@ -32,9 +32,9 @@ log() { printf '[tools] %s\n' "$*" >&2; }
 # The builds' output goes to their logs; what they tell the user goes to fd 3.
 exec 3>&2
 
-# Go compiles the packages of one build on every core already: running more builds at
-# once than that only makes them compete for the cores and memory. The default is one
-# build per two cores, at least one; see README.md for the measurements behind it.
+# Go compiles the packages of one build on every core already, so builds side by side
+# mostly compete for the cores and memory. The default is one build per two cores, at
+# least one: reasoned, not yet measured against two at a time (README.md says how).
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
 jobs=${TERRASEED_TOOLS_JOBS:-$(( cores / 2 > 1 ? cores / 2 : 1 ))}
 
