@@ -84,6 +84,8 @@ estimate_seconds() {
 
 # finish: runs the queued builds, $jobs at a time, longest first, and reports each one's
 # start and end with its elapsed time. Fails when one failed, after the others finished.
+# A small job queue written here in bash (wait -n, bash 5.1 or later), so that the tools
+# need nothing beyond Go, git and make.
 finish() {
   ((${#qfns[@]})) || return 0
   local -a order
