@@ -24,9 +24,21 @@ all: build
 help: ## List the targets and what each does.
 	@awk 'BEGIN { FS = ":[^#]*## " } /^[a-zA-Z_-]+:.*## / { gsub(/\$$\$$/, "$$", $$2); printf "  %-12s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 
+# The tools each target uses (test/tools/bootstrap.sh names them); a target sets up only
+# its own. Every tool is `make tools`.
+RUN_TOOLS := terraform kubectl-provider control-plane
+
 .PHONY: tools
-tools: ## Build every pinned tool into the cache (seconds when cached).
+tools: ## Set up every pinned tool in the cache (seconds when cached).
 	@bash test/tools/bootstrap.sh
+
+.PHONY: run-tools
+run-tools: ## Set up only the tools `make run` uses: terraform, the kubectl provider, kube-apiserver and etcd.
+	@bash test/tools/bootstrap.sh $(RUN_TOOLS)
+
+.PHONY: time-first-run
+time-first-run: ## Time the first `make run` on empty caches in a scratch directory (COLD_MODULES=1: the Go module cache too).
+	bash test/tools/time-first-run.sh
 
 .PHONY: env
 env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
@@ -81,5 +93,5 @@ bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N
 	go test -run '^$$' -bench Scale -benchtime 1x -timeout 150m -v ./test/scale/
 
 .PHONY: run
-run: tools ## Run terraseed on an embedded local control plane.
+run: run-tools ## Run terraseed on an embedded local control plane.
 	go run ./cmd/infrastructure-controller local

@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Builds every tool the tests and `make run` need from the Go module proxy, at pinned
-# versions, into a cache outside the clone keyed by version. A tool already in the cache
-# costs nothing; a build lands in its final place only when it completed.
+# Sets up the tools the tests and `make run` need, at the versions pinned in versions.env,
+# in a cache outside the clone keyed by version: `bootstrap.sh` sets up every tool,
+# `bootstrap.sh NAME...` only those named (the Makefile names what each target uses). A
+# tool already in the cache costs nothing; a tool lands in its final place only when it
+# completed.
+#
+# terraform and kube-apiserver + etcd come as official release binaries where those can
+# be had (test/download: HashiCorp's releases, the envtest binaries' index; checked
+# against their checksums), and are built from the Go module proxy where not; the other
+# tools are always built from the module proxy.
+#
+# Environment:
+#   TERRASEED_TOOLS_CACHE  the cache (~/.cache/terraseed/tools)
+#   TERRASEED_TOOLS_JOBS   how many builds run at a time (derived from the core count)
+#   TERRASEED_DOWNLOAD     "never": build everything from source; "require": download
+#                          terraform and kube-apiserver + etcd, fail when that fails
+#   and those test/download reads (TERRASEED_RELEASES_URL, TERRASEED_ENVTEST_INDEX, ...).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${TERRASEED_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/terraseed/tools}
@@ -14,45 +29,137 @@ export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
+# The builds' output goes to their logs; what they tell the user goes to fd 3.
+exec 3>&2
 
-# build NAME DIR CHECKFILE FUNCTION: starts FUNCTION in the background with $out set to a
-# scratch directory, which becomes DIR when FUNCTION succeeds. The builds run side by side
-# so that downloads of one overlap with compiling another; `finish` waits for them.
-pids=() names=() logs=() dirs=() outs=() starts=()
+# Go compiles the packages of one build on every core already, so builds side by side
+# mostly compete for the cores and memory. The default is one build per two cores, at
+# least one: reasoned, not yet measured against two at a time (README.md says how).
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
+jobs=${TERRASEED_TOOLS_JOBS:-$(( cores / 2 > 1 ? cores / 2 : 1 ))}
+
+# Seconds each build takes on a 2-core machine with empty Go build and module caches: the
+# longest start first, and they make the estimate shown up front. Those of `make run`'s
+# tools were measured one at a time on a shared 2-core machine (load 3 to 13 from other
+# work, README.md); the others are rough guesses, not measured one at a time yet. A tool
+# missing here counts as 120 s.
+declare -A estimate=(
+  [build_control_plane]=1176
+  [build_kubectl_provider]=341
+  [build_terraform]=276
+  [build_node]=900
+  [build_tofu]=400
+  [build_helm]=200
+  [build_controller_gen]=90
+)
+
+# build NAME DIR CHECKFILE FUNCTION: queues FUNCTION, to run with $out set to a scratch
+# directory, which becomes DIR when FUNCTION succeeds; `finish` runs the queue.
+qnames=() qdirs=() qouts=() qfns=()
 build() {
   local name=$1 dir=$2 check=$3 fn=$4
   if [[ -x "$dir/$check" ]]; then
     log "$name: cached ($dir)"
     return
   fi
-  log "$name: building..."
-  local out logfile
-  out=$(mktemp -d "$cache/.build.XXXXXX")
-  logfile="$out.log"
-  (export out; "$fn") >"$logfile" 2>&1 &
-  pids+=($!) names+=("$name") logs+=("$logfile") dirs+=("$dir") outs+=("$out") starts+=("$SECONDS")
+  qnames+=("$name") qdirs+=("$dir") qfns+=("$fn")
 }
 
+est() { echo "${estimate[$1]:-120}"; }
+
+# The queue's order: longest estimate first.
+plan() {
+  local i
+  for i in "${!qfns[@]}"; do echo "$(est "${qfns[$i]}") $i"; done | sort -rn | cut -d' ' -f2
+}
+
+# The estimate up front: the sum of the builds' measured times, scaled from 2 cores to
+# this machine's. Go keeps the cores busy within one build, so builds side by side do not
+# make the sum much shorter on a machine of a few cores.
+estimate_seconds() {
+  local i sum=0
+  for i in "${!qfns[@]}"; do sum=$((sum + $(est "${qfns[$i]}"))); done
+  echo $((sum * 2 / cores))
+}
+
+# finish: runs the queued builds, $jobs at a time, longest first, and reports each one's
+# start and end with its elapsed time. Fails when one failed, after the others finished.
+# A small job queue written here in bash (wait -n, bash 5.1 or later), so that the tools
+# need nothing beyond Go, git and make.
 finish() {
-  local failed=0 i
-  for i in "${!pids[@]}"; do
-    if wait "${pids[$i]}"; then
-      rm -rf "${dirs[$i]}"
-      mkdir -p "$(dirname "${dirs[$i]}")"
-      mv "${outs[$i]}" "${dirs[$i]}"
-      rm -f "${logs[$i]}"
-      log "${names[$i]}: built in $((SECONDS - starts[i]))s"
+  ((${#qfns[@]})) || return 0
+  local -a order
+  mapfile -t order < <(plan)
+  local total names="" i
+  total=$(estimate_seconds)
+  for i in "${order[@]}"; do names+="${names:+, }${qnames[$i]}"; done
+  log "to set up: $names; $jobs at a time on $cores cores. estimate: about $(( (total + 59) / 60 )) min to build from source with an empty Go build cache (from times measured on 2 cores), seconds where downloaded"
+  local t0=$SECONDS failed=0 done_count=0 n=${#order[@]} next=0 pid
+  declare -A job_of=() start_of=()
+  while ((done_count < n)); do
+    while ((next < n && ${#job_of[@]} < jobs)); do
+      i=${order[next]}
+      next=$((next + 1))
+      qouts[i]=$(mktemp -d "$cache/.build.XXXXXX")
+      log "${qnames[$i]}: started ($next/$n, +$((SECONDS - t0))s)"
+      (export out=${qouts[$i]}; "${qfns[$i]}") >"${qouts[$i]}.log" 2>&1 &
+      job_of[$!]=$i start_of[$!]=$SECONDS
+    done
+    pid=
+    wait -n -p pid "${!job_of[@]}" && rc=0 || rc=$?
+    [[ -n $pid ]] || continue
+    i=${job_of[$pid]}
+    local took=$((SECONDS - start_of[$pid])) how="built from source"
+    unset "job_of[$pid]" "start_of[$pid]"
+    done_count=$((done_count + 1))
+    [[ -s "${qouts[$i]}.how" ]] && how=$(<"${qouts[$i]}.how")
+    if ((rc == 0)); then
+      rm -rf "${qdirs[$i]}"
+      mkdir -p "$(dirname "${qdirs[$i]}")"
+      mv "${qouts[$i]}" "${qdirs[$i]}"
+      rm -f "${qouts[$i]}.log" "${qouts[$i]}.how"
+      log "${qnames[$i]}: $how in ${took}s (+$((SECONDS - t0))s)"
     else
-      log "${names[$i]}: build failed; its output:"
-      tail -40 "${logs[$i]}" >&2
-      rm -rf "${outs[$i]}" "${logs[$i]}"
+      log "${qnames[$i]}: failed after ${took}s; its output:"
+      tail -40 "${qouts[$i]}.log" >&2
+      rm -rf "${qouts[$i]}" "${qouts[$i]}.log" "${qouts[$i]}.how"
       failed=1
     fi
   done
+  # The CPU time (user, system) the builds used: what they cost whatever else runs.
+  # `times` in this shell (not in a command substitution, whose children are none).
+  local tf
+  tf=$(mktemp)
+  times >"$tf"
+  log "done in $((SECONDS - t0))s; CPU time of the builds (user system): $(tail -1 "$tf")"
+  rm -f "$tf"
   return $failed
 }
 
+# download WHAT ARGS...: installs official release binaries with test/download and
+# records in $out.how that they were downloaded. When they cannot be had, says why on the
+# terminal (fd 3) and fails, for the caller to build from source; TERRASEED_DOWNLOAD=never
+# skips it, =require makes its failure the build's (no source build).
+download() {
+  [[ ${TERRASEED_DOWNLOAD:-} != never ]] || return 1
+  local err=$out.download-err
+  if (cd "$repo" && go run ./test/download "$@") 2>"$err"; then
+    cat "$err"; rm -f "$err"
+    echo downloaded >"$out.how"
+    return 0
+  fi
+  cat "$err"
+  local why
+  why=$(grep '^download: ' "$err" | tail -1) || why=$(tail -1 "$err")
+  printf '[tools] %s: no official release binary (%s): %s\n' "$1" "${why#download: }" \
+    "$([[ ${TERRASEED_DOWNLOAD:-} == require ]] && echo "TERRASEED_DOWNLOAD=require, failing" || echo "building from source")" >&3
+  rm -f "$err"
+  [[ ${TERRASEED_DOWNLOAD:-} != require ]] || exit 1
+  return 1
+}
+
 build_terraform() {
+  download terraform -version "$TERRAFORM_VERSION" -out "$out" && return
   (cd "$out" && GOBIN="$out" go install "github.com/hashicorp/terraform@v$TERRAFORM_VERSION")
 }
 
@@ -84,7 +191,14 @@ k8s_build_lock() {
   fi
 }
 
+# The envtest archive for a Kubernetes release holds the etcd that release was tested
+# with: test/download keeps it only when it is the pinned one, and etcd alone is built
+# here when not.
 build_control_plane() {
+  if download envtest -version "$KUBERNETES_VERSION" -etcd-version "$ETCD_VERSION" -out "$out"; then
+    [[ -x "$out/etcd" ]] || (echo "downloaded kube-apiserver, etcd built from source" >"$out.how"; cd "$here" && go build -trimpath -o "$out/etcd" ./etcd)
+    return
+  fi
   k8s_build_lock
   (cd "$here" && go build -trimpath -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
   (cd "$here" && go build -trimpath -o "$out/etcd" ./etcd)
