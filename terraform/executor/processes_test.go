@@ -267,14 +267,15 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 				done <- err
 			}()
 			gate.waitUntilReached()
-			// The terraformer, terraform, the provider and the provisioner's shell.
+			// The terraformer, terraform and the provisioner's shell; the provider's process
+			// and the shell's sleep come and go.
 			var processes []int
 			for _, pid := range children(os.Getpid()) {
 				if exeOf(strconv.Itoa(pid)) == terraformerPath {
 					processes = append(processes, descendants(pid)...)
 				}
 			}
-			g.Expect(len(processes)).To(BeNumerically(">=", 4))
+			g.Expect(len(processes)).To(BeNumerically(">=", 3))
 			for _, pid := range processes {
 				if nice, alive := niceOf(pid); alive {
 					g.Expect(nice).To(Equal(tc.nice), "process %d (%s)", pid, exeOf(strconv.Itoa(pid)))
