@@ -342,23 +342,37 @@ func TestEnvtestBadChecksumIsRefused(t *testing.T) {
 	}
 }
 
-// A host that accepts connections and never answers, and one that refuses them: the
-// probe says so within its bound, with exit status 3.
-func TestUnreachableSourceIsReportedWithinTheProbeTimeout(t *testing.T) {
+// silentHost is the address of a host that accepts connections and never answers, until
+// the test ends.
+func silentHost(t *testing.T) string {
+	t.Helper()
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer silent.Close()
+	t.Cleanup(func() { silent.Close() })
 	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
 		for {
 			c, err := silent.Accept()
 			if err != nil {
 				return
 			}
-			defer c.Close() // held open, unanswered, until the test ends
+			held = append(held, c)
 		}
 	}()
+	return silent.Addr().String()
+}
+
+// A host that accepts connections and never answers, and one that refuses them: the
+// probe says so within its bound, with exit status 3.
+func TestUnreachableSourceIsReportedWithinTheProbeTimeout(t *testing.T) {
+	silent := silentHost(t)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +380,7 @@ func TestUnreachableSourceIsReportedWithinTheProbeTimeout(t *testing.T) {
 	closedAddr := closed.Addr().String()
 	closed.Close()
 
-	for _, host := range []string{silent.Addr().String(), closedAddr} {
+	for _, host := range []string{silent, closedAddr} {
 		for _, args := range [][]string{
 			{"terraform", "-version", tfVersion},
 			{"envtest", "-version", kubeVersion, "-etcd-version", etcdVersion},
@@ -476,20 +490,7 @@ func TestBootstrapRefusesABadChecksum(t *testing.T) {
 // Where the releases do not answer, bootstrap.sh turns to the source build within
 // seconds. The test stops it once it says so, as the build itself takes minutes.
 func TestBootstrapBuildsFromSourceWhenReleasesDoNotAnswer(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := silentHost(t)
 	cache := t.TempDir()
 	// Compiles test/download first, so that the time below is the probe's.
 	if out, err := exec.Command("go", "build", "-o", os.DevNull, ".").CombinedOutput(); err != nil {
@@ -497,7 +498,7 @@ func TestBootstrapBuildsFromSourceWhenReleasesDoNotAnswer(t *testing.T) {
 	}
 
 	cmd := exec.Command("bash", "../tools/bootstrap.sh", "terraform")
-	cmd.Env = append(os.Environ(), "TERRASEED_TOOLS_CACHE="+cache, "TERRASEED_RELEASES_URL=http://"+silent.Addr().String(),
+	cmd.Env = append(os.Environ(), "TERRASEED_TOOLS_CACHE="+cache, "TERRASEED_RELEASES_URL=http://"+silent,
 		"TERRASEED_RELEASES_KEY=", "TERRASEED_DOWNLOAD=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r, w, err := os.Pipe()
