@@ -8,7 +8,6 @@ import (
 
 	"context"
 	"fmt"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,11 +28,6 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
-	}
-	if os.Args[1] == "terraformer" {
-		// The local executor runs each terraform run as a child process of this binary;
-		// the terraformer handles signals itself.
-		os.Exit(terraformer.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

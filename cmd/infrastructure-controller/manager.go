@@ -304,10 +304,6 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 				return nil, fmt.Errorf("--terraform: %w", err)
 			}
 		}
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
 		if pluginCache == "" {
 			pluginCache = filepath.Join(o.workDir, "plugin-cache")
 		}
@@ -316,8 +312,6 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 		}
 		return &executor.LocalExecutor{
 			Client:        mgr.GetClient(),
-			Config:        mgr.GetConfig(),
-			Terraformer:   terraformerCommand(self),
 			TerraformPath: terraformPath,
 			OpenTofu:      o.openTofu,
 			Plugins:       terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
@@ -441,15 +435,4 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 	}
 	return selector, nil
-}
-
-// terraformerCommand is the terraformer binary installed next to this one, as in the
-// image, or else this binary's own terraformer command. The dedicated binary links none
-// of the controller, so a run starts in less time.
-func terraformerCommand(self string) []string {
-	sibling := filepath.Join(filepath.Dir(self), "terraformer")
-	if info, err := os.Stat(sibling); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
-		return []string{sibling}
-	}
-	return []string{self, "terraformer"}
 }

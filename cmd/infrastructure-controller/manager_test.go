@@ -3,29 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
-
-func TestLocalRunsPreferTheTerraformerBinaryInstalledAlongside(t *testing.T) {
-	g := NewWithT(t)
-	dir := t.TempDir()
-	self := filepath.Join(dir, "infrastructure-controller")
-	g.Expect(os.WriteFile(self, nil, 0o755)).To(Succeed())
-	g.Expect(terraformerCommand(self)).To(Equal([]string{self, "terraformer"}), "alone, the controller runs itself")
-
-	sibling := filepath.Join(dir, "terraformer")
-	g.Expect(os.WriteFile(sibling, nil, 0o644)).To(Succeed())
-	g.Expect(terraformerCommand(self)).To(Equal([]string{self, "terraformer"}), "not an executable")
-
-	g.Expect(os.Chmod(sibling, 0o755)).To(Succeed())
-	g.Expect(terraformerCommand(self)).To(Equal([]string{sibling}), "as in the image")
-}
 
 func TestExtensionClassesAreChecked(t *testing.T) {
 	g := NewWithT(t)

@@ -96,8 +96,6 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 		Providers: providers,
 		Executor: &executor.LocalExecutor{
 			Client:        c,
-			Config:        config,
-			Terraformer:   []string{testenv.TerraformerBinary(t)},
 			TerraformPath: testenv.Terraform(t),
 			Plugins:       terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
 			BaseDir:       workDir,

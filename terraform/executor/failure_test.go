@@ -106,7 +106,7 @@ func TestResourceConflictIsADependencyError(t *testing.T) {
 
 func TestInvalidRequestsNameTheField(t *testing.T) {
 	g := NewWithT(t)
-	e := &LocalExecutor{Terraformer: []string{"unused"}}
+	e := &LocalExecutor{Client: env.Client}
 	for field, req := range map[string]Request{
 		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: terraformer.Apply},
 		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: terraformer.Apply},

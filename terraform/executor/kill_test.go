@@ -20,17 +20,42 @@ import (
 	"github.com/terraseed/terraseed/gardener/errorcodes"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
-// startTerraformer starts the terraformer process the local executor would run, without
-// waiting for it.
+// startTerraformer starts the terraformer process a run pod runs, on this machine,
+// without waiting for it. It returns the process and the path of its termination message.
 func (f *fixture) startTerraformer(command terraformer.Command) (*exec.Cmd, string) {
 	f.t.Helper()
-	cmd, termination, err := f.executor.command(context.Background(), f.request(command))
-	NewWithT(f.t).Expect(err).NotTo(HaveOccurred())
+	g := NewWithT(f.t)
+	dir := filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())
+	g.Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
+	kubeconfig, termination := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "termination-message")
+	g.Expect(writeKubeconfig(env.Config, kubeconfig)).To(Succeed())
+	req := f.request(command)
+	args := append([]string{string(command),
+		"--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose),
+		"--kubeconfig", kubeconfig,
+		"--work-dir", workDirOf(dir),
+		"--terraform", f.executor.TerraformPath,
+		"--plugin-mirror", f.executor.Plugins.Mirror,
+		"--termination-message-path", termination,
+		"--report-file", reportFileOf(dir),
+	}, runArgs(req, false, 0)...)
+	cmd := exec.Command(testenv.TerraformerBinary(f.t), args...)
+	cmd.Env = runEnv(req.Env)
 	cmd.Stdout, cmd.Stderr = f.output, f.output
-	NewWithT(f.t).Expect(cmd.Start()).To(Succeed())
+	g.Expect(cmd.Start()).To(Succeed())
 	return cmd, termination
+}
+
+// runFailure reads the error of a terraformer process that failed from its termination message.
+func runFailure(g Gomega, termination string) *terraformer.RunError {
+	data, err := os.ReadFile(termination)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, re, ok := terraformer.ParseTerminationMessage(string(data))
+	g.Expect(ok).To(BeTrue(), "a failed run's termination message: %s", data)
+	return re
 }
 
 // waitForItems waits until at least n of the test's ConfigMaps exist.
@@ -233,7 +258,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	g.Expect(children(cmd.Process.Pid)).To(BeEmpty())
 	g.Expect(f.output.String()).To(ContainSubstring("Interrupt received"))
 
-	runErr := runFailure(terraformer.Apply, termination, "", nil)
+	runErr := runFailure(g, termination)
 	g.Expect(runErr.Error()).To(ContainSubstring("interrupted"))
 	re := expectRunError(g, runErr)
 	g.Expect(re.Invalid).To(BeFalse())

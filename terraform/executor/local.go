@@ -1,24 +1,18 @@
 package executor
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,15 +21,15 @@ import (
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
-// LocalExecutor runs the terraformer as a child process on this machine, in a working
-// directory private to each run ID that outlives the run, so that a state a killed run
-// could not save is recovered by the next.
+// LocalExecutor runs terraform on this machine, the terraformer's part of a run in this
+// process, in a working directory private to each run ID that outlives the run, so that a
+// state a killed run could not save is recovered by the next. A run in this process
+// starts no terraformer process: that would cost its start and a new connection to the
+// API server, a tenth of a run that finds nothing to change.
 type LocalExecutor struct {
-	// Client reads the saved state; Config is what the terraformer connects with.
+	// Client reads and writes the run objects and the state; it must not cache ConfigMaps
+	// and Secrets.
 	Client client.Client
-	Config *rest.Config
-	// Terraformer is the command line that starts the terraformer, e.g. {"/usr/bin/terraformer"}.
-	Terraformer []string
 	// TerraformPath is the terraform binary of the pinned version.
 	TerraformPath string
 	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
@@ -44,7 +38,7 @@ type LocalExecutor struct {
 	// BaseDir holds one directory per run ID.
 	BaseDir     string
 	Parallelism int
-	// Output receives terraform's output and the terraformer's log; discarded when nil.
+	// Output receives terraform's output, and how a run failed; discarded when nil.
 	Output io.Writer
 	// StopTimeout is how long a cancelled run may take to stop before it is killed.
 	StopTimeout time.Duration
@@ -57,14 +51,14 @@ type LocalExecutor struct {
 
 var _ Executor = (*LocalExecutor)(nil)
 
-// Run starts the terraformer and waits for it. Cancelling ctx sends it SIGTERM, which
-// it relays to terraform, and waits for it to save the state.
+// Run runs the request and waits for it. Cancelling ctx interrupts terraform, and waits
+// for it to stop and for the state to be saved.
 func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if len(e.Terraformer) == 0 {
-		return nil, run.InvalidInput("terraformer", "must name the terraformer command")
+	if e.Client == nil {
+		return nil, run.InvalidInput("client", "must be set")
 	}
 	release, err := e.guard.acquire(req)
 	if err != nil {
@@ -72,42 +66,54 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	}
 	defer release()
 
-	cmd, termination, err := e.command(ctx, req)
-	if err != nil {
+	dir := filepath.Join(e.BaseDir, req.ID.Dir())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the run directory: %w", err)
+	}
+	// What an earlier run reported is not this run's.
+	if err := os.Remove(reportFileOf(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	report := fileReport(reportFileOf(cmd.Dir))
-	output := &tailBuffer{limit: 64 << 10}
-	cmd.Stdout = io.MultiWriter(cmp.Or[io.Writer](e.Output, io.Discard), output)
-	cmd.Stderr = cmd.Stdout
-	logf.FromContext(ctx).V(1).Info("terraformerStarting", "command", req.Command, "workDir", cmd.Dir)
+	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
+	t := &terraformer.Terraformer{
+		Client:           e.Client,
+		Objects:          state.RunObjects{ID: req.ID},
+		Command:          req.Command,
+		WorkDir:          workDirOf(dir),
+		TerraformPath:    e.TerraformPath,
+		OpenTofu:         e.OpenTofu,
+		Plugins:          e.Plugins,
+		Parallelism:      e.Parallelism,
+		Stdout:           output,
+		Stderr:           output,
+		StopTimeout:      e.StopTimeout,
+		ProtectedTypes:   req.ProtectedTypes,
+		AllowDestroy:     req.AllowDestroy,
+		ProgressInterval: e.ProgressInterval,
+		ReportFile:       reportFileOf(dir),
+		Env:              runEnv(req.Env),
+	}
+	if req.Background {
+		t.Nice = BackgroundNice
+	}
+	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", t.WorkDir)
+	report := fileReport(reportFileOf(dir))
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	runErr := cmd.Start()
-	if runErr == nil {
-		if req.Background {
-			lowerPriority(ctx, cmd.Process.Pid)
-		}
-		runErr = cmd.Wait()
-	}
+	result, err := t.Run(ctx)
 	stopProgress()
-	if runErr != nil {
-		return nil, runFailure(req.Command, termination, output.String(), runErr)
-	}
-	// The state file the run left is the state it saved, read without a request.
-	result, err := resultFromStateFile(filepath.Join(workDirOf(cmd.Dir), state.StateKey), req.Command)
 	if err != nil {
-		return nil, err
-	}
-	if data, err := os.ReadFile(termination); err == nil {
-		result.Phases, _, _ = terraformer.ParseTerminationMessage(string(data))
+		re := terraformer.RunErrorOf(t.Phases(), err)
+		fmt.Fprintln(output, "run failed:", re.Error())
+		return nil, re
 	}
 	return withPlan(ctx, report, req, result)
 }
 
 var _ ActivityChecker = (*LocalExecutor)(nil)
 
-// Active is true while a terraformer process holds the working directory of a run of
-// id (the terraformer's run lock), also one an earlier controller process started.
+// Active is true while a run holds the working directory of a run of id (the run lock),
+// also one an earlier controller process started: its terraform holds the lock until it
+// has stopped.
 func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
 	path := filepath.Join(workDirOf(filepath.Join(e.BaseDir, id.Dir())), terraformer.RunLockFile)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -124,90 +130,14 @@ func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
 	return false, lock.Unlock()
 }
 
-// command prepares the terraformer's process and returns it with the path of its termination message.
-func (e *LocalExecutor) command(ctx context.Context, req Request) (*exec.Cmd, string, error) {
-	dir := filepath.Join(e.BaseDir, req.ID.Dir())
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", fmt.Errorf("creating the run directory: %w", err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(e.Config, kubeconfig); err != nil {
-		return nil, "", err
-	}
-	// What an earlier run left is not this run's.
-	termination := filepath.Join(dir, "termination-message")
-	for _, path := range []string{termination, reportFileOf(dir)} {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, "", err
-		}
-	}
-	args := append(e.Terraformer[1:len(e.Terraformer):len(e.Terraformer)], string(req.Command),
-		"--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose),
-		"--kubeconfig", kubeconfig,
-		"--work-dir", workDirOf(dir),
-		"--terraform", e.TerraformPath,
-		"--plugin-mirror", e.Plugins.Mirror,
-		"--plugin-cache-dir", e.Plugins.CacheDir,
-		"--allow-provider-download="+strconv.FormatBool(e.Plugins.AllowDownload),
-		"--parallelism", strconv.Itoa(e.Parallelism),
-		"--termination-message-path", termination,
-		"--report-file", reportFileOf(dir),
-	)
-	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
-	cmd := exec.CommandContext(ctx, e.Terraformer[0], args...)
-	cmd.Env = runEnv(req.Env)
-	cmd.Dir = dir
-	// If this process dies, the terraformer is told to stop, and saves the state.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = e.StopTimeout
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = terraformer.DefaultStopTimeout
-	}
-	return cmd, termination, nil
-}
-
 // BackgroundNice is the nice value of a background run's processes.
 const BackgroundNice = 10
-
-// lowerPriority gives the process group of a terraformer just started the nice value
-// BackgroundNice. The terraformer leads its own group: setting the group's priority
-// covers whatever it started already, and terraform and the providers it starts later
-// inherit it. A run that keeps its priority is still a correct run, so a failure is
-// only logged.
-func lowerPriority(ctx context.Context, pgid int) {
-	if err := syscall.Setpriority(syscall.PRIO_PGRP, pgid, BackgroundNice); err != nil {
-		logf.FromContext(ctx).Error(err, "backgroundPriorityNotSet")
-	}
-}
 
 // reportFileOf is where a run reports its progress and plan within a run directory.
 func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.json") }
 
 // workDirOf is terraform's working directory within a run directory.
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
-
-// runFailure rebuilds a run's error from its termination message, or from its output
-// when it died before writing one.
-func runFailure(command terraformer.Command, terminationPath, output string, cause error) error {
-	if data, err := os.ReadFile(terminationPath); err == nil {
-		if _, re, ok := terraformer.ParseTerminationMessage(string(data)); ok {
-			return re
-		}
-	}
-	return terraformer.NewRunError(string(command), output, cause)
-}
-
-// resultFromStateFile reads a finished run's outputs from the state file it left.
-func resultFromStateFile(path string, command terraformer.Command) (*terraformer.Result, error) {
-	return resultOf(command, func() ([]byte, error) {
-		state, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("reading the state file: %w", err)
-		}
-		return state, nil
-	})
-}
 
 // resultFromState reads a finished run's outputs from the stored state.
 func resultFromState(ctx context.Context, store *state.StateStore, command terraformer.Command) (*terraformer.Result, error) {
@@ -244,41 +174,18 @@ func runEnv(credentials map[string]string) []string {
 	return env
 }
 
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	if cfg == nil {
-		return run.InvalidInput("config", "must be set")
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["api"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientCertificate: cfg.CertFile,
-		ClientKeyData: cfg.KeyData, ClientKey: cfg.KeyFile,
-		Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
-		Username: cfg.Username, Password: cfg.Password,
-	}
-	kc.Contexts["run"] = &clientcmdapi.Context{Cluster: "api", AuthInfo: "user"}
-	kc.CurrentContext = "run"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("writing the run's kubeconfig: %w", err)
-	}
-	return os.Chmod(path, 0o600)
+// syncWriter lets terraform's output and its errors, copied by separate goroutines, share
+// one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
 }
 
-// tailBuffer keeps the last limit bytes written to it: enough for terraform's errors.
-type tailBuffer struct {
-	limit int
-	buf   bytes.Buffer
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf.Write(p)
-	if over := b.buf.Len() - b.limit; over > 0 {
-		b.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string { return b.buf.String() }
 
 // runArgs are the terraformer's flags both executors derive from a request.
 func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {

@@ -12,6 +12,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,8 +57,6 @@ func newFixture(t testing.TB, resources int) *fixture {
 
 	f.executor = &LocalExecutor{
 		Client:        env.Client,
-		Config:        env.Config,
-		Terraformer:   []string{testenv.TerraformerBinary(t)},
 		TerraformPath: testenv.Terraform(t),
 		Plugins:       terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
 		BaseDir:       t.TempDir(),
@@ -129,4 +130,23 @@ func (f *fixture) finalizers(g Gomega) [][]string {
 		all = append(all, obj.GetFinalizers())
 	}
 	return all
+}
+
+// writeKubeconfig writes cfg as a kubeconfig file: the kubectl provider's and a
+// terraformer process's.
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["api"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientCertificate: cfg.CertFile,
+		ClientKeyData: cfg.KeyData, ClientKey: cfg.KeyFile,
+		Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		Username: cfg.Username, Password: cfg.Password,
+	}
+	kc.Contexts["run"] = &clientcmdapi.Context{Cluster: "api", AuthInfo: "user"}
+	kc.CurrentContext = "run"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }

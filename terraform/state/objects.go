@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,36 +150,48 @@ func (o RunObjects) StateStore(c client.Client) *StateStore {
 }
 
 // ReadFiles reads the terraform files and the variables of a run, by file name. A run
-// that owns them claims the two objects.
+// that owns them claims the two objects. The two are read side by side.
 func (o RunObjects) ReadFiles(ctx context.Context, c client.Client, owned bool) (map[string][]byte, error) {
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, o.key(o.ConfigName()), cm); err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s: %w", o.ConfigName(), err)
-	}
-	files := map[string][]byte{}
-	for name, content := range cm.Data {
-		files[name] = []byte(content)
-	}
-	for name, content := range cm.BinaryData {
-		files[name] = content
-	}
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, o.key(o.VarsName()), secret); err != nil {
-		return nil, fmt.Errorf("reading Secret %s: %w", o.VarsName(), err)
-	}
-	for _, key := range []string{VarsJSONKey, VarsHCLKey} {
-		if v, ok := secret.Data[key]; ok {
-			files[key] = v
+	var configFiles, varsFiles map[string][]byte
+	read, ctx := errgroup.WithContext(ctx)
+	read.Go(func() error {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, o.key(o.ConfigName()), cm); err != nil {
+			return fmt.Errorf("reading ConfigMap %s: %w", o.ConfigName(), err)
 		}
-	}
-	if owned {
-		for _, obj := range []client.Object{cm, secret} {
-			if err := claim(ctx, c, obj); err != nil {
-				return nil, err
+		configFiles = map[string][]byte{}
+		for name, content := range cm.Data {
+			configFiles[name] = []byte(content)
+		}
+		for name, content := range cm.BinaryData {
+			configFiles[name] = content
+		}
+		if owned {
+			return claim(ctx, c, cm)
+		}
+		return nil
+	})
+	read.Go(func() error {
+		secret := &corev1.Secret{}
+		if err := c.Get(ctx, o.key(o.VarsName()), secret); err != nil {
+			return fmt.Errorf("reading Secret %s: %w", o.VarsName(), err)
+		}
+		varsFiles = map[string][]byte{}
+		for _, key := range []string{VarsJSONKey, VarsHCLKey} {
+			if v, ok := secret.Data[key]; ok {
+				varsFiles[key] = v
 			}
 		}
+		if owned {
+			return claim(ctx, c, secret)
+		}
+		return nil
+	})
+	if err := read.Wait(); err != nil {
+		return nil, err
 	}
-	return files, nil
+	maps.Copy(configFiles, varsFiles)
+	return configFiles, nil
 }
 
 // claim adds the run finalizer to obj, read just before, unless it carries it already.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // The commands a run follows through their JSON output are started here, not through
@@ -62,14 +64,26 @@ func (t *Terraformer) runJSON(ctx context.Context, stdout io.Writer, args []stri
 	}
 	cmd := exec.CommandContext(ctx, t.TerraformPath, args...)
 	cmd.Dir = t.WorkDir
-	cmd.Env = terraformEnv(os.Environ())
+	cmd.Env = append(t.terraformEnv(), "TF_CLI_CONFIG_FILE="+t.cliConfig)
 	cmd.Stdout, cmd.Stderr = stdout, t.stderr
-	// terraform leads its own group, so that a signal to the terraformer's group is relayed
-	// by the terraformer alone; it dies with the terraformer.
+	// terraform leads its own group, so that a signal to the group of the process that
+	// started it is relayed by that process alone; it dies with that process, whose run
+	// lock goes with it. What it did is in the state file of the working directory, which
+	// the next run recovers, or in the state it saved as it went.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = t.stopTimeout()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if t.Nice != 0 {
+		// The group's priority covers whatever terraform started already; the providers it
+		// starts later inherit it. A run that keeps its priority is still a correct run.
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, t.Nice); err != nil {
+			logf.FromContext(ctx).Error(err, "priorityNotSet", "nice", t.Nice)
+		}
+	}
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), err
@@ -77,15 +91,19 @@ func (t *Terraformer) runJSON(ctx context.Context, stdout io.Writer, args []stri
 	return 0, err
 }
 
-// terraformEnv is the terraformer's environment for terraform, as terraform-exec builds
-// it: in automation, no log of terraform's own mixed into its output, and no workspace
-// other than the default.
-func terraformEnv(environ []string) []string {
+// terraformEnv is the run's environment for terraform, as terraform-exec builds it: in
+// automation, no log of terraform's own mixed into its output, and no workspace other
+// than the default.
+func (t *Terraformer) terraformEnv() []string {
+	environ := t.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
 	env := make([]string, 0, len(environ)+1)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "TF_LOG", "TF_LOG_CORE", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_WORKSPACE", "TF_IN_AUTOMATION":
+		case "TF_LOG", "TF_LOG_CORE", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_WORKSPACE", "TF_IN_AUTOMATION", "TF_CLI_CONFIG_FILE":
 			continue
 		}
 		env = append(env, kv)

@@ -34,6 +34,37 @@ const terminationMessageLimit = 4096
 // WriteTerminationMessage records at path how a run ended: the phases it ran and, when
 // runErr is not nil, why it failed.
 func WriteTerminationMessage(path string, phases Phases, runErr error) error {
+	msg := newTerminationMessage(phases, runErr)
+	for {
+		data, err := json.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(data) <= terminationMessageLimit:
+			return os.WriteFile(path, data, 0o644)
+		case len(msg.Message) >= 64:
+			msg.Message = truncate(msg.Message[:len(msg.Message)/2], len(msg.Message)/2)
+		case len(msg.Blocks) > 1:
+			// The first blocks say most: terraform stops at its first errors.
+			msg.Blocks = msg.Blocks[:len(msg.Blocks)-1]
+		default:
+			return os.WriteFile(path, data, 0o644)
+		}
+	}
+}
+
+// RunErrorOf is the error of a run that failed with err, as the executor of a run pod
+// reads it back from the pod's termination message (ParseTerminationMessage): for a run
+// in the executor's own process, which has no termination message to go through.
+func RunErrorOf(phases Phases, err error) *RunError {
+	if re, ok := newTerminationMessage(phases, err).runError(); ok {
+		return re
+	}
+	return NewRunError("", "", err)
+}
+
+func newTerminationMessage(phases Phases, runErr error) terminationMessage {
 	msg := terminationMessage{}
 	var re *RunError
 	switch {
@@ -54,23 +85,7 @@ func WriteTerminationMessage(path string, phases Phases, runErr error) error {
 			msg.Phases[name] = d.Seconds()
 		}
 	}
-	for {
-		data, err := json.Marshal(msg)
-		if err != nil {
-			return err
-		}
-		switch {
-		case len(data) <= terminationMessageLimit:
-			return os.WriteFile(path, data, 0o644)
-		case len(msg.Message) >= 64:
-			msg.Message = truncate(msg.Message[:len(msg.Message)/2], len(msg.Message)/2)
-		case len(msg.Blocks) > 1:
-			// The first blocks say most: terraform stops at its first errors.
-			msg.Blocks = msg.Blocks[:len(msg.Blocks)-1]
-		default:
-			return os.WriteFile(path, data, 0o644)
-		}
-	}
+	return msg
 }
 
 // ParseTerminationMessage reads a termination message: the phases of the run, and the
@@ -81,12 +96,23 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok b
 	if err := json.Unmarshal([]byte(data), &msg); err != nil {
 		return nil, nil, false
 	}
-	if len(msg.Phases) > 0 {
-		phases = Phases{}
-		for name, seconds := range msg.Phases {
-			phases[name] = time.Duration(seconds * float64(time.Second))
-		}
+	runErr, ok = msg.runError()
+	return msg.phases(), runErr, ok
+}
+
+func (msg terminationMessage) phases() Phases {
+	if len(msg.Phases) == 0 {
+		return nil
 	}
+	phases := Phases{}
+	for name, seconds := range msg.Phases {
+		phases[name] = time.Duration(seconds * float64(time.Second))
+	}
+	return phases
+}
+
+// runError is the RunError of a failed run's message; ok is false for any other.
+func (msg terminationMessage) runError() (*RunError, bool) {
 	if len(msg.Blocks) == 0 && len(msg.Codes) > 0 {
 		msg.Blocks = []string{msg.Message}
 	}
@@ -94,7 +120,7 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok b
 		msg.Message = messageOf(msg.Blocks)
 	}
 	if msg.Message == "" {
-		return phases, nil, false
+		return nil, false
 	}
 	cause := ErrTerraformFailed
 	switch {
@@ -105,5 +131,5 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok b
 	case msg.Protected:
 		cause = ErrDestroyProtected
 	}
-	return phases, &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: phases, Err: cause}, true
+	return &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: msg.phases(), Err: cause}, true
 }

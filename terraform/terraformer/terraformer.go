@@ -18,6 +18,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,9 +58,9 @@ const DefaultFinalSaveTimeout = 2 * time.Minute
 // DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
 const DefaultStopTimeout = 10 * time.Minute
 
-// Terraformer runs one terraform command of one run in a working directory.
-// It is what cmd/terraformer executes; a process runs at most one Terraformer, because
-// Run points the process environment at the run's own CLI configuration.
+// Terraformer runs one terraform command of one run in a working directory: in a run
+// pod's terraformer process (cmd/terraformer), or in the controller's own process for the
+// local executor, where runs of other working directories go on beside it.
 type Terraformer struct {
 	Client  client.Client
 	Objects state.RunObjects
@@ -91,6 +92,12 @@ type Terraformer struct {
 	// ReportFile, when set, receives the progress and the plan instead of the annotations
 	// of the configuration ConfigMap: for a run on the machine of the executor that reads it.
 	ReportFile string
+	// Env is the environment terraform runs in (the credentials among it); this process's
+	// own when nil.
+	Env []string
+	// Nice, when not zero, is the nice value of the run's terraform processes, which their
+	// providers inherit: a run others need not wait for yields the CPU to those they do.
+	Nice int
 
 	store   *state.StateStore
 	phases  Phases
@@ -161,8 +168,9 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the working directory: %w", err)
 	}
-	// The lock outlives a controller restart with the process holding it, so a second
-	// run cannot start in the same working directory while the first still runs.
+	// A second run cannot start in the same working directory while the first still runs,
+	// also not one of another process (a restarted controller beside the terraformer
+	// process of a run of its predecessor's).
 	runLock := flock.New(filepath.Join(t.WorkDir, RunLockFile))
 	if locked, err := runLock.TryLock(); err != nil || !locked {
 		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Err: errors.Join(ErrRunInProgress, err)}
@@ -182,13 +190,15 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	}
 	checkedVersion := sync.OnceValue(func() error { return <-versionChecked })
 	defer func() { _ = checkedVersion() }()
-	if err := t.writeFiles(ctx); err != nil {
-		return nil, err
-	}
+	// The configuration and the state are read side by side: a run that finds nothing to
+	// change is little more than these reads and one terraform process.
+	prepared, prepareCtx := errgroup.WithContext(ctx)
+	prepared.Go(func() error { return t.writeFiles(prepareCtx) })
 	if t.Command != Validate {
-		if err := t.prepareState(ctx); err != nil {
-			return nil, err
-		}
+		prepared.Go(func() error { return t.prepareState(prepareCtx) })
+	}
+	if err := prepared.Wait(); err != nil {
+		return nil, err
 	}
 	if err := checkedVersion(); err != nil {
 		return nil, err
@@ -264,6 +274,7 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 		if result.Outputs, err = state.Outputs(saved); err != nil {
 			return nil, err
 		}
+		result.State = saved
 	}
 	if t.Command == Destroy {
 		// A run pod may not write Secrets (its ClusterRole grants get only): the pod
@@ -373,12 +384,18 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// tfexec passes the process environment on, credentials (TF_VAR_*) included; it
-	// refuses to be given TF_VAR_* explicitly.
-	if err := os.Setenv("TF_CLI_CONFIG_FILE", cliConfig); err != nil {
+	t.cliConfig = cliConfig
+	// The commands terraform-exec runs (version, init, validate) read no variables: it
+	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
+	env := map[string]string{}
+	for _, kv := range t.terraformEnv() {
+		name, value, _ := strings.Cut(kv, "=")
+		env[name] = value
+	}
+	env["TF_CLI_CONFIG_FILE"] = cliConfig
+	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
 		return nil, nil, err
 	}
-	t.cliConfig = cliConfig
 	return tf, stderr, nil
 }
 
@@ -403,11 +420,13 @@ func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) er
 	if v.String() != want {
 		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
 	}
+	identity := t.binaryIdentity()
+	checkedBinaries.Store(identity, true)
 	record := filepath.Join(t.WorkDir, versionRecord)
 	if err := os.MkdirAll(filepath.Dir(record), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(record, []byte(t.binaryIdentity()), 0o600)
+	return os.WriteFile(record, []byte(identity), 0o600)
 }
 
 // versionRecord is where a working directory records the binary whose version a run
@@ -415,12 +434,24 @@ func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) er
 const versionRecord = ".terraform/terraseed-version-checked"
 
 // versionChecked says whether a run checked the version of this very binary (path, size,
-// modification time, and the version wanted) in the working directory before.
+// modification time, and the version wanted) in this process or in the working directory
+// before.
 func (t *Terraformer) versionChecked() bool {
-	recorded, err := os.ReadFile(filepath.Join(t.WorkDir, versionRecord))
 	identity := t.binaryIdentity()
-	return err == nil && identity != "" && string(recorded) == identity
+	if identity == "" {
+		return false
+	}
+	if _, ok := checkedBinaries.Load(identity); ok {
+		return true
+	}
+	recorded, err := os.ReadFile(filepath.Join(t.WorkDir, versionRecord))
+	return err == nil && string(recorded) == identity
 }
+
+// checkedBinaries are the identities of the binaries whose version a run of this process
+// checked: the runs of the local executor share the controller's process, and a create
+// in a new working directory need not ask a binary again that an earlier run asked.
+var checkedBinaries sync.Map
 
 // binaryIdentity names the binary at TerraformPath as it is now; empty when it cannot be read.
 func (t *Terraformer) binaryIdentity() string {
@@ -431,15 +462,15 @@ func (t *Terraformer) binaryIdentity() string {
 	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", t.TerraformPath, info.Size(), info.ModTime().UnixNano(), t.OpenTofu, TerraformVersion, OpenTofuVersion)
 }
 
+// RunLockFile, in the working directory, is locked by the run that works in it.
+const RunLockFile = ".terraseed-run.lock"
+
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
 	}
 	return w
 }
-
-// RunLockFile, in the working directory, is locked by the run that works in it.
-const RunLockFile = ".terraseed-run.lock"
 
 // initRecord is where a working directory records what it was initialised for. It lives in
 // terraform's data directory, so that it goes with what it describes.
