@@ -71,7 +71,7 @@ func (m Mirror) download(ctx context.Context, p Provider, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := installExecutable(path, filepath.Join(dir, filepath.Base(path))); err != nil {
+	if err := release.CopyExecutable(path, filepath.Join(dir, filepath.Base(path))); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Log, "mirrored %s %s: the release archive from %s\n", p.Source(), p.Version, siteName(m.Site))
@@ -122,35 +122,9 @@ func (m Mirror) build(ctx context.Context, p Provider, dir string) error {
 	if len(entries) != 1 {
 		return fmt.Errorf("%s: go install %s left %d files, want its one binary", p, module, len(entries))
 	}
-	if err := installExecutable(filepath.Join(bin, entries[0].Name()), filepath.Join(dir, "terraform-provider-"+p.Type+"_v"+p.Version)); err != nil {
+	if err := release.CopyExecutable(filepath.Join(bin, entries[0].Name()), filepath.Join(dir, "terraform-provider-"+p.Type+"_v"+p.Version)); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Log, "mirrored %s %s: built from %s\n", p.Source(), p.Version, module)
 	return nil
-}
-
-// installExecutable copies from to to, which others may read and run: the image's user
-// owns none of the mirror's files.
-func installExecutable(from, to string) error {
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return err
-	}
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	// The umask may have taken bits away.
-	return os.Chmod(to, 0o755)
 }

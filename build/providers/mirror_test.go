@@ -42,15 +42,6 @@ func awsTemplates(t *testing.T) string {
 	return dir
 }
 
-func writeKey(t *testing.T, key string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "key.asc")
-	if err := os.WriteFile(path, []byte(key), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // mirror runs `providers mirror` against the releases site url, trusting key, and returns
 // the mirror, what it printed, the exit status and the error.
 func mirror(t *testing.T, url, key string, args ...string) (string, string, int, error) {
@@ -85,7 +76,7 @@ func TestMirrorDownloadsHashiCorpReleases(t *testing.T) {
 	g := NewWithT(t)
 	signer, key := releasetest.NewKey(t)
 	srv := releasetest.NewServer(t, signer, awsRelease(""))
-	out, stdout, code, err := mirror(t, srv.URL, writeKey(t, key), awsTemplates(t))
+	out, stdout, code, err := mirror(t, srv.URL, releasetest.WriteKey(t, key), awsTemplates(t))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(0))
 	g.Expect(stdout).To(Equal("mirrored hashicorp/aws " + awsVersion + ": the release archive from " + srv.URL + "\n"))
@@ -116,7 +107,7 @@ func TestMirrorRefusesBadReleases(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
 			srv := releasetest.NewServer(t, signer, awsRelease(c.sums))
-			out, stdout, code, err := mirror(t, srv.URL, writeKey(t, c.key), "-skip-unreachable", awsTemplates(t))
+			out, stdout, code, err := mirror(t, srv.URL, releasetest.WriteKey(t, c.key), "-skip-unreachable", awsTemplates(t))
 			g.Expect(code).To(Equal(1))
 			g.Expect(err).To(MatchError(ContainSubstring(c.want)))
 			g.Expect(stdout).To(BeEmpty())
@@ -135,7 +126,7 @@ func TestMirrorUnreachableReleases(t *testing.T) {
 			g := NewWithT(t)
 			url := "http://" + host
 			start := time.Now()
-			out, stdout, code, err := mirror(t, url, writeKey(t, key), "-skip-unreachable", awsTemplates(t))
+			out, stdout, code, err := mirror(t, url, releasetest.WriteKey(t, key), "-skip-unreachable", awsTemplates(t))
 			g.Expect(time.Since(start)).To(BeNumerically("<", 4*time.Second))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(0))
@@ -144,7 +135,7 @@ func TestMirrorUnreachableReleases(t *testing.T) {
 			g.Expect(files(t, out)).To(BeEmpty())
 			g.Expect(out).To(BeADirectory())
 
-			_, stdout, code, err = mirror(t, url, writeKey(t, key), awsTemplates(t))
+			_, stdout, code, err = mirror(t, url, releasetest.WriteKey(t, key), awsTemplates(t))
 			g.Expect(code).To(Equal(1))
 			g.Expect(err).To(MatchError(ContainSubstring("not reachable within 2s")))
 			g.Expect(stdout).To(BeEmpty())
@@ -160,13 +151,13 @@ func TestMirrorExtraProviders(t *testing.T) {
 	srv := releasetest.NewServer(t, signer, awsRelease(""))
 	dir := filepath.Join(t.TempDir(), "none")
 	writeProvider(t, dir, map[string]string{"main.tf.tpl": "output \"x\" { value = 1 }\n"})
-	out, _, code, err := mirror(t, srv.URL, writeKey(t, key), "-extra", "hashicorp/aws@"+awsVersion, dir)
+	out, _, code, err := mirror(t, srv.URL, releasetest.WriteKey(t, key), "-extra", "hashicorp/aws@"+awsVersion, dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(0))
 	g.Expect(files(t, out)).To(Equal([]string{filepath.Join(awsDir, awsBinary)}))
 
 	templates := awsTemplates(t)
-	_, _, code, err = mirror(t, srv.URL, writeKey(t, key), "-extra", "hashicorp/aws@5.99.0", templates)
+	_, _, code, err = mirror(t, srv.URL, releasetest.WriteKey(t, key), "-extra", "hashicorp/aws@5.99.0", templates)
 	g.Expect(code).To(Equal(1))
 	g.Expect(err).To(MatchError("hashicorp/aws: " + filepath.Join(templates, "main.tf.tpl") + ":4 requires " + awsVersion + ", -extra requires 5.99.0: the image mirrors one version of a provider"))
 }

@@ -31,7 +31,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,7 +210,7 @@ func Envtest(ctx context.Context, o Options) error {
 		}
 	}
 	for _, name := range install {
-		if err := copyExecutable(filepath.Join(dir, name), filepath.Join(o.Out, name)); err != nil {
+		if err := release.CopyExecutable(filepath.Join(dir, name), filepath.Join(o.Out, name)); err != nil {
 			return err
 		}
 	}
@@ -230,21 +229,4 @@ func checkVersion(ctx context.Context, path, want string, args ...string) error 
 		return fmt.Errorf("%s reports %q, not %q", filepath.Base(path), strings.TrimSpace(string(out)), want)
 	}
 	return nil
-}
-
-func copyExecutable(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

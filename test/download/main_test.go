@@ -100,15 +100,6 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-func writeKey(t *testing.T, key string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "key.asc")
-	if err := os.WriteFile(path, []byte(key), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
@@ -127,7 +118,7 @@ func TestTerraformFromReleases(t *testing.T) {
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 0 || err != nil {
 		t.Fatalf("exit %d: %v", code, err)
 	}
@@ -155,7 +146,7 @@ func TestTerraformBadChecksumIsRefused(t *testing.T) {
 	srv := newReleaseServer(t, signer, terraformBinary, hex.EncodeToString(other[:])+"  "+zipName+"\n")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("exit %d, %v: want 1 and a checksum mismatch", code, err)
 	}
@@ -170,7 +161,7 @@ func TestTerraformChecksumsSignedByAnotherKeyAreRefused(t *testing.T) {
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, trusted)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, trusted)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("exit %d, %v: want 1 and a signature that does not verify", code, err)
 	}
@@ -199,7 +190,7 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	srv := newReleaseServer(t, signer, script("Terraform v1.6.0"), "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "v1.6.0") {
 		t.Fatalf("exit %d, %v: want 1 and the version it reports", code, err)
 	}
@@ -307,7 +298,7 @@ func TestBootstrapDownloadsInsteadOfBuilding(t *testing.T) {
 	defer cancel()
 	out, err := bootstrap(t, ctx, cache, map[string]string{
 		"TERRASEED_RELEASES_URL":  srv.URL,
-		"TERRASEED_RELEASES_KEY":  writeKey(t, key),
+		"TERRASEED_RELEASES_KEY":  releasetest.WriteKey(t, key),
 		"TERRASEED_ENVTEST_INDEX": index,
 		// A failed download fails the run instead of building from source.
 		"TERRASEED_DOWNLOAD": "require",

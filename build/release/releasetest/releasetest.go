@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -142,6 +144,16 @@ func NewKey(t testing.TB) (*openpgp.Entity, string) {
 		t.Fatal(err)
 	}
 	return e, buf.String()
+}
+
+// WriteKey writes an armored key into a file of its own and returns the file's path.
+func WriteKey(t testing.TB, key string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "key.asc")
+	if err := os.WriteFile(path, []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // SilentHost is the address of a host that accepts connections and never answers, until
