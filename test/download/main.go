@@ -31,9 +31,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,17 +41,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/hc-install/product"
-	"github.com/hashicorp/hc-install/releases"
 	"sigs.k8s.io/controller-runtime/tools/setup-envtest/remote"
 	"sigs.k8s.io/controller-runtime/tools/setup-envtest/store"
 	"sigs.k8s.io/controller-runtime/tools/setup-envtest/versions"
+
+	"github.com/terraseed/terraseed/build/release"
 )
-
-// DefaultReleasesURL is HashiCorp's releases site, hc-install's default.
-const DefaultReleasesURL = "https://releases.hashicorp.com"
-
-// ErrUnreachable is returned when the source did not answer the probe in time.
-var ErrUnreachable = errors.New("not reachable")
 
 // Options says what to install where, and from where.
 type Options struct {
@@ -120,31 +112,11 @@ func run(ctx context.Context, args []string, getenv func(string) string) (int, e
 	switch {
 	case err == nil:
 		return 0, nil
-	case errors.Is(err, ErrUnreachable):
+	case errors.Is(err, release.ErrUnreachable):
 		return 3, err
 	default:
 		return 1, err
 	}
-}
-
-// probe fetches url once within timeout: the source answers, or ErrUnreachable.
-func probe(ctx context.Context, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %w within %s: %v", url, ErrUnreachable, timeout, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
 }
 
 // Terraform installs terraform o.Version into o.Out.
@@ -153,40 +125,16 @@ func Terraform(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	base := o.ReleasesURL
-	if base == "" {
-		base = DefaultReleasesURL
-	}
-	if err := probe(ctx, fmt.Sprintf("%s/terraform/%s/index.json", base, v), o.ProbeTimeout); err != nil {
-		return err
-	}
 	// hc-install unpacks into InstallDir, which it removes again when the install fails.
 	tmp, err := os.MkdirTemp(o.Out, ".terraform-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ev := &releases.ExactVersion{
-		Product:          product.Terraform,
-		Version:          v,
-		InstallDir:       tmp,
-		Timeout:          o.Timeout,
-		ApiBaseURL:       o.ReleasesURL,
-		ArmoredPublicKey: o.ReleasesKey,
-	}
-	var hclog bytes.Buffer
-	ev.SetLogger(log.New(&hclog, "", 0))
-	path, err := ev.Install(ctx)
+	site := release.Site{URL: o.ReleasesURL, Key: o.ReleasesKey, ProbeTimeout: o.ProbeTimeout, Timeout: o.Timeout}
+	path, err := site.Install(ctx, product.Terraform, v, tmp)
 	if err != nil {
-		// hc-install v0.10.0 loses the error of an archive whose checksum does not match
-		// (a deferred clean-up overwrites it) and fails afterwards on the binary it did not
-		// unpack: its log says what happened.
-		for _, line := range strings.Split(hclog.String(), "\n") {
-			if strings.Contains(line, "checksum does not match") {
-				return fmt.Errorf("terraform %s refused: %s", v, line)
-			}
-		}
-		return fmt.Errorf("terraform %s: %w", v, err)
+		return err
 	}
 	if err := checkVersion(ctx, path, "Terraform v"+v.String(), "version"); err != nil {
 		return err
@@ -205,7 +153,7 @@ func Envtest(ctx context.Context, o Options) error {
 	if index == "" {
 		index = remote.DefaultIndexURL
 	}
-	if err := probe(ctx, index, o.ProbeTimeout); err != nil {
+	if err := release.Probe(ctx, index, o.ProbeTimeout); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -262,7 +210,7 @@ func Envtest(ctx context.Context, o Options) error {
 		}
 	}
 	for _, name := range install {
-		if err := copyExecutable(filepath.Join(dir, name), filepath.Join(o.Out, name)); err != nil {
+		if err := release.CopyExecutable(filepath.Join(dir, name), filepath.Join(o.Out, name)); err != nil {
 			return err
 		}
 	}
@@ -281,21 +229,4 @@ func checkVersion(ctx context.Context, path, want string, args ...string) error 
 		return fmt.Errorf("%s reports %q, not %q", filepath.Base(path), strings.TrimSpace(string(out)), want)
 	}
 	return nil
-}
-
-func copyExecutable(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

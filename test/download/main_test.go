@@ -2,16 +2,13 @@ package main
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,7 +21,8 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
+
+	"github.com/terraseed/terraseed/build/release/releasetest"
 )
 
 const (
@@ -44,98 +42,15 @@ var (
 	etcdBinary      = script("etcd Version: " + etcdVersion + "\nGit SHA: Not provided (use ./build instead of go build)")
 )
 
-// releaseServer serves terraform's release the way HashiCorp's releases site lays it
-// out: the version's index.json, the zip, its SHA256SUMS and a detached signature of
-// those by signer. sums, when set, replaces the true SHA256SUMS.
-type releaseServer struct {
-	*httptest.Server
-	zip  []byte
-	hits map[string]int
+// newReleaseServer serves terraform's release, signed by signer; sums, when set,
+// replaces the true SHA256SUMS.
+func newReleaseServer(t *testing.T, signer *openpgp.Entity, binary []byte, sums string) *releasetest.Server {
+	t.Helper()
+	return releasetest.NewServer(t, signer, terraformRelease(binary, sums))
 }
 
-func newReleaseServer(t *testing.T, signer *openpgp.Entity, binary []byte, sums string) *releaseServer {
-	t.Helper()
-	var zbuf bytes.Buffer
-	zw := zip.NewWriter(&zbuf)
-	h := &zip.FileHeader{Name: "terraform", Method: zip.Deflate}
-	h.SetMode(0o755)
-	w, err := zw.CreateHeader(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(binary); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	zipName := fmt.Sprintf("terraform_%s_%s_%s.zip", tfVersion, runtime.GOOS, runtime.GOARCH)
-	if sums == "" {
-		sum := sha256.Sum256(zbuf.Bytes())
-		sums = hex.EncodeToString(sum[:]) + "  " + zipName + "\n"
-	}
-	var sig bytes.Buffer
-	if err := openpgp.DetachSign(&sig, signer, strings.NewReader(sums), nil); err != nil {
-		t.Fatal(err)
-	}
-	dir := "/terraform/" + tfVersion + "/"
-	index, err := json.Marshal(map[string]any{
-		"name":              "terraform",
-		"version":           tfVersion,
-		"shasums":           "terraform_" + tfVersion + "_SHA256SUMS",
-		"shasums_signature": "terraform_" + tfVersion + "_SHA256SUMS.sig",
-		"builds": []map[string]string{{
-			"name": "terraform", "version": tfVersion, "os": runtime.GOOS, "arch": runtime.GOARCH,
-			"filename": zipName,
-			// The address of the real site: hc-install keeps only its path when given a base URL.
-			"url": "https://releases.hashicorp.com" + dir + zipName,
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &releaseServer{zip: zbuf.Bytes(), hits: map[string]int{}}
-	files := map[string]struct {
-		body []byte
-		typ  string
-	}{
-		dir + "index.json": {index, "application/json"},
-		dir + zipName:      {zbuf.Bytes(), "application/zip"},
-		dir + "terraform_" + tfVersion + "_SHA256SUMS":     {[]byte(sums), "text/plain"},
-		dir + "terraform_" + tfVersion + "_SHA256SUMS.sig": {sig.Bytes(), "application/octet-stream"},
-	}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		s.hits[r.URL.Path]++
-		w.Header().Set("Content-Type", f.typ)
-		_, _ = w.Write(f.body)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func newKey(t *testing.T) (*openpgp.Entity, string) {
-	t.Helper()
-	e, err := openpgp.NewEntity("terraseed test releases", "", "releases@terraseed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return e, buf.String()
+func terraformRelease(binary []byte, sums string) releasetest.Release {
+	return releasetest.Release{Product: "terraform", Version: tfVersion, Files: map[string][]byte{"terraform": binary}, Sums: sums}
 }
 
 // envtestServer serves an envtest index and its archive, which holds kube-apiserver,
@@ -185,15 +100,6 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-func writeKey(t *testing.T, key string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "key.asc")
-	if err := os.WriteFile(path, []byte(key), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
@@ -208,11 +114,11 @@ func entries(t *testing.T, dir string) []string {
 }
 
 func TestTerraformFromReleases(t *testing.T) {
-	signer, key := newKey(t)
+	signer, key := releasetest.NewKey(t)
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 0 || err != nil {
 		t.Fatalf("exit %d: %v", code, err)
 	}
@@ -226,21 +132,21 @@ func TestTerraformFromReleases(t *testing.T) {
 	if names := entries(t, out); len(names) != 1 {
 		t.Fatalf("the install directory holds %v, want terraform alone", names)
 	}
-	zipPath := fmt.Sprintf("/terraform/%s/terraform_%s_%s_%s.zip", tfVersion, tfVersion, runtime.GOOS, runtime.GOARCH)
-	if srv.hits[zipPath] != 1 || srv.hits["/terraform/"+tfVersion+"/terraform_"+tfVersion+"_SHA256SUMS.sig"] != 1 {
-		t.Fatalf("requests: %v, want the archive and the signature once each", srv.hits)
+	r := terraformRelease(nil, "")
+	if srv.Hits(r.Dir()+r.ZipName()) != 1 || srv.Hits(r.Dir()+"terraform_"+tfVersion+"_SHA256SUMS.sig") != 1 {
+		t.Fatalf("want the archive and the signature requested once each")
 	}
 }
 
 func TestTerraformBadChecksumIsRefused(t *testing.T) {
-	signer, key := newKey(t)
-	zipName := fmt.Sprintf("terraform_%s_%s_%s.zip", tfVersion, runtime.GOOS, runtime.GOARCH)
+	signer, key := releasetest.NewKey(t)
+	zipName := terraformRelease(nil, "").ZipName()
 	// Signed, but not the archive's checksum: a tampered or corrupted archive.
 	other := sha256.Sum256([]byte("another archive"))
 	srv := newReleaseServer(t, signer, terraformBinary, hex.EncodeToString(other[:])+"  "+zipName+"\n")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("exit %d, %v: want 1 and a checksum mismatch", code, err)
 	}
@@ -250,12 +156,12 @@ func TestTerraformBadChecksumIsRefused(t *testing.T) {
 }
 
 func TestTerraformChecksumsSignedByAnotherKeyAreRefused(t *testing.T) {
-	signer, _ := newKey(t)
-	_, trusted := newKey(t)
+	signer, _ := releasetest.NewKey(t)
+	_, trusted := releasetest.NewKey(t)
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, trusted)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, trusted)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Fatalf("exit %d, %v: want 1 and a signature that does not verify", code, err)
 	}
@@ -266,7 +172,7 @@ func TestTerraformChecksumsSignedByAnotherKeyAreRefused(t *testing.T) {
 
 // Without TERRASEED_RELEASES_KEY the checksums must be signed by HashiCorp's own key.
 func TestTerraformChecksumsMustBeSignedByHashiCorpByDefault(t *testing.T) {
-	signer, _ := newKey(t)
+	signer, _ := releasetest.NewKey(t)
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
@@ -280,11 +186,11 @@ func TestTerraformChecksumsMustBeSignedByHashiCorpByDefault(t *testing.T) {
 }
 
 func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
-	signer, key := newKey(t)
+	signer, key := releasetest.NewKey(t)
 	srv := newReleaseServer(t, signer, script("Terraform v1.6.0"), "")
 	out := t.TempDir()
 	code, err := run(context.Background(), []string{"terraform", "-version", tfVersion, "-out", out},
-		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": writeKey(t, key)}))
+		env(map[string]string{"TERRASEED_RELEASES_URL": srv.URL, "TERRASEED_RELEASES_KEY": releasetest.WriteKey(t, key)}))
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "v1.6.0") {
 		t.Fatalf("exit %d, %v: want 1 and the version it reports", code, err)
 	}
@@ -342,45 +248,10 @@ func TestEnvtestBadChecksumIsRefused(t *testing.T) {
 	}
 }
 
-// silentHost is the address of a host that accepts connections and never answers, until
-// the test ends.
-func silentHost(t *testing.T) string {
-	t.Helper()
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	return silent.Addr().String()
-}
-
 // A host that accepts connections and never answers, and one that refuses them: the
 // probe says so within its bound, with exit status 3.
 func TestUnreachableSourceIsReportedWithinTheProbeTimeout(t *testing.T) {
-	silent := silentHost(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := closed.Addr().String()
-	closed.Close()
-
-	for _, host := range []string{silent, closedAddr} {
+	for _, host := range []string{releasetest.SilentHost(t), releasetest.ClosedHost(t)} {
 		for _, args := range [][]string{
 			{"terraform", "-version", tfVersion},
 			{"envtest", "-version", kubeVersion, "-etcd-version", etcdVersion},
@@ -419,7 +290,7 @@ func bootstrap(t *testing.T, ctx context.Context, cache string, vars map[string]
 // With the official releases reachable, bootstrap.sh installs terraform and the control
 // plane from them, and builds nothing from source.
 func TestBootstrapDownloadsInsteadOfBuilding(t *testing.T) {
-	signer, key := newKey(t)
+	signer, key := releasetest.NewKey(t)
 	srv := newReleaseServer(t, signer, terraformBinary, "")
 	index, _ := newEnvtestServer(t, etcdBinary, "")
 	cache := t.TempDir()
@@ -427,7 +298,7 @@ func TestBootstrapDownloadsInsteadOfBuilding(t *testing.T) {
 	defer cancel()
 	out, err := bootstrap(t, ctx, cache, map[string]string{
 		"TERRASEED_RELEASES_URL":  srv.URL,
-		"TERRASEED_RELEASES_KEY":  writeKey(t, key),
+		"TERRASEED_RELEASES_KEY":  releasetest.WriteKey(t, key),
 		"TERRASEED_ENVTEST_INDEX": index,
 		// A failed download fails the run instead of building from source.
 		"TERRASEED_DOWNLOAD": "require",
@@ -490,7 +361,7 @@ func TestBootstrapRefusesABadChecksum(t *testing.T) {
 // Where the releases do not answer, bootstrap.sh turns to the source build within
 // seconds. The test stops it once it says so, as the build itself takes minutes.
 func TestBootstrapBuildsFromSourceWhenReleasesDoNotAnswer(t *testing.T) {
-	silent := silentHost(t)
+	silent := releasetest.SilentHost(t)
 	cache := t.TempDir()
 	// Compiles test/download first, so that the time below is the probe's.
 	if out, err := exec.Command("go", "build", "-o", os.DevNull, ".").CombinedOutput(); err != nil {

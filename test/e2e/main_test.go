@@ -110,8 +110,9 @@ func testMain(m *testing.M) int {
 }
 
 // assembleImage builds the image the Dockerfile describes: the binaries with the build
-// stage's commands, the provider mirror with the providers stage's script (from the
-// module and build caches `make tools` filled), terraform as `make tools` built it at the
+// stage's commands, the provider mirror with the providers stage's command (from the
+// module and build caches `make tools` filled; a provider whose releases site this
+// machine cannot reach is left out, and the stage's output, on stderr, says so), terraform as `make tools` built it at the
 // version the Dockerfile pins (test/image checks the pins), and a stand-in for the
 // distroless base; and writes it as an archive.
 func assembleImage(buildDir, archivePath string) error {
@@ -123,7 +124,7 @@ func assembleImage(buildDir, archivePath string) error {
 	if err != nil {
 		return err
 	}
-	mirror, err := image.ProvidersStage(d, repoRoot, filepath.Join(buildDir, "mirror"))
+	mirror, err := image.ProvidersStage(d, repoRoot, filepath.Join(buildDir, "mirror"), os.Stderr)
 	if err != nil {
 		return err
 	}

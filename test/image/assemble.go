@@ -2,6 +2,7 @@ package image
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -246,36 +247,132 @@ func Distroless() BaseImage {
 }
 
 // ProvidersStage runs the providers stage as the image build runs it: its one command,
-// `mirror-providers <mirror> <provider>...`, is the build context's script the stage
-// copies to that name, here writing the mirror into out. It returns the stage's path of
-// the mirror, mapped to out.
-func ProvidersStage(d *Dockerfile, contextDir, out string) (map[string]string, error) {
-	s := d.Stage("providers")
-	if s == nil {
-		return nil, fmt.Errorf("no stage %q", "providers")
-	}
-	commands, err := ShellCommands(s)
+// `go run <program> mirror -out=<mirror> ... <template dirs>`, runs in the build context
+// (the stage copies what it needs to the same paths under its WORKDIR) with the stage's
+// environment, here writing the mirror into out. Unlike the image build, it leaves out a
+// provider whose releases site this machine cannot reach (-skip-unreachable), and the
+// program says so in what it writes to log. It returns the stage's path of the mirror,
+// mapped to out.
+func ProvidersStage(d *Dockerfile, contextDir, out string, log io.Writer) (map[string]string, error) {
+	s, mirror, err := providersCommand(d)
 	if err != nil {
 		return nil, err
 	}
-	if len(commands) != 1 || len(commands[0]) < 2 {
-		return nil, fmt.Errorf("the providers stage runs %q, not one `mirror-providers <mirror> <provider>...`", commands)
-	}
-	script := ""
-	for _, cmd := range s.Commands {
-		if c, ok := cmd.(*instructions.CopyCommand); ok && c.From == "" && len(c.SourcePaths) == 1 && path.Base(c.DestPath) == commands[0][0] {
-			script = c.SourcePaths[0]
+	args := slices.Clone(mirror.args)
+	for i, a := range args {
+		switch {
+		case a == "-out" && i+1 < len(args):
+			args[i+1] = out
+		case strings.HasPrefix(a, "-out="):
+			args[i] = "-out=" + out
 		}
 	}
-	if script == "" {
-		return nil, fmt.Errorf("the providers stage's %s is not a script it copies from the build context", commands[0][0])
+	args = append([]string{"run", mirror.program, "mirror", "-skip-unreachable"}, args...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = contextDir
+	cmd.Env = append(os.Environ(), StageEnv(s).List()...)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = log, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	build := exec.Command("sh", append([]string{filepath.Join(contextDir, script), out}, commands[0][2:]...)...)
-	build.Dir = filepath.Dir(out)
-	if output, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("%s: %w\n%s", script, err, output)
+	return map[string]string{mirror.out: out}, nil
+}
+
+// RequiredProviders runs the providers stage's program as `list` over the template
+// directories the stage mirrors, in the build context, and returns what it prints: the
+// providers the templates require, one <source>@<version> each.
+func RequiredProviders(d *Dockerfile, contextDir string) ([]string, error) {
+	_, mirror, err := providersCommand(d)
+	if err != nil {
+		return nil, err
 	}
-	return map[string]string{commands[0][1]: out}, nil
+	cmd := exec.Command("go", append([]string{"run", mirror.program, "list"}, mirror.dirs...)...)
+	cmd.Dir = contextDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	output, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w\n%s", cmd, err, stderr.String())
+	}
+	return strings.Fields(string(output)), nil
+}
+
+// mirrorCommand is the providers stage's command.
+type mirrorCommand struct {
+	program string
+	// args are those after `mirror`.
+	args []string
+	// out is the mirror in the stage; dirs are the template directories.
+	out  string
+	dirs []string
+}
+
+func providersCommand(d *Dockerfile) (*instructions.Stage, mirrorCommand, error) {
+	s := d.Stage("providers")
+	if s == nil {
+		return nil, mirrorCommand{}, fmt.Errorf("no stage %q", "providers")
+	}
+	commands, err := ShellCommands(s)
+	if err != nil {
+		return nil, mirrorCommand{}, err
+	}
+	if len(commands) != 1 || len(commands[0]) < 4 || commands[0][0] != "go" || commands[0][1] != "run" || commands[0][3] != "mirror" {
+		return nil, mirrorCommand{}, fmt.Errorf("the providers stage runs %q, not one `go run <program> mirror -out=<mirror> ... <template dirs>`", commands)
+	}
+	if err := copiesInPlace(s); err != nil {
+		return nil, mirrorCommand{}, err
+	}
+	c := mirrorCommand{program: commands[0][2], args: commands[0][4:]}
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case a == "-out" && i+1 < len(c.args):
+			i++
+			c.out = c.args[i]
+		case strings.HasPrefix(a, "-out="):
+			c.out = strings.TrimPrefix(a, "-out=")
+		case strings.HasPrefix(a, "-") && !strings.Contains(a, "="):
+			return nil, mirrorCommand{}, fmt.Errorf("the providers stage's %s: give flags other than -out as -name=value", a)
+		case !strings.HasPrefix(a, "-"):
+			c.dirs = append(c.dirs, a)
+		}
+	}
+	if c.out == "" || len(c.dirs) == 0 {
+		return nil, mirrorCommand{}, fmt.Errorf("the providers stage runs %q: no -out or no template directories", commands[0])
+	}
+	return s, c, nil
+}
+
+// copiesInPlace requires every COPY of the stage to put build-context paths at the same
+// paths under the stage's WORKDIR, so that running the stage's command in the build
+// context sees what the image build sees.
+func copiesInPlace(s *instructions.Stage) error {
+	workdir := "/"
+	for _, cmd := range s.Commands {
+		switch c := cmd.(type) {
+		case *instructions.WorkdirCommand:
+			if path.IsAbs(c.Path) {
+				workdir = path.Clean(c.Path)
+			} else {
+				workdir = path.Join(workdir, c.Path)
+			}
+		case *instructions.CopyCommand:
+			for _, src := range c.SourcePaths {
+				dest := c.DestPath
+				if !path.IsAbs(dest) {
+					dest = path.Join(workdir, dest)
+				}
+				if strings.HasSuffix(c.DestPath, "/") || len(c.SourcePaths) > 1 {
+					dest = path.Join(dest, path.Base(src))
+				}
+				if c.From != "" || dest != path.Join(workdir, src) {
+					return fmt.Errorf("COPY %s %s: the assembly runs the providers stage in the build context, where %s is not at %s", src, c.DestPath, dest, path.Join(workdir, src))
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // BuildStage runs the `go build` commands of a stage as the image build runs them (the

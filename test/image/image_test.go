@@ -139,7 +139,9 @@ func TestPinsMatchTheTestedVersions(t *testing.T) {
 
 	g.Expect(StageEnv(d.Stage("terraform"))).To(HaveKeyWithValue("TERRAFORM_VERSION", versions["TERRAFORM_VERSION"]))
 	g.Expect(versions["TERRAFORM_VERSION"]).To(Equal(terraformer.TerraformVersion))
-	providers := strings.Fields(StageEnv(d.Stage("providers"))["PROVIDERS"])
+	// The image mirrors the providers the templates require, at the versions they pin.
+	providers, err := RequiredProviders(d, root)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(providers).To(ContainElement("gavinbunney/kubectl@" + versions["KUBECTL_PROVIDER_VERSION"]))
 
 	// The Go toolchain of every build stage satisfies go.mod.
@@ -216,9 +218,11 @@ func TestImageBinaries(t *testing.T) {
 	g.Expect(string(tfHelp)).To(ContainSubstring("-plugin-mirror"))
 }
 
-// TestProviderMirror runs the providers stage's script with the image's default provider
-// variant and shows that it yields the mirror the tests use, byte for byte, and that
-// terraform, configured with the image's CLI configuration, installs from it offline.
+// TestProviderMirror runs the providers stage's command as the image build runs it and
+// shows that it mirrors every provider the templates require (those this machine cannot
+// download it leaves out, and says so), that the providers it builds are the builds the
+// tests use, byte for byte, and that terraform, configured with the image's CLI
+// configuration, installs from the mirror offline.
 func TestProviderMirror(t *testing.T) {
 	g := NewWithT(t)
 	tested := os.Getenv("TERRASEED_PROVIDER_MIRROR")
@@ -230,14 +234,20 @@ func TestProviderMirror(t *testing.T) {
 	commands, err := ShellCommands(d.Stage("providers"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands).To(HaveLen(1))
-	g.Expect(commands[0][0]).To(Equal("mirror-providers"))
+	g.Expect(commands[0][:4]).To(Equal([]string{"go", "run", "./build/providers", "mirror"}))
+
+	required, err := RequiredProviders(d, root)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(required).To(ConsistOf("gavinbunney/kubectl@1.19.0", "hashicorp/aws@5.100.0"))
 
 	mirror := filepath.Join(t.TempDir(), "mirror")
-	stage, err := ProvidersStage(d, root, mirror)
+	var log bytes.Buffer
+	stage, err := ProvidersStage(d, root, mirror, &log)
+	t.Logf("the providers stage:\n%s", log.String())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stage).To(Equal(map[string]string{"/mirror": mirror}))
 
-	var files []string
+	var files, mirrored []string
 	g.Expect(filepath.WalkDir(mirror, func(path string, e os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -249,11 +259,31 @@ func TestProviderMirror(t *testing.T) {
 		if !e.IsDir() {
 			rel, _ := filepath.Rel(mirror, path)
 			files = append(files, rel)
+			// registry.terraform.io/<namespace>/<type>/<version>/<os>_<arch>/<binary>
+			parts := strings.Split(filepath.ToSlash(rel), "/")
+			g.Expect(parts).To(HaveLen(6), rel)
+			g.Expect(parts[0]).To(Equal("registry.terraform.io"))
+			mirrored = append(mirrored, parts[1]+"/"+parts[2]+"@"+parts[3])
 		}
 		return err
 	})).To(Succeed())
-	g.Expect(files).NotTo(BeEmpty())
+	// What the stage mirrored and what it left out are what the templates require.
+	var leftOut []string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "left out "); ok {
+			// left out <source> <version>: <why>
+			words := strings.Fields(rest)
+			g.Expect(len(words)).To(BeNumerically(">", 2), line)
+			leftOut = append(leftOut, words[0]+"@"+strings.TrimSuffix(words[1], ":"))
+		}
+	}
+	g.Expect(append(mirrored, leftOut...)).To(ConsistOf(required))
+	g.Expect(leftOut).To(Or(BeEmpty(), Equal([]string{"hashicorp/aws@5.100.0"})), "only a release download may be left out")
+
 	for _, rel := range files {
+		if strings.HasPrefix(filepath.ToSlash(rel), "registry.terraform.io/hashicorp/") {
+			continue // a release archive's binary, which the tests do not use
+		}
 		ours, err := os.ReadFile(filepath.Join(mirror, rel))
 		g.Expect(err).NotTo(HaveOccurred())
 		theirs, err := os.ReadFile(filepath.Join(tested, rel))
@@ -287,4 +317,24 @@ func TestProviderMirror(t *testing.T) {
 	output, err := init.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", output)
 	g.Expect(string(output)).To(ContainSubstring("Installing gavinbunney/kubectl v" + versions["KUBECTL_PROVIDER_VERSION"]))
+}
+
+// The assembly runs the providers stage only as the image build would run it.
+func TestProvidersStageRefusesWhatItCannotFollow(t *testing.T) {
+	text := dockerfileText(t)
+	const run = `RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" templates`
+	for _, c := range []struct{ name, old, new, want string }{
+		{"a list kept by hand", run, "RUN mirror-providers /mirror gavinbunney/kubectl@1.19.0", "not one `go run"},
+		{"templates elsewhere", "COPY templates templates", "COPY templates /templates", "is not at /src/templates"},
+		{"no templates", run, "RUN go run ./build/providers mirror -out=/mirror", "no template directories"},
+		{"a flag with a separate value", run, `RUN go run ./build/providers mirror -out=/mirror -extra "${EXTRA_PROVIDERS}" templates`, "-name=value"},
+		{"two commands", run, run + " && ls /mirror", "not one `go run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(text).To(ContainSubstring(c.old))
+			_, err := RequiredProviders(parseDockerfile(t, strings.Replace(text, c.old, c.new, 1)), root)
+			g.Expect(err).To(MatchError(ContainSubstring(c.want)))
+		})
+	}
 }
