@@ -113,6 +113,11 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 	infra := req.Object
 	status := &infra.Status.DefaultStatus
 	now := time.Now()
+	// Also what an earlier process found, before this one's first plan.
+	recordDrift(infra)
+	if infra.Status.State != nil {
+		recordStateSize(infra, len(infra.Status.State.Raw))
+	}
 	if !a.planKnown(infra) {
 		if wait := a.nextDriftCheck(infra, now).Sub(now); wait > 0 {
 			return wait
@@ -138,6 +143,7 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 		condition.Message = "a plan found no changes to make"
 	}
 	extension.SetCondition(status, condition)
+	recordDrift(infra)
 	return a.nextDriftCheck(infra, now).Sub(now)
 }
 
