@@ -246,7 +246,8 @@ func TestMonitoringRenders(t *testing.T) {
 		g.Expect(r.Annotations).To(HaveKeyWithValue("runbook", "docs/operating.md#"+strings.ToLower(r.Alert)), r.Alert)
 	}
 	g.Expect(names).To(ContainElements("TerraseedRunsFailing", "TerraseedRunPastDeadline", "TerraseedNoHeartbeat",
-		"TerraseedWebhookErrors", "TerraseedWebhookSlow"))
+		"TerraseedWebhookErrors", "TerraseedWebhookSlow", "TerraseedInfrastructureRunsFailing", "TerraseedInfrastructureDrifted",
+		"TerraseedStateNearLimit", "TerraseedStateTooLarge"))
 	byName := func(rules []rule, name string) rule {
 		for _, r := range rules {
 			if r.Alert == name {
