@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +42,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 	const secret, configuration = "flags-webhook-cert", "flags-controlplane"
 	// A command that starts with these flags writes the Secret and the configuration.
 	good := []string{"--kubeconfig", kubeconfigPath, "--executor=pod", "--terraformer-image=terraformer", "--provider-types=local", "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--heartbeat-namespace", namespace, "--webhook-mode=url", "--webhook-port", fmt.Sprint(freePort(t)), "--webhook-namespace", namespace,
+		"--heartbeat-namespace", namespace, "--webhook-mode=url", "--webhook-port", fmt.Sprint(testenv.FreePort(t)), "--webhook-namespace", namespace,
 		"--webhook-secret", secret, "--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir()}
 	for _, bad := range [][]string{
 		{"--drift-interval=-1m"},
@@ -87,15 +86,4 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 	}).WithTimeout(time.Minute).Should(Succeed())
 	stop()
 	g.Expect(<-done).To(Succeed())
-}
-
-// freePort is a TCP port nothing listens on at the moment.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
