@@ -13,7 +13,8 @@ export TERRASEED_PROVIDER_MIRROR := $(TOOLS_CACHE)/provider-mirror
 export TERRASEED_NODE_BINARIES := $(TOOLS_CACHE)/node-$(KUBERNETES_VERSION)
 CONTROLLER_GEN := $(TOOLS_CACHE)/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
-export CONTROLLER_GEN HELM
+STATICCHECK := $(TOOLS_CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+export CONTROLLER_GEN HELM STATICCHECK
 
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
@@ -49,6 +50,7 @@ env: ## Print the environment the tests use, for `eval "$$(make -s env)"`.
 	@echo "export TERRASEED_NODE_BINARIES=$(TERRASEED_NODE_BINARIES)"
 	@echo "export CONTROLLER_GEN=$(CONTROLLER_GEN)"
 	@echo "export HELM=$(HELM)"
+	@echo "export STATICCHECK=$(STATICCHECK)"
 
 .PHONY: generate
 generate: ## Regenerate deepcopy functions.
@@ -60,13 +62,22 @@ manifests: ## Regenerate the CRDs into the Helm chart.
 	@bash test/tools/bootstrap.sh controller-gen
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=charts/terraseed/crds
 
+# The packages whose code runs concurrently (the reconcilers' operations and heartbeat,
+# the run scheduler and executors, the terraformer's state watching, the webhook's
+# certificate rotation): `make verify` runs their tests under the race detector, which
+# needs cgo; their tests use the tools `make run` uses.
+RACE_PACKAGES := ./controller/extension/... ./terraform/executor/... ./terraform/terraformer/... ./webhook/...
+
 .PHONY: verify
-verify: ## Fail when generated files are stale, code is unformatted or vet complains.
-	@bash test/tools/bootstrap.sh controller-gen
+verify: ## Fail when generated files are stale, code is unformatted, vet or staticcheck complains, or a race shows in the concurrent packages' tests.
+	@bash test/tools/bootstrap.sh controller-gen staticcheck $(RUN_TOOLS)
 	bash test/tools/verify-generated.sh .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	cd test/compat && go vet ./...
+	$(STATICCHECK) ./...
+	cd test/compat && $(STATICCHECK) ./...
+	CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 .PHONY: build
 build: ## Build every package.

@@ -377,7 +377,7 @@ func placeObject(obj *unstructured.Unstructured, namespace string) error {
 		return fmt.Errorf("%s %s is in namespace %q: control-plane objects belong in the ControlPlane's namespace; leave metadata.namespace out", obj.GetKind(), obj.GetName(), ns)
 	}
 	if obj.GetKind() == "Namespace" && obj.GroupVersionKind().Group == "" {
-		return fmt.Errorf("Namespace %s: a control plane deploys into the shoot namespace and cannot create namespaces", obj.GetName())
+		return fmt.Errorf("a control plane deploys into the shoot namespace and cannot create namespaces: Namespace %s", obj.GetName())
 	}
 	obj.SetNamespace(namespace)
 	return nil

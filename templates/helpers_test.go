@@ -79,18 +79,3 @@ func render(t testing.TB, r *templates.Registry, c renderCase) *templates.Render
 	}
 	return out
 }
-
-// writeConfig writes a rendered configuration into a fresh directory for terraform.
-func writeConfig(t testing.TB, out *templates.Rendered) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range out.Files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "terraform.tfvars.json"), out.TFVarsJSON, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}

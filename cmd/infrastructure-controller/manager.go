@@ -124,8 +124,85 @@ func newScheme() *k8sruntime.Scheme {
 	return scheme
 }
 
+// validate checks every option that can be checked without the API server, each error
+// naming its flag: newManager calls it before it writes anything there (the webhook's
+// certificate Secret and configuration), so that a mistyped flag leaves the seed as it was.
+func (o managerOptions) validate() error {
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
+	}
+	if o.maxRuns < 1 {
+		return fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
+	}
+	if o.driftShare <= 0 || o.driftShare > 1 {
+		return fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+	}
+	if o.driftInterval < 0 {
+		return fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+	}
+	for flag, d := range map[string]time.Duration{"--run-timeout": o.runTimeout, "--pod-creation-timeout": o.podCreationTimeout, "--controlplane-health-period": o.controlPlaneHealth} {
+		if d < 0 {
+			return fmt.Errorf("%s: %s is negative", flag, d)
+		}
+	}
+	if _, err := parseClasses(o.classes); err != nil {
+		return fmt.Errorf("--extension-classes: %w", err)
+	}
+	if _, _, err := o.providerTypes(); err != nil {
+		return err
+	}
+	if _, err := o.webhook.build(); err != nil {
+		return err
+	}
+	if o.openTofu && o.terraform == "" {
+		return errors.New("--terraform must name the OpenTofu binary with --opentofu")
+	}
+	switch o.executor {
+	case "local":
+	case "pod":
+		if o.terraformerImage == "" {
+			return errors.New("--terraformer-image is required with --executor=pod")
+		}
+		if _, err := parseLabels(o.terraformerPodLabels); err != nil {
+			return fmt.Errorf("--terraformer-pod-labels: %w", err)
+		}
+		if _, err := o.terraformerResources(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+	}
+	return nil
+}
+
+// providerTypes are the embedded providers and those of --providers-dir, and the types
+// to serve: --provider-types, or every one known.
+func (o managerOptions) providerTypes() (*templates.Registry, []string, error) {
+	var dirs []string
+	if o.providersDir != "" {
+		dirs = append(dirs, o.providersDir)
+	}
+	providers, err := templates.NewRegistry(dirs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--providers-dir: %w", err)
+	}
+	if o.types == "" {
+		return providers, providers.Types(), nil
+	}
+	types := strings.Split(o.types, ",")
+	for _, t := range types {
+		if _, err := providers.Provider(t); err != nil {
+			return nil, nil, fmt.Errorf("--provider-types: %w", err)
+		}
+	}
+	return providers, types, nil
+}
+
 // newManager builds a manager running the Infrastructure controller with the configured executor.
 func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manager.Manager, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
@@ -159,22 +236,9 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		return nil, err
 	}
 
-	var dirs []string
-	if o.providersDir != "" {
-		dirs = append(dirs, o.providersDir)
-	}
-	providers, err := templates.NewRegistry(dirs...)
+	providers, types, err := o.providerTypes()
 	if err != nil {
 		return nil, err
-	}
-	types := providers.Types()
-	if o.types != "" {
-		types = strings.Split(o.types, ",")
-		for _, t := range types {
-			if _, err := providers.Provider(t); err != nil {
-				return nil, fmt.Errorf("--provider-types: %w", err)
-			}
-		}
 	}
 	classes, err := parseClasses(o.classes)
 	if err != nil {
@@ -189,18 +253,6 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
 			return nil, err
 		}
-	}
-	if o.driftInterval < 0 {
-		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
-	}
-	if o.maxRuns < 1 {
-		return nil, fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
-	}
-	if o.driftShare <= 0 || o.driftShare > 1 {
-		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
-	}
-	if o.concurrency < 1 {
-		return nil, fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
 	}
 	executor, err := o.newExecutor(ctx, mgr)
 	if err != nil {

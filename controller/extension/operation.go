@@ -221,6 +221,7 @@ func (op *operation[T]) finish(ctx context.Context, opType extensionsv1alpha1.La
 		return ctrl.Result{RequeueAfter: opErr.RetryAfter}, nil
 	}
 	setFailure(op.status(), opType, opErr, op.now())
+	countError(op.r.Kind, opErr.Codes)
 	op.recordTransition(opType)
 	if opErr.Terminal {
 		return ctrl.Result{}, reconcile.TerminalError(err)

@@ -60,6 +60,7 @@ func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, 
 	if _, err := mgr.GetCache().GetInformer(ctx, &extensionsv1alpha1.Cluster{}); err != nil {
 		return fmt.Errorf("watching Clusters: %w", err)
 	}
+	initErrorMetrics(r.Kind)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(r.Kind)).
 		For(r.NewObject(), builder.WithPredicates(

@@ -225,14 +225,6 @@ func peakRSSMiB() float64 {
 	return float64(usage.Maxrss) / 1024
 }
 
-func mustRead(b *testing.B, path string) []byte {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
-}
-
 func mustWrite(b *testing.B, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		b.Fatal(err)

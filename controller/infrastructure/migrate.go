@@ -48,12 +48,14 @@ func (op *operation) migrate(ctx context.Context) error {
 		encoded, err := encodeState(state)
 		var tooLarge *stateTooLargeError
 		if errors.As(err, &tooLarge) {
+			recordStateSize(op.infra, tooLarge.size)
 			return extension.InvalidInput(ReasonStateTooLarge, "status.state: %w; it stays in ConfigMap %s/%s", err, op.infra.Namespace, op.objects().StateName())
 		}
 		if err != nil {
 			return err
 		}
 		op.infra.Status.State = encoded
+		recordStateSize(op.infra, len(encoded.Raw))
 		// The state must be safe in the status before the objects that hold it go.
 		if err := op.req.PatchStatus(ctx); err != nil {
 			return err
@@ -69,11 +71,13 @@ func (op *operation) migrate(ctx context.Context) error {
 func (op *operation) keepStateInStatus(state []byte) error {
 	if len(state) == 0 {
 		op.infra.Status.State = nil
+		recordStateSize(op.infra, 0)
 		return nil
 	}
 	encoded, err := encodeState(state)
 	var tooLarge *stateTooLargeError
 	if errors.As(err, &tooLarge) {
+		recordStateSize(op.infra, tooLarge.size)
 		if op.infra.Status.State != nil || op.req.FirstRun {
 			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
 				"The %s: it is kept in ConfigMap %s only", err, op.objects().StateName())
@@ -85,6 +89,7 @@ func (op *operation) keepStateInStatus(state []byte) error {
 		return err
 	}
 	op.infra.Status.State = encoded
+	recordStateSize(op.infra, len(encoded.Raw))
 	return nil
 }
 

@@ -107,12 +107,18 @@ func (op *operation) refused(err error) error {
 // configuration. Each Infrastructure's plans fall at its own point of the interval (see
 // nextDriftCheck), so that a seed's plans spread over it, also after a restart.
 func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
+	infra := req.Object
+	// What an earlier process recorded, before this one's first apply or plan; with or
+	// without drift checks.
+	if infra.Status.State != nil {
+		recordStateSize(infra, len(infra.Status.State.Raw))
+	}
 	if a.DriftInterval <= 0 {
 		return 0
 	}
-	infra := req.Object
 	status := &infra.Status.DefaultStatus
 	now := time.Now()
+	recordDrift(infra)
 	if !a.planKnown(infra) {
 		if wait := a.nextDriftCheck(infra, now).Sub(now); wait > 0 {
 			return wait
@@ -138,6 +144,7 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 		condition.Message = "a plan found no changes to make"
 	}
 	extension.SetCondition(status, condition)
+	recordDrift(infra)
 	return a.nextDriftCheck(infra, now).Sub(now)
 }
 

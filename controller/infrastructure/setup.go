@@ -174,8 +174,10 @@ func (a *Actuator) Restore(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).restore(ctx))
 }
 
-// Forget drops what the scheduler kept of a run of an Infrastructure that is gone.
+// Forget drops what the scheduler kept of a run of an Infrastructure that is gone, and
+// its metrics.
 func (a *Actuator) Forget(key client.ObjectKey) {
+	forgetMetrics(key)
 	if a.runs != nil {
 		a.runs.Forget(runID(key))
 	}

@@ -16,8 +16,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,12 +89,8 @@ func TestResourceConflictIsADependencyError(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 1)
 	f.writeConfig("testdata/conflict")
-	taken := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: "taken"},
-		Data:       map[string]string{"owner": "someone-else"},
-	}
-	g.Expect(env.Client.Patch(context.Background(), taken, client.Apply, client.FieldOwner("someone-else"))).To(Succeed())
+	taken := corev1ac.ConfigMap("taken", f.namespace).WithData(map[string]string{"owner": "someone-else"})
+	g.Expect(env.Client.Apply(context.Background(), taken, client.FieldOwner("someone-else"))).To(Succeed())
 
 	_, err := f.run(terraformer.Apply)
 	re := expectRunError(g, err)

@@ -58,14 +58,6 @@ func runFailure(g Gomega, termination string) *terraformer.RunError {
 	return re
 }
 
-// waitForItems waits until at least n of the test's ConfigMaps exist.
-func (f *fixture) waitForItems(n int) {
-	f.t.Helper()
-	NewWithT(f.t).Eventually(func(g Gomega) {
-		g.Expect(len(f.items(g))).To(BeNumerically(">=", n))
-	}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Millisecond).Should(Succeed())
-}
-
 // descendants returns pid and every process below it: the terraformer, terraform and
 // its provider plugins.
 func descendants(pid int) []int {

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,18 +38,32 @@ func series(name, labels, values string) string {
 	sel := labels
 	for _, l := range []string{ns, instance} {
 		key, _, _ := strings.Cut(l, "=")
-		if !strings.Contains(labels, key+"=") {
+		if !strings.HasPrefix(labels, key+"=") && !strings.Contains(labels, ","+key+"=") {
 			sel = strings.TrimPrefix(sel+","+l, ",")
 		}
 	}
 	return name + "{" + sel + "} " + values
 }
 
+// Labels naming one Infrastructure in the per-Infrastructure metrics.
+const (
+	infraA = `infrastructure_namespace="shoot--dev--a",infrastructure_name="a"`
+	infraB = `infrastructure_namespace="shoot--dev--b",infrastructure_name="b"`
+)
+
 var alertCases = []alertCase{
-	{"failures are a large share of the runs", "TerraseedRunsFailing", []string{
+	{"failures of several Infrastructures are a large share of the runs", "TerraseedRunsFailing", []string{
 		series("terraseed_terraform_runs_total", `command="apply",result="failed"`, "0+1x120"),
 		series("terraseed_terraform_runs_total", `command="apply",result="succeeded"`, "0+1x120"),
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "0+1x120"),
+		series("terraseed_infrastructure_failed_runs", infraB+`,command="apply"`, "1 0 1 0x10 1x107"),
 	}, true},
+	{"one Infrastructure's failures are a large share of the runs", "TerraseedRunsFailing", []string{
+		series("terraseed_terraform_runs_total", `command="apply",result="failed"`, "0+1x120"),
+		series("terraseed_terraform_runs_total", `command="apply",result="succeeded"`, "0+1x120"),
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "0+1x120"),
+		series("terraseed_infrastructure_failed_runs", infraB+`,command="apply"`, "0x120"),
+	}, false},
 	{"one failure in an hour", "TerraseedRunsFailing", []string{
 		series("terraseed_terraform_runs_total", `command="apply",result="failed"`, "0x60 1x60"),
 		series("terraseed_terraform_runs_total", `command="apply",result="succeeded"`, "0+1x120"),
@@ -84,6 +99,59 @@ var alertCases = []alertCase{
 	{"runs under way for less than runTimeout since the data begins", "TerraseedRunPastDeadline", []string{
 		series("process_start_time_seconds", "", "0x50"),
 		series("terraseed_terraform_runs_in_flight", "", "1x50"),
+	}, false},
+
+	{"one Infrastructure's applies fail one after the other", "TerraseedInfrastructureRunsFailing", []string{
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "1 2 3x20"),
+		series("terraseed_infrastructure_failed_runs", infraB+`,command="apply"`, "0x22"),
+	}, true},
+	{"an Infrastructure's apply fails twice, then succeeds", "TerraseedInfrastructureRunsFailing", []string{
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "1 2 0x20"),
+	}, false},
+	{"an Infrastructure's apply failed twice, terminally", "TerraseedInfrastructureRunsFailing", []string{
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "1 2x30"),
+	}, false},
+	{"an Infrastructure's applies failed three times a while ago", "TerraseedInfrastructureRunsFailing", []string{
+		series("terraseed_infrastructure_failed_runs", infraA+`,command="apply"`, "1 2 3x5 0x20"),
+	}, false},
+
+	{"an Infrastructure drifted an hour ago", "TerraseedInfrastructureDrifted", []string{
+		series("terraseed_infrastructure_drift_state", infraA+`,state="in_sync"`, "1x10"),
+		series("terraseed_infrastructure_drift_state", infraA+`,state="drifted"`, "_x10 1x70"),
+	}, true},
+	{"an Infrastructure drifted and was applied again", "TerraseedInfrastructureDrifted", []string{
+		series("terraseed_infrastructure_drift_state", infraA+`,state="drifted"`, "1x30"),
+		series("terraseed_infrastructure_drift_state", infraA+`,state="in_sync"`, "_x30 1x50"),
+	}, false},
+	{"the drift checks fail", "TerraseedInfrastructureDrifted", []string{
+		series("terraseed_infrastructure_drift_state", infraA+`,state="check_failed"`, "1x90"),
+	}, false},
+
+	{"a state takes 86% of the limit", "TerraseedStateNearLimit", []string{
+		series("terraseed_infrastructure_state_limit_bytes", "", "1048576x70"),
+		series("terraseed_infrastructure_state_bytes", infraA, "900000x70"),
+		series("terraseed_infrastructure_state_bytes", infraB, "1000x70"),
+	}, true},
+	{"states take half the limit", "TerraseedStateNearLimit", []string{
+		series("terraseed_infrastructure_state_limit_bytes", "", "1048576x70"),
+		series("terraseed_infrastructure_state_bytes", infraA, "524288x70"),
+	}, false},
+	{"a state past the limit", "TerraseedStateNearLimit", []string{
+		series("terraseed_infrastructure_state_limit_bytes", "", "1048576x70"),
+		series("terraseed_infrastructure_state_bytes", infraA, "2000000x70"),
+	}, false},
+
+	{"a state past the limit", "TerraseedStateTooLarge", []string{
+		series("terraseed_infrastructure_state_limit_bytes", "", "1048576x10"),
+		series("terraseed_infrastructure_state_bytes", infraA, "2000000x10"),
+	}, true},
+	{"a state near the limit", "TerraseedStateTooLarge", []string{
+		series("terraseed_infrastructure_state_limit_bytes", "", "1048576x10"),
+		series("terraseed_infrastructure_state_bytes", infraA, "1000000x10"),
+	}, false},
+	{"a state past the limit of another release", "TerraseedStateTooLarge", []string{
+		series("terraseed_infrastructure_state_limit_bytes", `namespace="elsewhere"`, "1048576x10"),
+		series("terraseed_infrastructure_state_bytes", infraA+`,namespace="elsewhere"`, "2000000x10"),
 	}, false},
 
 	{"no replica leads", "TerraseedNoHeartbeat", []string{
@@ -188,9 +256,36 @@ func TestAlertNoHeartbeatWithoutLeaderElection(t *testing.T) {
 	g.Expect(evaluate(t, r, []string{series("terraseed_terraform_runs_in_flight", `namespace="elsewhere"`, "0x10")})).To(BeTrue())
 }
 
+// The alerts about one Infrastructure name it in their labels and their summary.
+func TestAlertsNameTheInfrastructure(t *testing.T) {
+	g := NewWithT(t)
+	byName := map[string]rule{}
+	for _, r := range chartRules(t, render(t, "garden-terraseed", monitoringValues...)) {
+		byName[r.Alert] = r
+	}
+	for _, c := range alertCases {
+		perInfrastructure := []string{"TerraseedInfrastructureRunsFailing", "TerraseedInfrastructureDrifted", "TerraseedStateNearLimit", "TerraseedStateTooLarge"}
+		if !c.fires || !slices.Contains(perInfrastructure, c.alert) {
+			continue
+		}
+		alerting := evaluateRule(t, byName[c.alert], c.series)
+		active := alerting.ActiveAlerts()
+		g.Expect(active).To(HaveLen(1), "%s: %s", c.alert, c.name)
+		g.Expect(active[0].Labels.Get("infrastructure_namespace")).To(Equal("shoot--dev--a"), c.alert)
+		g.Expect(active[0].Labels.Get("infrastructure_name")).To(Equal("a"), c.alert)
+		g.Expect(active[0].Annotations.Get("summary")).To(ContainSubstring("shoot--dev--a/a"), c.alert)
+	}
+}
+
 // evaluate loads the series, evaluates the rule every minute over them as Prometheus's
 // rule manager does, and tells whether the alert fires at the end.
 func evaluate(t *testing.T, r rule, input []string) bool {
+	t.Helper()
+	return evaluateRule(t, r, input).State() == rules.StateFiring
+}
+
+// evaluateRule is evaluate's rule after its last evaluation.
+func evaluateRule(t *testing.T, r rule, input []string) *rules.AlertingRule {
 	t.Helper()
 	g := NewWithT(t)
 	storage := promqltest.LoadedStorage(t, "load 1m\n  "+strings.Join(input, "\n  "))
@@ -228,5 +323,5 @@ func evaluate(t *testing.T, r rule, input []string) bool {
 		// As the rule group does after each evaluation.
 		alerting.SetEvaluationTimestamp(ts)
 	}
-	return alerting.State() == rules.StateFiring
+	return alerting
 }

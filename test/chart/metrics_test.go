@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/serving"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // The metrics are served over HTTPS (HTTP/1.1 only) to callers the API server
@@ -44,7 +45,7 @@ func TestMetricsAreServedToAuthorizedReadersOnly(t *testing.T) {
 	}
 
 	// The controller's metrics server, as the chart's ServiceAccount.
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	mgr, err := ctrl.NewManager(serviceAccountConfig(release, "terraseed"), ctrl.Options{
 		Scheme: env.Scheme, Metrics: serving.MetricsOptions(fmt.Sprintf("127.0.0.1:%d", port), true), HealthProbeBindAddress: "0",
 	})

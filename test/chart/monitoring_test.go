@@ -246,7 +246,8 @@ func TestMonitoringRenders(t *testing.T) {
 		g.Expect(r.Annotations).To(HaveKeyWithValue("runbook", "docs/operating.md#"+strings.ToLower(r.Alert)), r.Alert)
 	}
 	g.Expect(names).To(ContainElements("TerraseedRunsFailing", "TerraseedRunPastDeadline", "TerraseedNoHeartbeat",
-		"TerraseedWebhookErrors", "TerraseedWebhookSlow"))
+		"TerraseedWebhookErrors", "TerraseedWebhookSlow", "TerraseedInfrastructureRunsFailing", "TerraseedInfrastructureDrifted",
+		"TerraseedStateNearLimit", "TerraseedStateTooLarge"))
 	byName := func(rules []rule, name string) rule {
 		for _, r := range rules {
 			if r.Alert == name {
@@ -353,7 +354,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 
 	release := env.Namespace(t)
 	configuration := "monitoring-" + release
-	metricsAddress := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	metricsAddress := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	logPath := filepath.Join(t.TempDir(), "controller.log")
 	log, err := os.Create(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -363,7 +364,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 		"--work-dir", t.TempDir(), "--provider-types=local",
 		"--metrics-bind-address", metricsAddress, "--metrics-secure=false", "--health-probe-bind-address=0",
 		"--leader-elect=true", "--leader-election-namespace", release, "--heartbeat-namespace", release,
-		"--webhook-mode=url", "--webhook-port", fmt.Sprint(freePort(t)), "--webhook-namespace", release,
+		"--webhook-mode=url", "--webhook-port", fmt.Sprint(testenv.FreePort(t)), "--webhook-namespace", release,
 		"--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir())
 	cmd.Stdout, cmd.Stderr = log, log
 	g.Expect(cmd.Start()).To(Succeed())

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/test/testenv"
 	"github.com/terraseed/terraseed/webhook/controlplane"
 )
 
@@ -88,7 +88,7 @@ func runWebhookAs(t *testing.T, release string) (stop func()) {
 	registry, err := templates.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
 	w, err := controlplane.New(controlplane.Options{
-		Port: freePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
+		Port: testenv.FreePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
 		SecretName: "terraseed-webhook-cert", ConfigurationName: "webhook-terraseed-controlplane",
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -117,14 +117,4 @@ func runWebhookAs(t *testing.T, release string) (stop func()) {
 		t.Fatal("the webhook's certificate was not ready within a minute")
 	}
 	return stop
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

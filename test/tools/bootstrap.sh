@@ -51,6 +51,7 @@ declare -A estimate=(
   [build_tofu]=400
   [build_helm]=200
   [build_controller_gen]=90
+  [build_staticcheck]=120
 )
 
 # build NAME DIR CHECKFILE FUNCTION: queues FUNCTION, to run with $out set to a scratch
@@ -222,6 +223,12 @@ build_controller_gen() {
   (cd "$here" && go build -trimpath -o "$out/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
 }
 
+# staticcheck, which `make verify` runs. The pin is the module's version (0.8.2), which
+# staticcheck -version prints beside the release's name (2026.2.2).
+build_staticcheck() {
+  (cd "$out" && GOBIN="$out" go install "honnef.co/go/tools/cmd/staticcheck@v$STATICCHECK_VERSION")
+}
+
 build_helm() {
   (cd "$out" && GOBIN="$out" go install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION")
 }
@@ -238,7 +245,7 @@ link_opentofu_mirror() {
   done
 }
 
-want=${*:-terraform tofu kubectl-provider control-plane node controller-gen helm}
+want=${*:-terraform tofu kubectl-provider control-plane node controller-gen helm staticcheck}
 for tool in $want; do
   case $tool in
     terraform) build terraform "$cache/terraform-$TERRAFORM_VERSION" terraform build_terraform ;;
@@ -250,6 +257,7 @@ for tool in $want; do
     node) build "kubelet + kube-scheduler + kube-controller-manager" "$cache/node-$KUBERNETES_VERSION" kube-controller-manager build_node ;;
     controller-gen) build controller-gen "$cache/controller-gen-$CONTROLLER_TOOLS_VERSION" controller-gen build_controller_gen ;;
     helm) build helm "$cache/helm-$HELM_VERSION" helm build_helm ;;
+    staticcheck) build staticcheck "$cache/staticcheck-$STATICCHECK_VERSION" staticcheck build_staticcheck ;;
     *) log "unknown tool $tool"; exit 2 ;;
   esac
 done

@@ -83,7 +83,7 @@ func startWebhookWith(t *testing.T, configure func(*controlplane.Options), dirs 
 	registry, err := templates.NewRegistry(dirs...)
 	g.Expect(err).NotTo(HaveOccurred())
 	release := env.Namespace(t)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	w := &webhookUnderTest{port: port, providers: registry, options: controlplane.Options{
 		Port:              port,
 		CertDir:           t.TempDir(),
@@ -180,16 +180,6 @@ func (w *webhookUnderTest) servedBy(caPEM []byte) error {
 		return err
 	}
 	return conn.Close()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // shootNamespace creates a namespace labelled as Gardener labels a shoot namespace of

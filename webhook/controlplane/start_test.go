@@ -38,6 +38,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // Gardener's kube-apiserver and kube-controller-manager Deployments of today, written into
@@ -94,7 +95,7 @@ func TestMutatedControlPlaneStarts(t *testing.T) {
 			createCluster(t, ns, `{"spec": {"kubernetes": {"version": "`+version+`"}, "region": "eu-west-1"}}`)
 			writeControlPlaneConfigMaps(t, ns, c.provider, c.config, c.infrastructureStatus)
 			pki := newShootPKI(t)
-			apiserverPort, controllerManagerPort := freePort(t), freePort(t)
+			apiserverPort, controllerManagerPort := testenv.FreePort(t), testenv.FreePort(t)
 			pki.writeSecrets(t, ns, apiserverPort)
 
 			kas, err := create(ctx, ns, readDeployment(t, "gardener-kube-apiserver.yaml"))

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// A bad flag stops the command before it writes anything to the API server: the error
+// names the flag, and the webhook's certificate Secret and configuration, which the
+// manager writes first once the flags are good, do not exist.
+func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	if errors.Is(err, testenv.ErrAssetsMissing) {
+		t.Skip(err)
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig, err := env.AdminKubeconfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	// KUBECONFIG is what --kubeconfig sets; restored after the test.
+	t.Setenv("KUBECONFIG", "")
+
+	ctx := context.Background()
+	namespace := env.Namespace(t)
+	const secret, configuration = "flags-webhook-cert", "flags-controlplane"
+	// A command that starts with these flags writes the Secret and the configuration.
+	good := []string{"--kubeconfig", kubeconfigPath, "--executor=pod", "--terraformer-image=terraformer", "--provider-types=local", "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--heartbeat-namespace", namespace, "--webhook-mode=url", "--webhook-port", fmt.Sprint(testenv.FreePort(t)), "--webhook-namespace", namespace,
+		"--webhook-secret", secret, "--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir()}
+	for _, bad := range [][]string{
+		{"--drift-interval=-1m"},
+		{"--max-runs=0"},
+		{"--drift-share=1.5"},
+		{"--drift-share=0"},
+		{"--concurrency=0"},
+		{"--run-timeout=-1h"},
+		{"--pod-creation-timeout=-1s"},
+		{"--controlplane-health-period=-30s"},
+		{"--extension-classes=shoot,cluster"},
+		{"--provider-types=local,nowhere"},
+		{"--executor=nowhere"},
+		{"--terraformer-image="},
+		{"--terraformer-memory-limit=lots"},
+		{"--terraformer-pod-labels=a b=c"},
+		{"--opentofu", "--terraform="},
+		{"--executor=local", "--concurrency=-1"},
+		{"--webhook-mode=sometimes"},
+	} {
+		flag, _, _ := strings.Cut(bad[len(bad)-1], "=")
+		// A flag let through starts the manager, which runs until the deadline.
+		started, stop := context.WithTimeout(ctx, 20*time.Second)
+		err := runController(started, append(append([]string{}, good...), bad...))
+		stop()
+		g.Expect(err).To(MatchError(ContainSubstring(flag)), "%v", bad)
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secret}, &corev1.Secret{}))).To(BeTrue(), "%v: no webhook certificate Secret", bad)
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: configuration}, &admissionregistrationv1.MutatingWebhookConfiguration{}))).To(BeTrue(), "%v: no webhook configuration", bad)
+		var secrets corev1.SecretList
+		g.Expect(env.Client.List(ctx, &secrets, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "%v: nothing written in the namespace", bad)
+	}
+
+	// The same command with good flags writes both.
+	running, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runController(running, good) }()
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secret}, &corev1.Secret{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: configuration}, &admissionregistrationv1.MutatingWebhookConfiguration{})).To(Succeed())
+	}).WithTimeout(time.Minute).Should(Succeed())
+	stop()
+	// How it stops is not this test's subject; on a busy machine a runnable may outlast
+	// the manager's grace period.
+	if err := <-done; err != nil {
+		t.Logf("the manager stopped with: %v", err)
+	}
+}
