@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,7 +35,7 @@ func main() {
 // run is the command: it returns the exit status and the error that explains it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (int, error) {
 	if len(args) == 0 {
-		return 2, errors.New(usage)
+		return 2, fmt.Errorf("no command\n%s", usage)
 	}
 	fs := flag.NewFlagSet("providers "+args[0], flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
