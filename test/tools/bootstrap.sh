@@ -34,19 +34,20 @@ exec 3>&2
 
 # Go compiles the packages of one build on every core already, so builds side by side
 # mostly compete for the cores and memory. The default is one build per two cores, at
-# least one: reasoned, not yet measured against two at a time (README.md says how).
+# least one: on 2 cores one at a time set up `make run`'s tools in 923 s, two at a time in
+# 939 s with 11% more CPU time (README.md, "How long the first run takes").
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 2)
 jobs=${TERRASEED_TOOLS_JOBS:-$(( cores / 2 > 1 ? cores / 2 : 1 ))}
 
 # Seconds each build takes on a 2-core machine with empty Go build and module caches: the
 # longest start first, and they make the estimate shown up front. Those of `make run`'s
-# tools were measured one at a time on a shared 2-core machine (load 3 to 13 from other
-# work, README.md); the others are rough guesses, not measured one at a time yet. A tool
+# tools were measured one at a time on a new, quiet 2-core machine with every cache empty
+# (README.md); the others are rough guesses, not measured one at a time yet. A tool
 # missing here counts as 120 s.
 declare -A estimate=(
-  [build_control_plane]=1176
-  [build_kubectl_provider]=341
-  [build_terraform]=276
+  [build_control_plane]=571
+  [build_kubectl_provider]=147
+  [build_terraform]=205
   [build_node]=900
   [build_tofu]=400
   [build_helm]=200
