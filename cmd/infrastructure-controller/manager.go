@@ -36,6 +36,7 @@ import (
 	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
@@ -104,7 +105,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
-	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
@@ -366,7 +367,7 @@ func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (e
 			Client:        mgr.GetClient(),
 			TerraformPath: terraformPath,
 			OpenTofu:      o.openTofu,
-			Plugins:       terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
+			Plugins:       run.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
 			BaseDir:       filepath.Join(o.workDir, "runs"),
 			StopTimeout:   time.Minute,
 		}, nil

@@ -34,7 +34,7 @@ type LocalExecutor struct {
 	TerraformPath string
 	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
 	OpenTofu bool
-	Plugins  terraformer.Plugins
+	Plugins  run.Plugins
 	// BaseDir holds one directory per run ID.
 	BaseDir     string
 	Parallelism int
@@ -43,7 +43,7 @@ type LocalExecutor struct {
 	// StopTimeout is how long a cancelled run may take to stop before it is killed.
 	StopTimeout time.Duration
 	// ProgressInterval is how often the run writes its progress and it is read;
-	// terraformer.DefaultProgressInterval when zero.
+	// run.DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
 
 	guard runGuard
@@ -53,7 +53,7 @@ var _ Executor = (*LocalExecutor)(nil)
 
 // Run runs the request and waits for it. Cancelling ctx interrupts terraform, and waits
 // for it to stop and for the state to be saved.
-func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Result, error) {
+func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	result, err := t.Run(ctx)
 	stopProgress()
 	if err != nil {
-		re := terraformer.RunErrorOf(t.Phases(), err)
+		re := run.ErrorOf(t.Phases(), err)
 		fmt.Fprintln(output, "run failed:", re.Error())
 		return nil, re
 	}
@@ -140,13 +140,13 @@ func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.j
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
 
 // resultFromState reads a finished run's outputs from the stored state.
-func resultFromState(ctx context.Context, store *state.StateStore, command terraformer.Command) (*terraformer.Result, error) {
+func resultFromState(ctx context.Context, store *state.StateStore, command run.Command) (*run.Result, error) {
 	return resultOf(command, func() ([]byte, error) { return store.Load(ctx) })
 }
 
-func resultOf(command terraformer.Command, saved func() ([]byte, error)) (*terraformer.Result, error) {
-	if command == terraformer.Validate {
-		return &terraformer.Result{Outputs: map[string]any{}}, nil
+func resultOf(command run.Command, saved func() ([]byte, error)) (*run.Result, error) {
+	if command == run.Validate {
+		return &run.Result{Outputs: map[string]any{}}, nil
 	}
 	data, err := saved()
 	if err != nil {
@@ -156,7 +156,7 @@ func resultOf(command terraformer.Command, saved func() ([]byte, error)) (*terra
 	if err != nil {
 		return nil, err
 	}
-	return &terraformer.Result{Outputs: outputs, State: data}, nil
+	return &run.Result{Outputs: outputs, State: data}, nil
 }
 
 // runEnv is the terraformer's environment: what a process needs to run, and the

@@ -41,18 +41,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		purpose                string
 		kubeconfig             = flags.String("kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
 		workDir                = flags.String("work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
-		terraformPath          = flags.String("terraform", "", "terraform binary of version "+TerraformVersion+" (default: found on PATH)")
+		terraformPath          = flags.String("terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
 		allowInstall           = flags.Bool("allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
 		installDir             = flags.String("terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
 		parallelism            = flags.Int("parallelism", 0, "concurrent terraform operations (default: terraform's)")
 		terminationMessagePath = flags.String("termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 		finalSaveTimeout       = flags.Duration("final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
-		openTofu               = flags.Bool("opentofu", false, "the binary of --terraform is OpenTofu "+OpenTofuVersion)
+		openTofu               = flags.Bool("opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
 		protected              = flags.String("protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 		allowDestroy           = flags.Bool("allow-destroy", false, "let an apply destroy or replace resources of the protected types")
-		progressInterval       = flags.Duration("progress-interval", DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
+		progressInterval       = flags.Duration("progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
 		reportFile             = flags.String("report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
-		plugins                Plugins
+		plugins                run.Plugins
 	)
 	flags.StringVar(&objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
 	flags.StringVar(&objects.ID.Name, "name", "", "name of the owner, e.g. the Infrastructure; the object names derive from it (required)")
@@ -71,7 +71,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
-	command, err := ParseCommand(args[0])
+	command, err := run.ParseCommand(args[0])
 	if err != nil {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -84,14 +84,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var t *Terraformer
 	fail := func(err error) int {
-		var phases Phases
+		var phases run.Phases
 		if t != nil {
 			phases = t.Phases()
 		}
-		if werr := WriteTerminationMessage(*terminationMessagePath, phases, err); werr != nil {
+		if werr := run.WriteTerminationMessage(*terminationMessagePath, phases, err); werr != nil {
 			log.Error(werr, "terminationMessageNotWritten")
 		}
-		fmt.Fprintln(stderr, failurePrefix+err.Error())
+		fmt.Fprintln(stderr, run.FailurePrefix+err.Error())
 		return 1
 	}
 	objects.ID.Purpose = run.Purpose(purpose)
@@ -136,7 +136,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := WriteTerminationMessage(*terminationMessagePath, result.Phases, nil); err != nil {
+	if err := run.WriteTerminationMessage(*terminationMessagePath, result.Phases, nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
