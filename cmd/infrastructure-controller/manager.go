@@ -18,7 +18,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,7 +36,6 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // managerOptions configure the controller, in a cluster or embedded.
@@ -155,25 +153,31 @@ func (o managerOptions) validate() error {
 	if _, err := o.webhook.build(); err != nil {
 		return err
 	}
-	if o.openTofu && o.terraform == "" {
-		return errors.New("--terraform must name the OpenTofu binary with --opentofu")
-	}
-	switch o.executor {
-	case "local":
-	case "pod":
-		if o.terraformerImage == "" {
-			return errors.New("--terraformer-image is required with --executor=pod")
-		}
+	if o.executor == executor.KindPod {
 		if _, err := parseLabels(o.terraformerPodLabels); err != nil {
 			return fmt.Errorf("--terraformer-pod-labels: %w", err)
 		}
 		if _, err := o.terraformerResources(); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+	}
+	if err := o.executorConfig().Validate(); err != nil {
+		return executorFlagError(err)
 	}
 	return nil
+}
+
+// executorFlagError names the flag of the executor's configuration field that err names.
+func executorFlagError(err error) error {
+	var input *run.InputError
+	if !errors.As(err, &input) {
+		return err
+	}
+	flag := map[string]string{"kind": "--executor", "terraform": "--terraform", "image": "--terraformer-image"}[input.Field]
+	if flag == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %s", flag, input.Problem)
 }
 
 // providerTypes are the embedded providers and those of --providers-dir, and the types
@@ -255,16 +259,16 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			return nil, err
 		}
 	}
-	executor, err := o.newExecutor(ctx, mgr)
+	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), o.executorConfig())
 	if err != nil {
-		return nil, err
+		return nil, executorFlagError(err)
 	}
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
 		Providers:     providers,
-		Executor:      executor,
+		Executor:      runner,
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
 		DriftShare:    o.driftShare,
@@ -343,76 +347,24 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	return byObject
 }
 
-func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (executor.Executor, error) {
-	pluginCache := o.pluginCache
-	if o.openTofu && o.terraform == "" {
-		return nil, errors.New("--terraform must name the OpenTofu binary with --opentofu")
-	}
-	switch o.executor {
-	case "local":
-		terraformPath := o.terraform
-		if !o.openTofu {
-			var err error
-			if terraformPath, err = terraformer.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin")); err != nil {
-				return nil, fmt.Errorf("--terraform: %w", err)
-			}
-		}
-		if pluginCache == "" {
-			pluginCache = filepath.Join(o.workDir, "plugin-cache")
-		}
-		if err := os.MkdirAll(pluginCache, 0o700); err != nil {
-			return nil, err
-		}
-		return &executor.LocalExecutor{
-			Client:        mgr.GetClient(),
-			TerraformPath: terraformPath,
-			OpenTofu:      o.openTofu,
-			Plugins:       run.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
-			BaseDir:       filepath.Join(o.workDir, "runs"),
-			StopTimeout:   time.Minute,
-		}, nil
-	case "pod":
-		if o.terraformerImage == "" {
-			return nil, errors.New("--terraformer-image is required with --executor=pod")
-		}
-		clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
-		if err != nil {
-			return nil, err
-		}
-		if pluginCache == "" {
-			pluginCache = "/tmp/plugin-cache"
-		}
-		// The image's terraform is the terraformer's default; OpenTofu is named.
-		imageTerraform := ""
-		if o.openTofu {
-			imageTerraform = o.terraform
-		}
-		podLabels, err := parseLabels(o.terraformerPodLabels)
-		if err != nil {
-			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
-		}
-		resources, err := o.terraformerResources()
-		if err != nil {
-			return nil, err
-		}
-		return &executor.PodExecutor{
-			Client:             mgr.GetClient(),
-			Clientset:          clientset,
-			Image:              o.terraformerImage,
-			ServiceAccountName: o.terraformerAccount,
-			// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
-			ManageServiceAccount: true,
-			PluginMirror:         o.pluginMirror,
-			PluginCacheDir:       pluginCache,
-			RunTimeout:           o.runTimeout,
-			CreationTimeout:      o.podCreationTimeout,
-			PodLabels:            podLabels,
-			OpenTofu:             o.openTofu,
-			TerraformPath:        imageTerraform,
-			Resources:            resources,
-		}, nil
-	default:
-		return nil, fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+// executorConfig is the executor the flags configure; validate has checked them.
+func (o managerOptions) executorConfig() executor.Config {
+	podLabels, _ := parseLabels(o.terraformerPodLabels)
+	resources, _ := o.terraformerResources()
+	return executor.Config{
+		Kind:                   o.executor,
+		Terraform:              o.terraform,
+		OpenTofu:               o.openTofu,
+		AllowTerraformDownload: o.allowTerraformDownload,
+		WorkDir:                o.workDir,
+		PluginMirror:           o.pluginMirror,
+		PluginCache:            o.pluginCache,
+		Image:                  o.terraformerImage,
+		ServiceAccountName:     o.terraformerAccount,
+		PodLabels:              podLabels,
+		Resources:              resources,
+		RunTimeout:             o.runTimeout,
+		CreationTimeout:        o.podCreationTimeout,
 	}
 }
 
