@@ -423,7 +423,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	// Gardener's kube-controller-manager Deployment goes through the webhook, which adds
 	// the local provider's flags.
 	deployment := &appsv1.Deployment{}
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "webhook/controlplane/testdata/gardener-kube-controller-manager.yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "webhook/mutation/testdata/gardener-kube-controller-manager.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(yaml.Unmarshal(raw, deployment)).To(Succeed())
 	deployment.Namespace = shoot
