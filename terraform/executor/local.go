@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -139,26 +138,6 @@ func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.j
 // workDirOf is terraform's working directory within a run directory.
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
 
-// resultFromState reads a finished run's outputs from the stored state.
-func resultFromState(ctx context.Context, store *state.StateStore, command run.Command) (*run.Result, error) {
-	return resultOf(command, func() ([]byte, error) { return store.Load(ctx) })
-}
-
-func resultOf(command run.Command, saved func() ([]byte, error)) (*run.Result, error) {
-	if command == run.Validate {
-		return &run.Result{Outputs: map[string]any{}}, nil
-	}
-	data, err := saved()
-	if err != nil {
-		return nil, err
-	}
-	outputs, err := state.Outputs(data)
-	if err != nil {
-		return nil, err
-	}
-	return &run.Result{Outputs: outputs, State: data}, nil
-}
-
 // runEnv is the terraformer's environment: what a process needs to run, and the
 // request's credentials; never the controller's own environment.
 func runEnv(credentials map[string]string) []string {
@@ -185,22 +164,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-// runArgs are the terraformer's flags both executors derive from a request.
-func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
-	var args []string
-	if openTofu {
-		args = append(args, "--opentofu")
-	}
-	if len(req.ProtectedTypes) > 0 {
-		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
-	}
-	if req.AllowDestroy {
-		args = append(args, "--allow-destroy")
-	}
-	if progressInterval > 0 {
-		args = append(args, "--progress-interval", progressInterval.String())
-	}
-	return args
 }

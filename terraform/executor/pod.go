@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -461,4 +462,38 @@ func (e *PodExecutor) podLabels(runLabels map[string]string) map[string]string {
 	}
 	maps.Copy(labels, runLabels)
 	return labels
+}
+
+// resultFromState reads a finished run's outputs from the stored state.
+func resultFromState(ctx context.Context, store *state.StateStore, command run.Command) (*run.Result, error) {
+	if command == run.Validate {
+		return &run.Result{Outputs: map[string]any{}}, nil
+	}
+	data, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := state.Outputs(data)
+	if err != nil {
+		return nil, err
+	}
+	return &run.Result{Outputs: outputs, State: data}, nil
+}
+
+// runArgs are the terraformer's flags a run pod gets from a request.
+func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
+	var args []string
+	if openTofu {
+		args = append(args, "--opentofu")
+	}
+	if len(req.ProtectedTypes) > 0 {
+		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
+	}
+	if req.AllowDestroy {
+		args = append(args, "--allow-destroy")
+	}
+	if progressInterval > 0 {
+		args = append(args, "--progress-interval", progressInterval.String())
+	}
+	return args
 }
