@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/charts"
 	"github.com/terraseed/terraseed/controller/controlplane"
@@ -106,7 +107,7 @@ func runLocal(ctx context.Context, args []string) error {
 	fmt.Printf("terraseed is running with the local executor; its log: %s\n", logPath)
 
 	if !*noSample {
-		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 		if err != nil {
 			return err
 		}

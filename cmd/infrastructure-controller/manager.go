@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terraseed/terraseed/api/scheme"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,17 +110,6 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
-}
-
-func newScheme() *k8sruntime.Scheme {
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := extensionsv1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	return scheme
 }
 
 // validate checks every option that can be checked without the API server, each error
@@ -218,7 +207,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
+		Scheme:                  scheme.New(),
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "terraseed-infrastructure-controller",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
@@ -336,7 +325,7 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	selector = selector.Add(*owned)
 	byObject := map[client.Object]cache.ByObject{}
 	for _, kind := range controlplane.WorkloadKinds() {
-		gvk, err := apiutil.GVKForObject(kind, newScheme())
+		gvk, err := apiutil.GVKForObject(kind, scheme.New())
 		if err != nil {
 			panic(err)
 		}
