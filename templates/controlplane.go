@@ -308,31 +308,6 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 	}, nil
 }
 
-// manifestFuncMap is funcMap without tfvar: values reach manifests as YAML text, which
-// templates write with toJson (JSON is YAML) so that a user's string stays one value.
-func manifestFuncMap(state *renderState) template.FuncMap {
-	funcs := funcMap(state)
-	delete(funcs, "tfvar")
-	return funcs
-}
-
-func executeManifest(name, text string, data any, state *renderState) (string, error) {
-	return executeText(name, text, manifestFuncMap(state), data)
-}
-
-// executeText runs one template on data; a missing map key is an error.
-func executeText(name, text string, funcs template.FuncMap, data any) (string, error) {
-	tpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
-	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, data); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
-}
-
 // decodeObjects reads the YAML documents of a rendered template; empty documents are skipped.
 func decodeObjects(text string) ([]*unstructured.Unstructured, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))

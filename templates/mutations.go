@@ -484,21 +484,6 @@ func renderValues(p *field.Path, v any, names bool, render func(*field.Path, str
 	}
 }
 
-// mutationFuncs are the templates' functions without tfvar and invalid, which only mean
-// something in terraform templates, and without those whose result changes from call to
-// call: a mutation must give the same Deployment every time Gardener writes it.
-func mutationFuncs() template.FuncMap {
-	funcs := funcMap(nil)
-	for _, name := range []string{"tfvar", "invalid",
-		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
-		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
-		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
-		"bcrypt", "htpasswd", "encryptAES"} {
-		delete(funcs, name)
-	}
-	return funcs
-}
-
 func decodeStrict(v any, into any) error {
 	return yaml.UnmarshalStrict(mustJSON(v), into)
 }

@@ -5,14 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
-	"text/template"
-	"unicode"
 
-	"github.com/Masterminds/sprig/v3"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -99,79 +94,6 @@ func (p *Provider) execute(file string, data any, state *renderState) (string, e
 		return "", fmt.Errorf("the template produced invalid HCL: %s", diags.Error())
 	}
 	return string(hclwrite.Format([]byte(text))), nil
-}
-
-// renderState collects the tfvars the templates ask for during one render.
-type renderState struct {
-	vars map[string]any
-	// unvalidated lets every `invalid` check pass.
-	unvalidated bool
-}
-
-// tfvar records value as terraform variable name and returns the reference to it, so a
-// template can use a user's value without pasting it into HCL.
-func (s *renderState) tfvar(name string, value any) (string, error) {
-	if !variableName.MatchString(name) {
-		return "", fmt.Errorf("tfvar: %q is not a terraform identifier", name)
-	}
-	if value == nil {
-		return "", fmt.Errorf("tfvar %q: the value is missing (guard optional fields with hasKey)", name)
-	}
-	if old, ok := s.vars[name]; ok && !reflect.DeepEqual(old, value) {
-		return "", fmt.Errorf("tfvar %q is set twice with different values", name)
-	}
-	s.vars[name] = value
-	return "var." + name, nil
-}
-
-// funcMap is sprig's text functions without those that read the machine (environment
-// variables hold credentials) or the network, plus tfvar.
-func funcMap(state *renderState) template.FuncMap {
-	funcs := sprig.TxtFuncMap()
-	for _, name := range []string{"env", "expandenv", "getHostByName"} {
-		delete(funcs, name)
-	}
-	if state == nil {
-		state = &renderState{vars: map[string]any{}}
-	}
-	funcs["tfvar"] = state.tfvar
-	funcs["invalid"] = state.invalid
-	funcs["iniValue"] = state.iniValue
-	return funcs
-}
-
-// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
-// naming the field, a value holding a control character: a newline in it would add keys
-// or sections. Unvalidated renders escape them instead, so the result stays one line.
-func (s *renderState) iniValue(field string, value any) (string, error) {
-	text := fmt.Sprint(value)
-	if !strings.ContainsFunc(text, unicode.IsControl) {
-		return text, nil
-	}
-	if s.unvalidated {
-		quoted := strconv.QuoteToASCII(text)
-		return quoted[1 : len(quoted)-1], nil
-	}
-	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
-}
-
-// inputRejected is raised by a template's `invalid`: the input passed the schema, but the
-// provider cannot render it.
-type inputRejected struct {
-	field  string
-	value  any
-	detail string
-}
-
-func (e *inputRejected) Error() string { return e.field + ": " + e.detail }
-
-// invalid lets a template refuse an input it cannot render, naming the field, as the
-// schema would: `{{ invalid "providerConfig.x" $value "why" }}`.
-func (s *renderState) invalid(field string, value any, detail string) (string, error) {
-	if s.unvalidated {
-		return "", nil
-	}
-	return "", &inputRejected{field: field, value: value, detail: detail}
 }
 
 // credentialReferences tells templates how to reach each credential: a terraform variable
