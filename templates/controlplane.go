@@ -2,7 +2,6 @@ package templates
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -136,28 +135,6 @@ func loadControlPlane(fsys fs.FS, dir string) (*ControlPlane, error) {
 		return nil, fmt.Errorf("%s/ has no *%s files", controlPlaneDir, manifestTemplateExt)
 	}
 	return cp, nil
-}
-
-// compileSchema reads and compiles a JSON Schema; name is how messages call the file.
-func compileSchema(fsys fs.FS, file, name string) (*jsonschema.Schema, error) {
-	raw, err := fs.ReadFile(fsys, file)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	compiler := jsonschema.NewCompiler()
-	compiler.AssertFormat()
-	if err := compiler.AddResource(name, doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	schema, err := compiler.Compile(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return schema, nil
 }
 
 // Templates lists the control plane's object templates.

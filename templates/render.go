@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"path"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -14,6 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// The fixed names of a provider's terraform part: templates in the provider's directory,
+// and the variables file the engine writes.
+const (
+	templateExt   = ".tf.tpl"
+	variablesFile = "variables.tf"
 )
 
 // Input is what a provider renders from.
@@ -44,6 +54,54 @@ func (e *RenderError) Error() string {
 }
 func (e *RenderError) Unwrap() error { return e.Err }
 
+// loadTerraformTemplates reads the provider's terraform templates in dir, by the name of
+// the file each renders.
+func loadTerraformTemplates(fsys fs.FS, dir string) (map[string]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	templates := map[string]string{}
+	for _, entry := range entries {
+		name := entry.Name()
+		if entry.IsDir() || !strings.HasSuffix(name, templateExt) {
+			continue
+		}
+		file := strings.TrimSuffix(name, ".tpl")
+		if file == variablesFile {
+			return nil, fmt.Errorf("%s: the engine writes %s from the tfvar calls and credentials; rename the template", name, variablesFile)
+		}
+		text, err := fs.ReadFile(fsys, path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		// Parse once here so a broken template fails when the provider loads, not on first use.
+		if _, err := template.New(name).Funcs(funcMap(nil)).Parse(string(text)); err != nil {
+			return nil, err
+		}
+		templates[file] = string(text)
+	}
+	if len(templates) == 0 {
+		return nil, fmt.Errorf("no *%s files", templateExt)
+	}
+	return templates, nil
+}
+
+// Templates lists the terraform files the provider renders (without variables.tf).
+func (p *Provider) Templates() []string {
+	return slices.Sorted(maps.Keys(p.templates))
+}
+
+// Validate checks an Infrastructure against the provider's schema and network rules
+// without rendering it.
+func (p *Provider) Validate(in Input) error {
+	doc, err := p.decode(in)
+	if err != nil {
+		return err
+	}
+	return p.validate(doc)
+}
+
 // Render validates the input and renders the provider's terraform files and tfvars.
 func (p *Provider) Render(in Input) (*Rendered, error) {
 	doc, err := p.decode(in)
@@ -54,6 +112,73 @@ func (p *Provider) Render(in Input) (*Rendered, error) {
 		return nil, err
 	}
 	return p.render(doc, &renderState{vars: map[string]any{}})
+}
+
+// RenderUnvalidated renders without the schema and network checks, and with the
+// templates' own `invalid` checks passing; it exists to prove that templates are safe
+// even on input validation would have rejected.
+func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
+	doc, err := p.decode(in)
+	if err != nil {
+		return nil, err
+	}
+	return p.render(doc, &renderState{vars: map[string]any{}, unvalidated: true})
+}
+
+// input is an Infrastructure and Cluster decoded into plain JSON values.
+type input struct {
+	infrastructure map[string]any
+	providerConfig any
+	cluster        map[string]any
+}
+
+func (p *Provider) decode(in Input) (*input, error) {
+	infra := in.Infrastructure
+	if infra == nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
+	}
+	config, err := decodeRaw(infra.Spec.ProviderConfig)
+	if err != nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
+			field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())}}
+	}
+	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	return &input{
+		infrastructure: map[string]any{
+			"name":           infra.Name,
+			"namespace":      infra.Namespace,
+			"type":           infra.Spec.Type,
+			"region":         infra.Spec.Region,
+			"sshPublicKey":   string(infra.Spec.SSHPublicKey),
+			"providerConfig": config,
+		},
+		providerConfig: config,
+		cluster:        cluster,
+	}, nil
+}
+
+func (p *Provider) validate(doc *input) error {
+	config := doc.providerConfig
+	if config == nil {
+		config = map[string]any{}
+	}
+	errs := schemaErrors(p.schema.Validate(config), config)
+	// Network rules assume the shapes the schema promises, so they run only on valid shapes.
+	if len(errs) == 0 {
+		errs = p.Manifest.Networks.check(map[string]any{
+			"providerConfig": config,
+			"shoot":          doc.cluster["shoot"],
+			"seed":           doc.cluster["seed"],
+			"cloudProfile":   doc.cluster["cloudProfile"],
+		})
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Type: p.Manifest.Type, Errors: errs}
+	}
+	return nil
 }
 
 func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
@@ -148,15 +273,4 @@ func terraformType(v any) string {
 	default:
 		return "any"
 	}
-}
-
-// RenderUnvalidated renders without the schema and network checks, and with the
-// templates' own `invalid` checks passing; it exists to prove that templates are safe
-// even on input validation would have rejected.
-func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
-	doc, err := p.decode(in)
-	if err != nil {
-		return nil, err
-	}
-	return p.render(doc, &renderState{vars: map[string]any{}, unvalidated: true})
 }
