@@ -188,7 +188,7 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 		fileError := func(err error) error { return &RenderError{Type: p.Manifest.Type, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, p.controlPlaneRenderError(name, err)
+			return nil, templateError(p.Manifest.Type, controlPlaneObject, name, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
@@ -214,7 +214,7 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 		name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
 		text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
 		if err != nil {
-			return nil, p.controlPlaneRenderError(name, err)
+			return nil, templateError(p.Manifest.Type, controlPlaneObject, name, err)
 		}
 		status := map[string]any{}
 		if err := yaml.Unmarshal([]byte(text), &status); err != nil {
@@ -228,16 +228,11 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 	return out, nil
 }
 
-func (p *Provider) controlPlaneInvalid(errs field.ErrorList) error {
-	return &ValidationError{Type: p.Manifest.Type, Object: "control plane", Errors: errs}
-}
+// controlPlaneObject is what a ValidationError of a ControlPlane calls it.
+const controlPlaneObject = "control plane"
 
-func (p *Provider) controlPlaneRenderError(file string, err error) error {
-	var rejected *inputRejected
-	if errors.As(err, &rejected) {
-		return p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)})
-	}
-	return &RenderError{Type: p.Manifest.Type, File: file, Err: err}
+func (p *Provider) controlPlaneInvalid(errs field.ErrorList) error {
+	return &ValidationError{Type: p.Manifest.Type, Object: controlPlaneObject, Errors: errs}
 }
 
 // controlPlaneData is the templates' input. Credentials are only referenced by the
@@ -247,13 +242,13 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 	if cp == nil {
 		return nil, p.controlPlaneInvalid(field.ErrorList{field.Required(field.NewPath("controlPlane"), "")})
 	}
-	config, err := decodeRaw(cp.Spec.ProviderConfig)
-	if err != nil {
-		return nil, p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())})
+	config, invalid := decodeObject(field.NewPath("providerConfig"), cp.Spec.ProviderConfig)
+	if invalid != nil {
+		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
-	infraStatus, err := decodeRaw(cp.Spec.InfrastructureProviderStatus)
-	if err != nil {
-		return nil, p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath("infrastructureProviderStatus"), "", "not a JSON object: "+err.Error())})
+	infraStatus, invalid := decodeObject(field.NewPath("infrastructureProviderStatus"), cp.Spec.InfrastructureProviderStatus)
+	if invalid != nil {
+		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
 	if infraStatus == nil {
 		infraStatus = map[string]any{}

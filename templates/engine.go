@@ -2,6 +2,7 @@ package templates
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/Masterminds/sprig/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // funcMap is sprig's text functions without those that read the machine (environment
@@ -109,6 +111,18 @@ type inputRejected struct {
 }
 
 func (e *inputRejected) Error() string { return e.field + ": " + e.detail }
+
+// templateError reports a template's failure on file: a template refusing the input
+// (`invalid`, iniValue) is a ValidationError of object (see ValidationError.Object), any
+// other failure the provider author's RenderError.
+func templateError(providerType, object, file string, err error) error {
+	var rejected *inputRejected
+	if errors.As(err, &rejected) {
+		return &ValidationError{Type: providerType, Object: object, Errors: field.ErrorList{
+			field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
+	}
+	return &RenderError{Type: providerType, File: file, Err: err}
+}
 
 // iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
 // naming the field, a value holding a control character: a newline in it would add keys

@@ -138,9 +138,9 @@ func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, err
 	if c == nil {
 		return nil, field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
 	}
-	shoot, err := decodeRaw(&c.Spec.Shoot)
-	if err != nil {
-		return nil, field.Invalid(field.NewPath("cluster", "spec", "shoot"), "", "not a JSON object: "+err.Error())
+	shoot, invalid := decodeObject(field.NewPath("cluster", "spec", "shoot"), &c.Spec.Shoot)
+	if invalid != nil {
+		return nil, invalid
 	}
 	value, _ := dig(shoot, "spec", "kubernetes", "version")
 	text, ok := value.(string)

@@ -2,7 +2,6 @@ package templates
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -137,10 +136,9 @@ func (p *Provider) decode(in Input) (*input, error) {
 	if infra == nil {
 		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
 	}
-	config, err := decodeRaw(infra.Spec.ProviderConfig)
-	if err != nil {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
-			field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())}}
+	config, invalid := decodeObject(field.NewPath("providerConfig"), infra.Spec.ProviderConfig)
+	if invalid != nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{invalid}}
 	}
 	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
 	if err != nil {
@@ -191,12 +189,8 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	out := &Rendered{Files: map[string]string{}}
 	for _, file := range p.Templates() {
 		text, err := p.execute(file, data, state)
-		var rejected *inputRejected
-		if errors.As(err, &rejected) {
-			return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
-		}
 		if err != nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: file, Err: err}
+			return nil, templateError(p.Manifest.Type, "", file, err)
 		}
 		out.Files[file] = text
 	}

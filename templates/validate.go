@@ -50,16 +50,25 @@ func decodeCluster(providerType string, c *extensionsv1alpha1.Cluster) (map[stri
 		return cluster, nil
 	}
 	for name, raw := range map[string]*runtime.RawExtension{"shoot": &c.Spec.Shoot, "seed": &c.Spec.Seed, "cloudProfile": &c.Spec.CloudProfile} {
-		v, err := decodeRaw(raw)
-		if err != nil {
-			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{
-				field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error())}}
+		v, invalid := decodeObject(field.NewPath("cluster", "spec", name), raw)
+		if invalid != nil {
+			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{invalid}}
 		}
 		if v != nil {
 			cluster[name] = v
 		}
 	}
 	return cluster, nil
+}
+
+// decodeObject is decodeRaw for the embedded object at path, failing with the field error
+// that names it.
+func decodeObject(path *field.Path, raw *runtime.RawExtension) (any, *field.Error) {
+	v, err := decodeRaw(raw)
+	if err != nil {
+		return nil, field.Invalid(path, "", "not a JSON object: "+err.Error())
+	}
+	return v, nil
 }
 
 // decodeRaw decodes an embedded object into maps, slices and json.Number; nil when empty.
