@@ -179,16 +179,27 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 			return nil, p.controlPlaneInvalid(errs)
 		}
 	}
-
-	namespace := in.ControlPlane.Namespace
 	out := &RenderedControlPlane{}
+	if out.Objects, err = cp.renderObjects(p.Manifest.Type, data, in.ControlPlane.Namespace, state); err != nil {
+		return nil, err
+	}
+	if out.ProviderStatus, err = cp.renderProviderStatus(p.Manifest.Type, data, state); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renderObjects renders every object template into namespace, with the network-policy
+// labels on the workloads' pods.
+func (cp *ControlPlane) renderObjects(providerType string, data map[string]any, namespace string, state *renderState) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	seen := map[string]string{}
 	for _, file := range cp.Templates() {
 		name := path.Join(controlPlaneDir, file)
-		fileError := func(err error) error { return &RenderError{Type: p.Manifest.Type, File: name, Err: err} }
+		fileError := func(err error) error { return &RenderError{Type: providerType, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, templateError(p.Manifest.Type, controlPlaneObject, name, err)
+			return nil, templateError(providerType, controlPlaneObject, name, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
@@ -206,26 +217,30 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 			if err := addPodLabels(obj, cp.Manifest.NetworkPolicyLabels); err != nil {
 				return nil, fileError(err)
 			}
-			out.Objects = append(out.Objects, obj)
+			out = append(out, obj)
 		}
-	}
-
-	if strings.TrimSpace(cp.Manifest.ProviderStatus) != "" {
-		name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
-		text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
-		if err != nil {
-			return nil, templateError(p.Manifest.Type, controlPlaneObject, name, err)
-		}
-		status := map[string]any{}
-		if err := yaml.Unmarshal([]byte(text), &status); err != nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: name, Err: fmt.Errorf("not a YAML object: %w", err)}
-		}
-		if status["apiVersion"] == nil || status["kind"] == nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: name, Err: errors.New("the providerStatus needs apiVersion and kind")}
-		}
-		out.ProviderStatus = &runtime.RawExtension{Raw: mustJSON(status)}
 	}
 	return out, nil
+}
+
+// renderProviderStatus renders the manifest's providerStatus; nil when it declares none.
+func (cp *ControlPlane) renderProviderStatus(providerType string, data map[string]any, state *renderState) (*runtime.RawExtension, error) {
+	if strings.TrimSpace(cp.Manifest.ProviderStatus) == "" {
+		return nil, nil
+	}
+	name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
+	text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
+	if err != nil {
+		return nil, templateError(providerType, controlPlaneObject, name, err)
+	}
+	status := map[string]any{}
+	if err := yaml.Unmarshal([]byte(text), &status); err != nil {
+		return nil, &RenderError{Type: providerType, File: name, Err: fmt.Errorf("not a YAML object: %w", err)}
+	}
+	if status["apiVersion"] == nil || status["kind"] == nil {
+		return nil, &RenderError{Type: providerType, File: name, Err: errors.New("the providerStatus needs apiVersion and kind")}
+	}
+	return &runtime.RawExtension{Raw: mustJSON(status)}, nil
 }
 
 // controlPlaneObject is what a ValidationError of a ControlPlane calls it.
