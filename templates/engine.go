@@ -102,6 +102,21 @@ func (s *renderState) invalid(field string, value any, detail string) (string, e
 	return "", &inputRejected{field: field, value: value, detail: detail}
 }
 
+// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
+// naming the field, a value holding a control character: a newline in it would add keys
+// or sections. Unvalidated renders escape them instead, so the result stays one line.
+func (s *renderState) iniValue(field string, value any) (string, error) {
+	text := fmt.Sprint(value)
+	if !strings.ContainsFunc(text, unicode.IsControl) {
+		return text, nil
+	}
+	if s.unvalidated {
+		quoted := strconv.QuoteToASCII(text)
+		return quoted[1 : len(quoted)-1], nil
+	}
+	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
+}
+
 // inputRejected is raised by a template's `invalid`: the input passed the schema, but the
 // provider cannot render it.
 type inputRejected struct {
@@ -122,19 +137,4 @@ func templateError(providerType, object, file string, err error) error {
 			field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
 	}
 	return &RenderError{Type: providerType, File: file, Err: err}
-}
-
-// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
-// naming the field, a value holding a control character: a newline in it would add keys
-// or sections. Unvalidated renders escape them instead, so the result stays one line.
-func (s *renderState) iniValue(field string, value any) (string, error) {
-	text := fmt.Sprint(value)
-	if !strings.ContainsFunc(text, unicode.IsControl) {
-		return text, nil
-	}
-	if s.unvalidated {
-		quoted := strconv.QuoteToASCII(text)
-		return quoted[1 : len(quoted)-1], nil
-	}
-	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
 }
