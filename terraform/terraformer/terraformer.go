@@ -96,17 +96,8 @@ func (t *Terraformer) timed(phase string, command func() error) error {
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
 // cleanly; the state is saved in any case.
 func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
-	if err := t.Objects.ID.Validate(); err != nil {
+	if err := t.checkInput(); err != nil {
 		return nil, err
-	}
-	if _, err := run.ParseCommand(string(t.Command)); err != nil {
-		return nil, err
-	}
-	if t.WorkDir == "" {
-		return nil, run.InvalidInput("workDir", "must not be empty")
-	}
-	if t.TerraformPath == "" {
-		return nil, run.InvalidInput("terraformPath", "must not be empty")
 	}
 	t.phases = run.Phases{}
 	id := t.Objects.ID
@@ -116,20 +107,81 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	persistCtx := context.WithoutCancel(ctx)
 	t.store = t.Objects.StateStore(t.Client)
 
+	unlock, err := t.lockWorkDir()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	tf, stderr, err := t.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var watcher *stateWatcher
+	if t.Command.WritesState() {
+		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
+			return nil, fmt.Errorf("watching the state file: %w", err)
+		}
+	}
+	log.Info("terraformStarted")
+	if t.Command != run.Validate {
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report)
+	}
+	result := &run.Result{}
+	runErr := t.execute(ctx, tf, result)
+	if runErr != nil {
+		// The next run initialises again, in case the working directory was the cause.
+		forgetInit(t.WorkDir)
+	}
+	if err := t.save(persistCtx, watcher, result); err != nil {
+		return nil, errors.Join(err, runErr)
+	}
+	if runErr != nil {
+		return nil, t.failure(ctx, runErr, stderr.String())
+	}
+	if err := t.finish(persistCtx, result); err != nil {
+		return nil, err
+	}
+	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
+	return result, nil
+}
+
+// checkInput names the field of a run that can never work.
+func (t *Terraformer) checkInput() error {
+	if err := t.Objects.ID.Validate(); err != nil {
+		return err
+	}
+	if _, err := run.ParseCommand(string(t.Command)); err != nil {
+		return err
+	}
+	if t.WorkDir == "" {
+		return run.InvalidInput("workDir", "must not be empty")
+	}
+	if t.TerraformPath == "" {
+		return run.InvalidInput("terraformPath", "must not be empty")
+	}
+	return nil
+}
+
+// lockWorkDir keeps a second run from starting in the same working directory while the
+// first still runs, also one of another process (a restarted controller beside the
+// terraformer process of a run of its predecessor's).
+func (t *Terraformer) lockWorkDir() (unlock func(), err error) {
 	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the working directory: %w", err)
 	}
-	// A second run cannot start in the same working directory while the first still runs,
-	// also not one of another process (a restarted controller beside the terraformer
-	// process of a run of its predecessor's).
 	runLock := flock.New(filepath.Join(t.WorkDir, RunLockFile))
 	if locked, err := runLock.TryLock(); err != nil || !locked {
 		return nil, &run.Error{Command: string(t.Command), Message: run.ErrRunInProgress.Error(), Err: errors.Join(run.ErrRunInProgress, err)}
 	}
-	defer func() { _ = runLock.Unlock() }()
+	return func() { _ = runLock.Unlock() }, nil
+}
+
+// prepare makes the working directory ready for the command: the binary checked, the
+// configuration and the state in place, terraform initialised.
+func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
 	tf, stderr, err := t.terraform()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
 	// unless it checked this binary in this working directory before.
@@ -149,94 +201,90 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 		prepared.Go(func() error { return t.prepareState(prepareCtx) })
 	}
 	if err := prepared.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkedVersion(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tf.SetStdout(orDiscard(t.Stdout))
 	if err := t.init(ctx, tf); err != nil {
-		return nil, run.NewError("init", stderr.String(), err)
+		return nil, nil, run.NewError("init", stderr.String(), err)
 	}
+	return tf, stderr, nil
+}
 
-	var watcher *stateWatcher
-	if t.Command.WritesState() {
-		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
-			return nil, fmt.Errorf("watching the state file: %w", err)
-		}
+// report writes the run's progress and plan where the executor reads them: the report
+// file beside the controller, else the annotations of the configuration ConfigMap.
+func (t *Terraformer) report(ctx context.Context, annotations map[string]string) error {
+	patch := make(map[string]*string, len(annotations))
+	for k, v := range annotations {
+		patch[k] = &v
 	}
-	log.Info("terraformStarted")
-	result := &run.Result{}
-	if t.Command != run.Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, func(ctx context.Context, annotations map[string]string) error {
-			patch := make(map[string]*string, len(annotations))
-			for k, v := range annotations {
-				patch[k] = &v
-			}
-			if t.ReportFile != "" {
-				return run.WriteReport(t.ReportFile, patch)
-			}
-			return run.AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, patch)
-		})
+	if t.ReportFile != "" {
+		return run.WriteReport(t.ReportFile, patch)
 	}
-	runErr := t.execute(ctx, tf, result)
-	if runErr != nil {
-		// The next run initialises again, in case the working directory was the cause.
-		forgetInit(t.WorkDir)
-	}
-	// The last progress and the plan are written while the state is saved.
+	return run.AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: t.Objects.ID.Namespace, Name: t.Objects.ConfigName()}, patch)
+}
+
+// save saves the state once more after terraform exited, while the last progress and
+// the plan are written.
+func (t *Terraformer) save(ctx context.Context, watcher *stateWatcher, result *run.Result) error {
 	trackerStopped := make(chan struct{})
 	go func() {
 		defer close(trackerStopped)
 		if t.tracker != nil {
-			t.tracker.stop(persistCtx)
+			t.tracker.stop(ctx)
 			result.Plan = t.tracker.Plan()
 		}
 	}()
 	var saveErr error
 	if watcher != nil {
 		watcher.stop()
-		saveErr = t.finalSave(persistCtx)
+		saveErr = t.finalSave(ctx)
 	}
 	<-trackerStopped
-	if saveErr != nil {
-		return nil, errors.Join(saveErr, runErr)
-	}
 	result.StateWrites = t.store.Writes()
-	if runErr != nil {
-		if ctx.Err() != nil {
-			return nil, &run.Error{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
-		}
-		var validation *run.Error
-		if errors.As(runErr, &validation) {
-			return nil, validation
-		}
-		// In JSON mode terraform reports its errors as diagnostics on stdout.
-		if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
-			return nil, run.ErrorOfBlocks(string(t.Command), blocks, errors.Join(run.ErrTerraformFailed, runErr))
-		}
-		return nil, run.NewError(string(t.Command), stderr.String(), runErr)
+	return saveErr
+}
+
+// failure is the error of a command that failed, with terraform's own error blocks.
+func (t *Terraformer) failure(ctx context.Context, runErr error, stderr string) error {
+	if ctx.Err() != nil {
+		return &run.Error{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
 	}
+	var validation *run.Error
+	if errors.As(runErr, &validation) {
+		return validation
+	}
+	// In JSON mode terraform reports its errors as diagnostics on stdout.
+	if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
+		return run.ErrorOfBlocks(string(t.Command), blocks, errors.Join(run.ErrTerraformFailed, runErr))
+	}
+	return run.NewError(string(t.Command), stderr, runErr)
+}
+
+// finish reads the outputs of the saved state into result, and after a destroy
+// releases the run objects.
+func (t *Terraformer) finish(ctx context.Context, result *run.Result) error {
+	result.Phases = t.phases
 	if t.Command != run.Validate {
 		saved, err := os.ReadFile(t.statePath())
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("reading the state file: %w", err)
+			return fmt.Errorf("reading the state file: %w", err)
 		}
 		if result.Outputs, err = state.Outputs(saved); err != nil {
-			return nil, err
+			return err
 		}
 		result.State = saved
 	}
 	if t.Command == run.Destroy {
 		// A run pod may not write Secrets (its ClusterRole grants get only): the pod
 		// executor releases what the run could not.
-		if err := t.Objects.RemoveFinalizers(persistCtx, t.Client); err != nil && !apierrors.IsForbidden(err) {
-			return nil, err
+		if err := t.Objects.RemoveFinalizers(ctx, t.Client); err != nil && !apierrors.IsForbidden(err) {
+			return err
 		}
 	}
-	result.Phases = t.phases
-	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
-	return result, nil
+	return nil
 }
 
 func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, state.StateKey) }
