@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/terraseed/terraseed/api/scheme"
+	"github.com/terraseed/terraseed/webhook/mutation"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -197,14 +198,50 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	controlPlaneWebhook, err := o.webhook.build()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := o.newControllerManager(cfg, controlPlaneWebhook)
+	if err != nil {
+		return nil, err
+	}
+	providers, types, err := o.providerTypes()
+	if err != nil {
+		return nil, err
+	}
+	classes, err := parseClasses(o.classes)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-classes: %w", err)
+	}
+	if controlPlaneWebhook != nil {
+		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
+			return nil, fmt.Errorf("the control-plane webhook: %w", err)
+		}
+	}
+	if o.heartbeatNamespace != "" {
+		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupInfrastructures(ctx, mgr, providers, types, classes, o); err != nil {
+		return nil, err
+	}
+	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
+	return mgr, nil
+}
+
+// newControllerManager is the manager with its leader election, metrics, probes, caches
+// and the webhook's server.
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook) (manager.Manager, error) {
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
-	}
-	controlPlaneWebhook, err := o.webhook.build()
-	if err != nil {
-		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
@@ -229,28 +266,14 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	return mgr, nil
+}
 
-	providers, types, err := o.providerTypes()
-	if err != nil {
-		return nil, err
-	}
-	classes, err := parseClasses(o.classes)
-	if err != nil {
-		return nil, fmt.Errorf("--extension-classes: %w", err)
-	}
-	if controlPlaneWebhook != nil {
-		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
-			return nil, fmt.Errorf("the control-plane webhook: %w", err)
-		}
-	}
-	if o.heartbeatNamespace != "" {
-		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
-			return nil, err
-		}
-	}
+// setupInfrastructures serves Infrastructures of the served types with the configured executor.
+func setupInfrastructures(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string, classes []extensionsv1alpha1.ExtensionClass, o managerOptions) error {
 	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), o.executorConfig())
 	if err != nil {
-		return nil, executorFlagError(err)
+		return executorFlagError(err)
 	}
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
@@ -266,15 +289,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
-	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
-		return nil, err
-	}
-	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
-	if err != nil {
-		return nil, err
-	}
-	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
-	return mgr, nil
+	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control
