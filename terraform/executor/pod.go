@@ -234,6 +234,8 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	return pod, nil
 }
 
+// podFor is the run pod of req. It is long because it is one pod spec, whose security
+// settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
 	command := e.Command
 	if len(command) == 0 {

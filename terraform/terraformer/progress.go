@@ -131,6 +131,8 @@ func (p *pipeCloser) Close() error {
 	return err
 }
 
+// line reads one message of terraform's machine-readable UI. It is long because it is
+// one switch over the message types, each case a few lines.
 func (tr *tracker) line(data []byte) {
 	var m uiMessage
 	if err := json.Unmarshal(data, &m); err != nil {
