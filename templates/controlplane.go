@@ -2,7 +2,6 @@ package templates
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -138,28 +137,6 @@ func loadControlPlane(fsys fs.FS, dir string) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// compileSchema reads and compiles a JSON Schema; name is how messages call the file.
-func compileSchema(fsys fs.FS, file, name string) (*jsonschema.Schema, error) {
-	raw, err := fs.ReadFile(fsys, file)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	compiler := jsonschema.NewCompiler()
-	compiler.AssertFormat()
-	if err := compiler.AddResource(name, doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	schema, err := compiler.Compile(name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return schema, nil
-}
-
 // Templates lists the control plane's object templates.
 func (c *ControlPlane) Templates() []string {
 	return slices.Sorted(maps.Keys(c.templates))
@@ -202,16 +179,27 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 			return nil, p.controlPlaneInvalid(errs)
 		}
 	}
-
-	namespace := in.ControlPlane.Namespace
 	out := &RenderedControlPlane{}
+	if out.Objects, err = cp.renderObjects(p.Manifest.Type, data, in.ControlPlane.Namespace, state); err != nil {
+		return nil, err
+	}
+	if out.ProviderStatus, err = cp.renderProviderStatus(p.Manifest.Type, data, state); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renderObjects renders every object template into namespace, with the network-policy
+// labels on the workloads' pods.
+func (cp *ControlPlane) renderObjects(providerType string, data map[string]any, namespace string, state *renderState) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	seen := map[string]string{}
 	for _, file := range cp.Templates() {
 		name := path.Join(controlPlaneDir, file)
-		fileError := func(err error) error { return &RenderError{Type: p.Manifest.Type, File: name, Err: err} }
+		fileError := func(err error) error { return &RenderError{Type: providerType, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, p.controlPlaneRenderError(name, err)
+			return nil, templateError(providerType, controlPlaneObject, name, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
@@ -229,38 +217,37 @@ func (p *Provider) renderControlPlane(in ControlPlaneInput, state *renderState) 
 			if err := addPodLabels(obj, cp.Manifest.NetworkPolicyLabels); err != nil {
 				return nil, fileError(err)
 			}
-			out.Objects = append(out.Objects, obj)
+			out = append(out, obj)
 		}
-	}
-
-	if strings.TrimSpace(cp.Manifest.ProviderStatus) != "" {
-		name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
-		text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
-		if err != nil {
-			return nil, p.controlPlaneRenderError(name, err)
-		}
-		status := map[string]any{}
-		if err := yaml.Unmarshal([]byte(text), &status); err != nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: name, Err: fmt.Errorf("not a YAML object: %w", err)}
-		}
-		if status["apiVersion"] == nil || status["kind"] == nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: name, Err: errors.New("the providerStatus needs apiVersion and kind")}
-		}
-		out.ProviderStatus = &runtime.RawExtension{Raw: mustJSON(status)}
 	}
 	return out, nil
 }
 
-func (p *Provider) controlPlaneInvalid(errs field.ErrorList) error {
-	return &ValidationError{Type: p.Manifest.Type, Object: "control plane", Errors: errs}
+// renderProviderStatus renders the manifest's providerStatus; nil when it declares none.
+func (cp *ControlPlane) renderProviderStatus(providerType string, data map[string]any, state *renderState) (*runtime.RawExtension, error) {
+	if strings.TrimSpace(cp.Manifest.ProviderStatus) == "" {
+		return nil, nil
+	}
+	name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
+	text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
+	if err != nil {
+		return nil, templateError(providerType, controlPlaneObject, name, err)
+	}
+	status := map[string]any{}
+	if err := yaml.Unmarshal([]byte(text), &status); err != nil {
+		return nil, &RenderError{Type: providerType, File: name, Err: fmt.Errorf("not a YAML object: %w", err)}
+	}
+	if status["apiVersion"] == nil || status["kind"] == nil {
+		return nil, &RenderError{Type: providerType, File: name, Err: errors.New("the providerStatus needs apiVersion and kind")}
+	}
+	return &runtime.RawExtension{Raw: mustJSON(status)}, nil
 }
 
-func (p *Provider) controlPlaneRenderError(file string, err error) error {
-	var rejected *inputRejected
-	if errors.As(err, &rejected) {
-		return p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)})
-	}
-	return &RenderError{Type: p.Manifest.Type, File: file, Err: err}
+// controlPlaneObject is what a ValidationError of a ControlPlane calls it.
+const controlPlaneObject = "control plane"
+
+func (p *Provider) controlPlaneInvalid(errs field.ErrorList) error {
+	return &ValidationError{Type: p.Manifest.Type, Object: controlPlaneObject, Errors: errs}
 }
 
 // controlPlaneData is the templates' input. Credentials are only referenced by the
@@ -270,13 +257,13 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 	if cp == nil {
 		return nil, p.controlPlaneInvalid(field.ErrorList{field.Required(field.NewPath("controlPlane"), "")})
 	}
-	config, err := decodeRaw(cp.Spec.ProviderConfig)
-	if err != nil {
-		return nil, p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())})
+	config, invalid := decodeObject(field.NewPath("providerConfig"), cp.Spec.ProviderConfig)
+	if invalid != nil {
+		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
-	infraStatus, err := decodeRaw(cp.Spec.InfrastructureProviderStatus)
-	if err != nil {
-		return nil, p.controlPlaneInvalid(field.ErrorList{field.Invalid(field.NewPath("infrastructureProviderStatus"), "", "not a JSON object: "+err.Error())})
+	infraStatus, invalid := decodeObject(field.NewPath("infrastructureProviderStatus"), cp.Spec.InfrastructureProviderStatus)
+	if invalid != nil {
+		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
 	if infraStatus == nil {
 		infraStatus = map[string]any{}
@@ -306,31 +293,6 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 		},
 		"cluster": cluster,
 	}, nil
-}
-
-// manifestFuncMap is funcMap without tfvar: values reach manifests as YAML text, which
-// templates write with toJson (JSON is YAML) so that a user's string stays one value.
-func manifestFuncMap(state *renderState) template.FuncMap {
-	funcs := funcMap(state)
-	delete(funcs, "tfvar")
-	return funcs
-}
-
-func executeManifest(name, text string, data any, state *renderState) (string, error) {
-	return executeText(name, text, manifestFuncMap(state), data)
-}
-
-// executeText runs one template on data; a missing map key is an error.
-func executeText(name, text string, funcs template.FuncMap, data any) (string, error) {
-	tpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
-	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, data); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
 }
 
 // decodeObjects reads the YAML documents of a rendered template; empty documents are skipped.

@@ -138,9 +138,9 @@ func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, err
 	if c == nil {
 		return nil, field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
 	}
-	shoot, err := decodeRaw(&c.Spec.Shoot)
-	if err != nil {
-		return nil, field.Invalid(field.NewPath("cluster", "spec", "shoot"), "", "not a JSON object: "+err.Error())
+	shoot, invalid := decodeObject(field.NewPath("cluster", "spec", "shoot"), &c.Spec.Shoot)
+	if invalid != nil {
+		return nil, invalid
 	}
 	value, _ := dig(shoot, "spec", "kubernetes", "version")
 	text, ok := value.(string)
@@ -181,30 +181,65 @@ func (p *Provider) RenderMutation(deployment string, in MutationInput) (*Deploym
 	if m == nil || !slices.Contains(m.DeploymentNames(), deployment) {
 		return nil, nil
 	}
-	fail := func(err error) (*DeploymentMutation, error) {
+	out, err := m.render(p.Manifest.Type, deployment, in)
+	if err != nil {
 		return nil, &MutationError{Type: p.Manifest.Type, Deployment: deployment, Err: err}
 	}
-	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
+	return out, nil
+}
+
+// render renders the parts of the mutations that apply to deployment and adds them up in order.
+func (m *Mutations) render(providerType, deployment string, in MutationInput) (*DeploymentMutation, error) {
+	data, err := mutationData(providerType, in)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := m.parts(deployment, in.Cluster)
+	if err != nil || len(parts) == 0 {
+		return nil, err
+	}
+	out := &DeploymentMutation{Containers: map[string]ContainerMutation{}}
+	for _, part := range parts {
+		d, err := m.renderPart(part, data)
+		if err != nil {
+			return nil, err
+		}
+		out.add(d)
+	}
+	return out, nil
+}
+
+// mutationData is what a mutation's templates see: the namespace, the provider type and
+// the Cluster, named after the namespace when there is none.
+func mutationData(providerType string, in MutationInput) (map[string]any, error) {
+	cluster, err := decodeCluster(providerType, in.Cluster)
 	if err != nil {
 		var invalid *ValidationError
 		if errors.As(err, &invalid) {
-			return fail(invalid.Errors.ToAggregate())
+			return nil, invalid.Errors.ToAggregate()
 		}
-		return fail(err)
+		return nil, err
 	}
 	cluster["name"] = in.Namespace
 	if in.Cluster != nil {
 		cluster["name"] = in.Cluster.Name
 	}
-	data := map[string]any{"namespace": in.Namespace, "type": p.Manifest.Type, "cluster": cluster}
+	return map[string]any{"namespace": in.Namespace, "type": providerType, "cluster": cluster}, nil
+}
 
-	type part struct {
-		root *field.Path
-		raw  any
-	}
-	var parts []part
+// mutationPart is one entry of mutations.yaml for a Deployment: where it is in the file,
+// and its value as written.
+type mutationPart struct {
+	root *field.Path
+	raw  any
+}
+
+// parts are the entries for deployment that apply to the Cluster's shoot, in order: the
+// one for every version, then those of the version entries the shoot meets.
+func (m *Mutations) parts(deployment string, cluster *extensionsv1alpha1.Cluster) ([]mutationPart, error) {
+	var parts []mutationPart
 	if _, ok := m.Deployments[deployment]; ok {
-		parts = append(parts, part{field.NewPath("deployments").Key(deployment), m.raw["deployments"].(map[string]any)[deployment]})
+		parts = append(parts, mutationPart{field.NewPath("deployments").Key(deployment), m.raw["deployments"].(map[string]any)[deployment]})
 	}
 	var version *semver.Version
 	for i, v := range m.Versions {
@@ -213,43 +248,43 @@ func (p *Provider) RenderMutation(deployment string, in MutationInput) (*Deploym
 		}
 		vp := field.NewPath("versions").Index(i)
 		if version == nil {
-			if version, err = ShootKubernetesVersion(in.Cluster); err != nil {
-				return fail(fmt.Errorf("%w (%s depends on it)", err, vp.Child("kubernetesVersion")))
+			var err error
+			if version, err = ShootKubernetesVersion(cluster); err != nil {
+				return nil, fmt.Errorf("%w (%s depends on it)", err, vp.Child("kubernetesVersion"))
 			}
 		}
 		if !v.constraint.Check(version) {
 			continue
 		}
 		raw := m.raw["versions"].([]any)[i].(map[string]any)["deployments"].(map[string]any)[deployment]
-		parts = append(parts, part{vp.Child("deployments").Key(deployment), raw})
+		parts = append(parts, mutationPart{vp.Child("deployments").Key(deployment), raw})
 	}
-	if len(parts) == 0 {
-		return nil, nil
+	return parts, nil
+}
+
+// renderPart executes the templates of one part on data and checks the result like a
+// literal mutation.
+func (m *Mutations) renderPart(part mutationPart, data map[string]any) (*DeploymentMutation, error) {
+	rendered, err := renderValues(part.root, part.raw, false, func(p *field.Path, _ string) (string, error) {
+		tpl, ok := m.parsed[p.String()]
+		if !ok {
+			return "", fmt.Errorf("no template was parsed for %s when the provider loaded", p)
+		}
+		var out strings.Builder
+		err := tpl.Execute(&out, data)
+		return out.String(), err
+	})
+	if err != nil {
+		return nil, err
 	}
-	out := &DeploymentMutation{Containers: map[string]ContainerMutation{}}
-	for _, part := range parts {
-		rendered, err := renderValues(part.root, part.raw, false, func(p *field.Path, _ string) (string, error) {
-			tpl, ok := m.parsed[p.String()]
-			if !ok {
-				return "", fmt.Errorf("no template was parsed for %s when the provider loaded", p)
-			}
-			var out strings.Builder
-			err := tpl.Execute(&out, data)
-			return out.String(), err
-		})
-		if err != nil {
-			return fail(err)
-		}
-		var d DeploymentMutation
-		if err := decodeStrict(rendered, &d); err != nil {
-			return fail(fmt.Errorf("%s: %w", part.root, err))
-		}
-		if errs := d.validate(part.root); len(errs) > 0 {
-			return fail(errs.ToAggregate())
-		}
-		out.add(&d)
+	var d DeploymentMutation
+	if err := decodeStrict(rendered, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", part.root, err)
 	}
-	return out, nil
+	if errs := d.validate(part.root); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return &d, nil
 }
 
 // add appends another mutation's changes after this one's.
@@ -482,21 +517,6 @@ func renderValues(p *field.Path, v any, names bool, render func(*field.Path, str
 	default:
 		return v, nil
 	}
-}
-
-// mutationFuncs are the templates' functions without tfvar and invalid, which only mean
-// something in terraform templates, and without those whose result changes from call to
-// call: a mutation must give the same Deployment every time Gardener writes it.
-func mutationFuncs() template.FuncMap {
-	funcs := funcMap(nil)
-	for _, name := range []string{"tfvar", "invalid",
-		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
-		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
-		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
-		"bcrypt", "htpasswd", "encryptAES"} {
-		delete(funcs, name)
-	}
-	return funcs
 }
 
 func decodeStrict(v any, into any) error {

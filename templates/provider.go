@@ -1,16 +1,15 @@
 package templates
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"text/template"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
@@ -18,10 +17,8 @@ import (
 
 // The fixed names inside a provider directory.
 const (
-	manifestFile  = "provider.yaml"
-	schemaFile    = "schema.json"
-	templateExt   = ".tf.tpl"
-	variablesFile = "variables.tf"
+	manifestFile = "provider.yaml"
+	schemaFile   = "schema.json"
 )
 
 // Manifest is a provider's provider.yaml: everything about a provider that is not HCL.
@@ -159,7 +156,7 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{Source: source, templates: map[string]string{}}
+	p := &Provider{Source: source}
 	if err := yaml.UnmarshalStrict(raw, &p.Manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
@@ -173,37 +170,35 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	if p.ControlPlane, err = loadControlPlane(fsys, dir); err != nil {
 		return nil, err
 	}
-
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
+	if p.templates, err = loadTerraformTemplates(fsys, dir); err != nil {
 		return nil, err
-	}
-	for _, entry := range entries {
-		name := entry.Name()
-		if entry.IsDir() || !strings.HasSuffix(name, templateExt) {
-			continue
-		}
-		file := strings.TrimSuffix(name, ".tpl")
-		if file == variablesFile {
-			return nil, fmt.Errorf("%s: the engine writes %s from the tfvar calls and credentials; rename the template", name, variablesFile)
-		}
-		text, err := fs.ReadFile(fsys, path.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		// Parse once here so a broken template fails when the provider loads, not on first use.
-		if _, err := template.New(name).Funcs(funcMap(nil)).Parse(string(text)); err != nil {
-			return nil, err
-		}
-		p.templates[file] = string(text)
-	}
-	if len(p.templates) == 0 {
-		return nil, fmt.Errorf("no *%s files", templateExt)
 	}
 	if p.mutations, err = loadMutations(fsys, dir); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// compileSchema reads and compiles a JSON Schema; name is how messages call the file.
+func compileSchema(fsys fs.FS, file, name string) (*jsonschema.Schema, error) {
+	raw, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	compiler := jsonschema.NewCompiler()
+	compiler.AssertFormat()
+	if err := compiler.AddResource(name, doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	schema, err := compiler.Compile(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return schema, nil
 }
 
 func (m *Manifest) check() error {
@@ -252,11 +247,6 @@ func (n NetworkChecks) all() []string {
 	all = append(all, n.Subnets...)
 	all = append(all, n.Nodes...)
 	return append(all, n.Workers...)
-}
-
-// Templates lists the terraform files the provider renders (without variables.tf).
-func (p *Provider) Templates() []string {
-	return slices.Sorted(maps.Keys(p.templates))
 }
 
 func compactSorted(s []string) []string {

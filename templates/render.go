@@ -2,23 +2,27 @@ package templates
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
-	"reflect"
+	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"text/template"
-	"unicode"
 
-	"github.com/Masterminds/sprig/v3"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// The fixed names of a provider's terraform part: templates in the provider's directory,
+// and the variables file the engine writes.
+const (
+	templateExt   = ".tf.tpl"
+	variablesFile = "variables.tf"
 )
 
 // Input is what a provider renders from.
@@ -49,6 +53,54 @@ func (e *RenderError) Error() string {
 }
 func (e *RenderError) Unwrap() error { return e.Err }
 
+// loadTerraformTemplates reads the provider's terraform templates in dir, by the name of
+// the file each renders.
+func loadTerraformTemplates(fsys fs.FS, dir string) (map[string]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	templates := map[string]string{}
+	for _, entry := range entries {
+		name := entry.Name()
+		if entry.IsDir() || !strings.HasSuffix(name, templateExt) {
+			continue
+		}
+		file := strings.TrimSuffix(name, ".tpl")
+		if file == variablesFile {
+			return nil, fmt.Errorf("%s: the engine writes %s from the tfvar calls and credentials; rename the template", name, variablesFile)
+		}
+		text, err := fs.ReadFile(fsys, path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		// Parse once here so a broken template fails when the provider loads, not on first use.
+		if _, err := template.New(name).Funcs(funcMap(nil)).Parse(string(text)); err != nil {
+			return nil, err
+		}
+		templates[file] = string(text)
+	}
+	if len(templates) == 0 {
+		return nil, fmt.Errorf("no *%s files", templateExt)
+	}
+	return templates, nil
+}
+
+// Templates lists the terraform files the provider renders (without variables.tf).
+func (p *Provider) Templates() []string {
+	return slices.Sorted(maps.Keys(p.templates))
+}
+
+// Validate checks an Infrastructure against the provider's schema and network rules
+// without rendering it.
+func (p *Provider) Validate(in Input) error {
+	doc, err := p.decode(in)
+	if err != nil {
+		return err
+	}
+	return p.validate(doc)
+}
+
 // Render validates the input and renders the provider's terraform files and tfvars.
 func (p *Provider) Render(in Input) (*Rendered, error) {
 	doc, err := p.decode(in)
@@ -61,6 +113,72 @@ func (p *Provider) Render(in Input) (*Rendered, error) {
 	return p.render(doc, &renderState{vars: map[string]any{}})
 }
 
+// RenderUnvalidated renders without the schema and network checks, and with the
+// templates' own `invalid` checks passing; it exists to prove that templates are safe
+// even on input validation would have rejected.
+func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
+	doc, err := p.decode(in)
+	if err != nil {
+		return nil, err
+	}
+	return p.render(doc, &renderState{vars: map[string]any{}, unvalidated: true})
+}
+
+// input is an Infrastructure and Cluster decoded into plain JSON values.
+type input struct {
+	infrastructure map[string]any
+	providerConfig any
+	cluster        map[string]any
+}
+
+func (p *Provider) decode(in Input) (*input, error) {
+	infra := in.Infrastructure
+	if infra == nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
+	}
+	config, invalid := decodeObject(field.NewPath("providerConfig"), infra.Spec.ProviderConfig)
+	if invalid != nil {
+		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{invalid}}
+	}
+	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	return &input{
+		infrastructure: map[string]any{
+			"name":           infra.Name,
+			"namespace":      infra.Namespace,
+			"type":           infra.Spec.Type,
+			"region":         infra.Spec.Region,
+			"sshPublicKey":   string(infra.Spec.SSHPublicKey),
+			"providerConfig": config,
+		},
+		providerConfig: config,
+		cluster:        cluster,
+	}, nil
+}
+
+func (p *Provider) validate(doc *input) error {
+	config := doc.providerConfig
+	if config == nil {
+		config = map[string]any{}
+	}
+	errs := schemaErrors(p.schema.Validate(config), config)
+	// Network rules assume the shapes the schema promises, so they run only on valid shapes.
+	if len(errs) == 0 {
+		errs = p.Manifest.Networks.check(map[string]any{
+			"providerConfig": config,
+			"shoot":          doc.cluster["shoot"],
+			"seed":           doc.cluster["seed"],
+			"cloudProfile":   doc.cluster["cloudProfile"],
+		})
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Type: p.Manifest.Type, Errors: errs}
+	}
+	return nil
+}
+
 func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	var err error
 	data := map[string]any{
@@ -71,12 +189,8 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	out := &Rendered{Files: map[string]string{}}
 	for _, file := range p.Templates() {
 		text, err := p.execute(file, data, state)
-		var rejected *inputRejected
-		if errors.As(err, &rejected) {
-			return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
-		}
 		if err != nil {
-			return nil, &RenderError{Type: p.Manifest.Type, File: file, Err: err}
+			return nil, templateError(p.Manifest.Type, "", file, err)
 		}
 		out.Files[file] = text
 	}
@@ -99,79 +213,6 @@ func (p *Provider) execute(file string, data any, state *renderState) (string, e
 		return "", fmt.Errorf("the template produced invalid HCL: %s", diags.Error())
 	}
 	return string(hclwrite.Format([]byte(text))), nil
-}
-
-// renderState collects the tfvars the templates ask for during one render.
-type renderState struct {
-	vars map[string]any
-	// unvalidated lets every `invalid` check pass.
-	unvalidated bool
-}
-
-// tfvar records value as terraform variable name and returns the reference to it, so a
-// template can use a user's value without pasting it into HCL.
-func (s *renderState) tfvar(name string, value any) (string, error) {
-	if !variableName.MatchString(name) {
-		return "", fmt.Errorf("tfvar: %q is not a terraform identifier", name)
-	}
-	if value == nil {
-		return "", fmt.Errorf("tfvar %q: the value is missing (guard optional fields with hasKey)", name)
-	}
-	if old, ok := s.vars[name]; ok && !reflect.DeepEqual(old, value) {
-		return "", fmt.Errorf("tfvar %q is set twice with different values", name)
-	}
-	s.vars[name] = value
-	return "var." + name, nil
-}
-
-// funcMap is sprig's text functions without those that read the machine (environment
-// variables hold credentials) or the network, plus tfvar.
-func funcMap(state *renderState) template.FuncMap {
-	funcs := sprig.TxtFuncMap()
-	for _, name := range []string{"env", "expandenv", "getHostByName"} {
-		delete(funcs, name)
-	}
-	if state == nil {
-		state = &renderState{vars: map[string]any{}}
-	}
-	funcs["tfvar"] = state.tfvar
-	funcs["invalid"] = state.invalid
-	funcs["iniValue"] = state.iniValue
-	return funcs
-}
-
-// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
-// naming the field, a value holding a control character: a newline in it would add keys
-// or sections. Unvalidated renders escape them instead, so the result stays one line.
-func (s *renderState) iniValue(field string, value any) (string, error) {
-	text := fmt.Sprint(value)
-	if !strings.ContainsFunc(text, unicode.IsControl) {
-		return text, nil
-	}
-	if s.unvalidated {
-		quoted := strconv.QuoteToASCII(text)
-		return quoted[1 : len(quoted)-1], nil
-	}
-	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
-}
-
-// inputRejected is raised by a template's `invalid`: the input passed the schema, but the
-// provider cannot render it.
-type inputRejected struct {
-	field  string
-	value  any
-	detail string
-}
-
-func (e *inputRejected) Error() string { return e.field + ": " + e.detail }
-
-// invalid lets a template refuse an input it cannot render, naming the field, as the
-// schema would: `{{ invalid "providerConfig.x" $value "why" }}`.
-func (s *renderState) invalid(field string, value any, detail string) (string, error) {
-	if s.unvalidated {
-		return "", nil
-	}
-	return "", &inputRejected{field: field, value: value, detail: detail}
 }
 
 // credentialReferences tells templates how to reach each credential: a terraform variable
@@ -226,15 +267,4 @@ func terraformType(v any) string {
 	default:
 		return "any"
 	}
-}
-
-// RenderUnvalidated renders without the schema and network checks, and with the
-// templates' own `invalid` checks passing; it exists to prove that templates are safe
-// even on input validation would have rejected.
-func (p *Provider) RenderUnvalidated(in Input) (*Rendered, error) {
-	doc, err := p.decode(in)
-	if err != nil {
-		return nil, err
-	}
-	return p.render(doc, &renderState{vars: map[string]any{}, unvalidated: true})
 }

@@ -42,41 +42,6 @@ func (e *ValidationError) Codes() []extensionsv1alpha1.ErrorCode {
 	return []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}
 }
 
-// input is an Infrastructure and Cluster decoded into plain JSON values.
-type input struct {
-	infrastructure map[string]any
-	providerConfig any
-	cluster        map[string]any
-}
-
-func (p *Provider) decode(in Input) (*input, error) {
-	infra := in.Infrastructure
-	if infra == nil {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
-	}
-	config, err := decodeRaw(infra.Spec.ProviderConfig)
-	if err != nil {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{
-			field.Invalid(field.NewPath("providerConfig"), "", "not a JSON object: "+err.Error())}}
-	}
-	cluster, err := decodeCluster(p.Manifest.Type, in.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	return &input{
-		infrastructure: map[string]any{
-			"name":           infra.Name,
-			"namespace":      infra.Namespace,
-			"type":           infra.Spec.Type,
-			"region":         infra.Spec.Region,
-			"sshPublicKey":   string(infra.Spec.SSHPublicKey),
-			"providerConfig": config,
-		},
-		providerConfig: config,
-		cluster:        cluster,
-	}, nil
-}
-
 // decodeCluster decodes the Cluster's shoot, seed and cloudProfile; each is an empty
 // object when absent.
 func decodeCluster(providerType string, c *extensionsv1alpha1.Cluster) (map[string]any, error) {
@@ -85,16 +50,25 @@ func decodeCluster(providerType string, c *extensionsv1alpha1.Cluster) (map[stri
 		return cluster, nil
 	}
 	for name, raw := range map[string]*runtime.RawExtension{"shoot": &c.Spec.Shoot, "seed": &c.Spec.Seed, "cloudProfile": &c.Spec.CloudProfile} {
-		v, err := decodeRaw(raw)
-		if err != nil {
-			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{
-				field.Invalid(field.NewPath("cluster", "spec", name), "", "not a JSON object: "+err.Error())}}
+		v, invalid := decodeObject(field.NewPath("cluster", "spec", name), raw)
+		if invalid != nil {
+			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{invalid}}
 		}
 		if v != nil {
 			cluster[name] = v
 		}
 	}
 	return cluster, nil
+}
+
+// decodeObject is decodeRaw for the embedded object at path, failing with the field error
+// that names it.
+func decodeObject(path *field.Path, raw *runtime.RawExtension) (any, *field.Error) {
+	v, err := decodeRaw(raw)
+	if err != nil {
+		return nil, field.Invalid(path, "", "not a JSON object: "+err.Error())
+	}
+	return v, nil
 }
 
 // decodeRaw decodes an embedded object into maps, slices and json.Number; nil when empty.
@@ -115,37 +89,6 @@ func decodeRaw(raw *runtime.RawExtension) (any, error) {
 		return nil, fmt.Errorf("got %T", v)
 	}
 	return v, nil
-}
-
-// Validate checks an Infrastructure against the provider's schema and network rules
-// without rendering it.
-func (p *Provider) Validate(in Input) error {
-	doc, err := p.decode(in)
-	if err != nil {
-		return err
-	}
-	return p.validate(doc)
-}
-
-func (p *Provider) validate(doc *input) error {
-	config := doc.providerConfig
-	if config == nil {
-		config = map[string]any{}
-	}
-	errs := schemaErrors(p.schema.Validate(config), config)
-	// Network rules assume the shapes the schema promises, so they run only on valid shapes.
-	if len(errs) == 0 {
-		errs = p.Manifest.Networks.check(map[string]any{
-			"providerConfig": config,
-			"shoot":          doc.cluster["shoot"],
-			"seed":           doc.cluster["seed"],
-			"cloudProfile":   doc.cluster["cloudProfile"],
-		})
-	}
-	if len(errs) > 0 {
-		return &ValidationError{Type: p.Manifest.Type, Errors: errs}
-	}
-	return nil
 }
 
 var printer = message.NewPrinter(language.English)

@@ -33,6 +33,7 @@ func main() {
 }
 
 // run is the command: it returns the exit status and the error that explains it.
+// It is long because it is one switch over the subcommands and their flags.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (int, error) {
 	if len(args) == 0 {
 		return 2, fmt.Errorf("no command\n%s", usage)

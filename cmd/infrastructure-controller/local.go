@@ -18,12 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/charts"
 	"github.com/terraseed/terraseed/controller/controlplane"
@@ -43,45 +45,20 @@ const (
 // controller against it with the local executor, creates a sample `local` Infrastructure
 // and keeps everything up until ctx ends.
 func runLocal(ctx context.Context, args []string) error {
-	flags := flag.NewFlagSet("local", flag.ContinueOnError)
-	assets := flags.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory holding kube-apiserver and etcd (make run sets it)")
-	noSample := flags.Bool("no-sample", false, "do not create the sample Infrastructure")
-	o := managerOptions{}
-	o.bind(flags)
-	if err := flags.Set("executor", "local"); err != nil {
-		return err
-	}
-	for name, value := range map[string]string{"metrics-bind-address": "127.0.0.1:8080", "metrics-secure": "false", "health-probe-bind-address": "127.0.0.1:8081",
-		// The local API server calls the control-plane webhook on this machine.
-		"webhook-mode": "url", "webhook-namespace": "default"} {
-		if err := flags.Set(name, value); err != nil {
-			return err
-		}
-	}
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	if *assets == "" {
-		return errors.New("--assets (or KUBEBUILDER_ASSETS) is required: start with `make run`, which builds the control plane binaries")
-	}
-
-	// The terminal shows progress; the controller's log goes to a file beside the kubeconfig.
-	if err := os.MkdirAll(o.workDir, 0o700); err != nil {
-		return err
-	}
-	logPath := filepath.Join(o.workDir, "controller.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	o, assets, noSample, err := parseLocalFlags(args)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-
+	logPath, closeLog, err := logToFile(o.workDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	crds, err := embeddedCRDs()
 	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: *assets, CRDs: crds}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds}
 	fmt.Println("starting the local control plane (kube-apiserver + etcd)...")
 	cfg, err := env.Start()
 	if err != nil {
@@ -104,31 +81,9 @@ func runLocal(ctx context.Context, args []string) error {
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
 	fmt.Printf("terraseed is running with the local executor; its log: %s\n", logPath)
-
-	if !*noSample {
-		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-		if err != nil {
+	if !noSample {
+		if err := runSample(ctx, cfg, kubeconfig, managerDone); err != nil {
 			return err
-		}
-		if err := createSample(ctx, c, kubeconfig); err != nil {
-			return err
-		}
-		infra := &extensionsv1alpha1.Infrastructure{}
-		if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleName}, infra); err != nil {
-			return err
-		}
-		if succeeded(infra) {
-			printStatus(infra)
-			if err := createSampleControlPlane(ctx, c, infra); err != nil {
-				return err
-			}
-			cp := &extensionsv1alpha1.ControlPlane{}
-			if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleControlPlane}, cp); err != nil {
-				return err
-			}
-			if succeeded(cp) {
-				printControlPlane(ctx, c, cp)
-			}
 		}
 		printNextSteps(kubeconfigPath)
 	}
@@ -139,6 +94,74 @@ func runLocal(ctx context.Context, args []string) error {
 	case err := <-managerDone:
 		return err
 	}
+}
+
+// parseLocalFlags reads the manager's flags with the defaults of a local run, and the
+// local run's own.
+func parseLocalFlags(args []string) (o managerOptions, assets string, noSample bool, err error) {
+	flags := flag.NewFlagSet("local", flag.ContinueOnError)
+	flags.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory holding kube-apiserver and etcd (make run sets it)")
+	flags.BoolVar(&noSample, "no-sample", false, "do not create the sample Infrastructure")
+	o.bind(flags)
+	for name, value := range map[string]string{"executor": "local", "metrics-bind-address": "127.0.0.1:8080", "metrics-secure": "false", "health-probe-bind-address": "127.0.0.1:8081",
+		// The local API server calls the control-plane webhook on this machine.
+		"webhook-mode": "url", "webhook-namespace": "default"} {
+		if err := flags.Set(name, value); err != nil {
+			return o, "", false, err
+		}
+	}
+	if err := flags.Parse(args); err != nil {
+		return o, "", false, err
+	}
+	if assets == "" {
+		return o, "", false, errors.New("--assets (or KUBEBUILDER_ASSETS) is required: start with `make run`, which builds the control plane binaries")
+	}
+	return o, assets, noSample, nil
+}
+
+// logToFile sends the controller's log to a file in dir: the terminal shows progress.
+func logToFile(dir string) (path string, closeLog func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "controller.log")
+	logFile, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	return path, func() { _ = logFile.Close() }, nil
+}
+
+// runSample creates the sample Infrastructure and, once it succeeded, the sample
+// ControlPlane, following each until it settles.
+func runSample(ctx context.Context, cfg *rest.Config, kubeconfig []byte, managerDone <-chan error) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := createSample(ctx, c, kubeconfig); err != nil {
+		return err
+	}
+	infra := &extensionsv1alpha1.Infrastructure{}
+	if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleName}, infra); err != nil {
+		return err
+	}
+	if !succeeded(infra) {
+		return nil
+	}
+	printStatus(infra)
+	if err := createSampleControlPlane(ctx, c, infra); err != nil {
+		return err
+	}
+	cp := &extensionsv1alpha1.ControlPlane{}
+	if err := followSample(ctx, c, managerDone, client.ObjectKey{Namespace: sampleNamespace, Name: sampleControlPlane}, cp); err != nil {
+		return err
+	}
+	if succeeded(cp) {
+		printControlPlane(ctx, c, cp)
+	}
+	return nil
 }
 
 func writeAdminKubeconfig(env *envtest.Environment, dir string) ([]byte, string, error) {

@@ -11,15 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terraseed/terraseed/api/scheme"
+	"github.com/terraseed/terraseed/webhook/mutation"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,7 +36,7 @@ import (
 	"github.com/terraseed/terraseed/serving"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // managerOptions configure the controller, in a cluster or embedded.
@@ -104,24 +104,13 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
-	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
-}
-
-func newScheme() *k8sruntime.Scheme {
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := extensionsv1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	return scheme
 }
 
 // validate checks every option that can be checked without the API server, each error
@@ -154,25 +143,31 @@ func (o managerOptions) validate() error {
 	if _, err := o.webhook.build(); err != nil {
 		return err
 	}
-	if o.openTofu && o.terraform == "" {
-		return errors.New("--terraform must name the OpenTofu binary with --opentofu")
-	}
-	switch o.executor {
-	case "local":
-	case "pod":
-		if o.terraformerImage == "" {
-			return errors.New("--terraformer-image is required with --executor=pod")
-		}
+	if o.executor == executor.KindPod {
 		if _, err := parseLabels(o.terraformerPodLabels); err != nil {
 			return fmt.Errorf("--terraformer-pod-labels: %w", err)
 		}
 		if _, err := o.terraformerResources(); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+	}
+	if err := o.executorConfig().Validate(); err != nil {
+		return executorFlagError(err)
 	}
 	return nil
+}
+
+// executorFlagError names the flag of the executor's configuration field that err names.
+func executorFlagError(err error) error {
+	var input *run.InputError
+	if !errors.As(err, &input) {
+		return err
+	}
+	flag := map[string]string{"kind": "--executor", "terraform": "--terraform", "image": "--terraformer-image"}[input.Field]
+	if flag == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %s", flag, input.Problem)
 }
 
 // providerTypes are the embedded providers and those of --providers-dir, and the types
@@ -203,17 +198,53 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	controlPlaneWebhook, err := o.webhook.build()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := o.newControllerManager(cfg, controlPlaneWebhook)
+	if err != nil {
+		return nil, err
+	}
+	providers, types, err := o.providerTypes()
+	if err != nil {
+		return nil, err
+	}
+	classes, err := parseClasses(o.classes)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-classes: %w", err)
+	}
+	if controlPlaneWebhook != nil {
+		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
+			return nil, fmt.Errorf("the control-plane webhook: %w", err)
+		}
+	}
+	if o.heartbeatNamespace != "" {
+		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupInfrastructures(ctx, mgr, providers, types, classes, o); err != nil {
+		return nil, err
+	}
+	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
+	return mgr, nil
+}
+
+// newControllerManager is the manager with its leader election, metrics, probes, caches
+// and the webhook's server.
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook) (manager.Manager, error) {
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
-	controlPlaneWebhook, err := o.webhook.build()
-	if err != nil {
-		return nil, err
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
+		Scheme:                  scheme.New(),
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "terraseed-infrastructure-controller",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
@@ -235,35 +266,21 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	return mgr, nil
+}
 
-	providers, types, err := o.providerTypes()
+// setupInfrastructures serves Infrastructures of the served types with the configured executor.
+func setupInfrastructures(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string, classes []extensionsv1alpha1.ExtensionClass, o managerOptions) error {
+	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), o.executorConfig())
 	if err != nil {
-		return nil, err
-	}
-	classes, err := parseClasses(o.classes)
-	if err != nil {
-		return nil, fmt.Errorf("--extension-classes: %w", err)
-	}
-	if controlPlaneWebhook != nil {
-		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
-			return nil, fmt.Errorf("the control-plane webhook: %w", err)
-		}
-	}
-	if o.heartbeatNamespace != "" {
-		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
-			return nil, err
-		}
-	}
-	executor, err := o.newExecutor(ctx, mgr)
-	if err != nil {
-		return nil, err
+		return executorFlagError(err)
 	}
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
 		Providers:     providers,
-		Executor:      executor,
+		Executor:      runner,
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
 		DriftShare:    o.driftShare,
@@ -272,15 +289,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, types, classes)
-	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency}); err != nil {
-		return nil, err
-	}
-	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
-	if err != nil {
-		return nil, err
-	}
-	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
-	return mgr, nil
+	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control
@@ -331,7 +340,7 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	selector = selector.Add(*owned)
 	byObject := map[client.Object]cache.ByObject{}
 	for _, kind := range controlplane.WorkloadKinds() {
-		gvk, err := apiutil.GVKForObject(kind, newScheme())
+		gvk, err := apiutil.GVKForObject(kind, scheme.New())
 		if err != nil {
 			panic(err)
 		}
@@ -342,76 +351,24 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	return byObject
 }
 
-func (o managerOptions) newExecutor(ctx context.Context, mgr manager.Manager) (executor.Executor, error) {
-	pluginCache := o.pluginCache
-	if o.openTofu && o.terraform == "" {
-		return nil, errors.New("--terraform must name the OpenTofu binary with --opentofu")
-	}
-	switch o.executor {
-	case "local":
-		terraformPath := o.terraform
-		if !o.openTofu {
-			var err error
-			if terraformPath, err = terraformer.FindTerraform(ctx, o.terraform, o.allowTerraformDownload, filepath.Join(o.workDir, "bin")); err != nil {
-				return nil, fmt.Errorf("--terraform: %w", err)
-			}
-		}
-		if pluginCache == "" {
-			pluginCache = filepath.Join(o.workDir, "plugin-cache")
-		}
-		if err := os.MkdirAll(pluginCache, 0o700); err != nil {
-			return nil, err
-		}
-		return &executor.LocalExecutor{
-			Client:        mgr.GetClient(),
-			TerraformPath: terraformPath,
-			OpenTofu:      o.openTofu,
-			Plugins:       terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: pluginCache},
-			BaseDir:       filepath.Join(o.workDir, "runs"),
-			StopTimeout:   time.Minute,
-		}, nil
-	case "pod":
-		if o.terraformerImage == "" {
-			return nil, errors.New("--terraformer-image is required with --executor=pod")
-		}
-		clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
-		if err != nil {
-			return nil, err
-		}
-		if pluginCache == "" {
-			pluginCache = "/tmp/plugin-cache"
-		}
-		// The image's terraform is the terraformer's default; OpenTofu is named.
-		imageTerraform := ""
-		if o.openTofu {
-			imageTerraform = o.terraform
-		}
-		podLabels, err := parseLabels(o.terraformerPodLabels)
-		if err != nil {
-			return nil, fmt.Errorf("--terraformer-pod-labels: %w", err)
-		}
-		resources, err := o.terraformerResources()
-		if err != nil {
-			return nil, err
-		}
-		return &executor.PodExecutor{
-			Client:             mgr.GetClient(),
-			Clientset:          clientset,
-			Image:              o.terraformerImage,
-			ServiceAccountName: o.terraformerAccount,
-			// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
-			ManageServiceAccount: true,
-			PluginMirror:         o.pluginMirror,
-			PluginCacheDir:       pluginCache,
-			RunTimeout:           o.runTimeout,
-			CreationTimeout:      o.podCreationTimeout,
-			PodLabels:            podLabels,
-			OpenTofu:             o.openTofu,
-			TerraformPath:        imageTerraform,
-			Resources:            resources,
-		}, nil
-	default:
-		return nil, fmt.Errorf("--executor: %q is neither pod nor local", o.executor)
+// executorConfig is the executor the flags configure; validate has checked them.
+func (o managerOptions) executorConfig() executor.Config {
+	podLabels, _ := parseLabels(o.terraformerPodLabels)
+	resources, _ := o.terraformerResources()
+	return executor.Config{
+		Kind:                   o.executor,
+		Terraform:              o.terraform,
+		OpenTofu:               o.openTofu,
+		AllowTerraformDownload: o.allowTerraformDownload,
+		WorkDir:                o.workDir,
+		PluginMirror:           o.pluginMirror,
+		PluginCache:            o.pluginCache,
+		Image:                  o.terraformerImage,
+		ServiceAccountName:     o.terraformerAccount,
+		PodLabels:              podLabels,
+		Resources:              resources,
+		RunTimeout:             o.runTimeout,
+		CreationTimeout:        o.podCreationTimeout,
 	}
 }
 

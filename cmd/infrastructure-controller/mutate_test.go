@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const seeds = "../../webhook/controlplane/testdata"
+const seeds = "../../webhook/mutation/testdata"
 
 // TestMutate prints the seed's kube-controller-manager as the aws webhook stores it for
 // a shoot of the seeds' Kubernetes version.

@@ -12,7 +12,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // delete destroys what terraform created and removes what the runs kept.
@@ -44,7 +44,7 @@ func (op *operation) destroy(ctx context.Context) error {
 		return err
 	}
 	_, err = op.runOrWait(ctx, executor.Request{
-		ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Destroy, Env: env,
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}, executor.PriorityDelete, op.ensureConfig)
 	return err

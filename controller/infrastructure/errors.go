@@ -10,7 +10,6 @@ import (
 	"github.com/terraseed/terraseed/gardener/errorcodes"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // Reasons of the Ready condition; each failure carries one.
@@ -38,7 +37,7 @@ const retryAfterRunInProgress = 10 * time.Second
 // classify turns the errors of templates and terraform into the framework's Error.
 func classify(err error) error {
 	var validationErr *templates.ValidationError
-	var runErr *terraformer.RunError
+	var runErr *run.Error
 	var pending *runPendingError
 	switch {
 	case err == nil:
@@ -49,7 +48,7 @@ func classify(err error) error {
 		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: pending.recheck(), Err: err}
 	case errors.As(err, &validationErr):
 		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
-	case errors.Is(err, terraformer.ErrRunInProgress):
+	case errors.Is(err, run.ErrRunInProgress):
 		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
 	case errors.Is(err, run.ErrInvalidInput):
 		return &extension.Error{Reason: ReasonTerraformFailed, Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}, Terminal: true, Err: err}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/run"
@@ -46,33 +45,12 @@ func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
 
 // storedCredentials returns the credentials of the last run, or nil when none are stored.
 func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}
-	if err := op.actuator.APIReader.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the stored credentials: %w", err)
-	}
-	return secret, nil
+	return op.objects().ReadCredentials(ctx, op.actuator.APIReader)
 }
 
 func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
-	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}}
-	err := state.WriteObject(ctx, op.actuator.Client, stored, func() error {
-		stored.Labels = op.objects().ID.Labels()
-		stored.Annotations = map[string]string{annotationSourceVersion: source.ResourceVersion}
-		stored.Type = corev1.SecretTypeOpaque
-		stored.Data = map[string][]byte{}
-		for name, value := range env {
-			stored.Data[name] = []byte(value)
-		}
-		return controllerutil.SetControllerReference(op.infra, stored, op.actuator.Client.Scheme())
-	}, state.CreateFirst(op.req.FirstRun))
-	if err != nil {
-		return fmt.Errorf("storing the credentials of this run: %w", err)
-	}
-	return nil
+	annotations := map[string]string{annotationSourceVersion: source.ResourceVersion}
+	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.infra, annotations, env, state.CreateFirst(op.req.FirstRun))
 }
 
 func envOf(secret *corev1.Secret) map[string]string {
@@ -87,19 +65,10 @@ func (op *operation) owner() *metav1.OwnerReference {
 	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
 }
 
-// deleteRunObjects releases and deletes what the runs of this Infrastructure keep, and
-// the stored credentials.
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep.
 func (op *operation) deleteRunObjects(ctx context.Context) error {
 	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
 		return fmt.Errorf("deleting the run objects: %w", err)
-	}
-	stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.CredentialsName()}}
-	if err := op.actuator.Client.Delete(ctx, stored); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting the stored credentials: %w", err)
-	}
-	outputs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.OutputsName()}}
-	if err := op.actuator.Client.Delete(ctx, outputs); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting the sensitive outputs: %w", err)
 	}
 	return nil
 }

@@ -28,18 +28,17 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestLifecycleCreateChangeDelete(t *testing.T) {
-	testLifecycle(t, terraformer.TerraformVersion)
+	testLifecycle(t, run.TerraformVersion)
 }
 
 // TestLifecycleOnOpenTofu runs the same lifecycle with OpenTofu instead of terraform.
 func TestLifecycleOnOpenTofu(t *testing.T) {
 	tofu := testenv.OpenTofu(t)
-	testLifecycle(t, terraformer.OpenTofuVersion, func(a *infrastructure.Actuator) {
+	testLifecycle(t, run.OpenTofuVersion, func(a *infrastructure.Actuator) {
 		e := a.Executor.(*executor.LocalExecutor)
 		e.TerraformPath, e.OpenTofu = tofu, true
 	})

@@ -25,7 +25,7 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -97,7 +97,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 		Executor: &executor.LocalExecutor{
 			Client:        c,
 			TerraformPath: testenv.Terraform(t),
-			Plugins:       terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
+			Plugins:       run.Plugins{Mirror: testenv.ProviderMirror(t)},
 			BaseDir:       workDir,
 			StopTimeout:   time.Minute,
 			Output:        output,

@@ -13,7 +13,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 var (
@@ -124,14 +124,14 @@ func forgetMetrics(key client.ObjectKey) {
 // measured is an executor whose runs are measured.
 type measured struct{ executor.Executor }
 
-func (m measured) Run(ctx context.Context, req executor.Request) (*terraformer.Result, error) {
+func (m measured) Run(ctx context.Context, req executor.Request) (*run.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()
 	start := time.Now()
 	result, err := m.Executor.Run(ctx, req)
 	outcome := "succeeded"
-	var phases terraformer.Phases
-	var runErr *terraformer.RunError
+	var phases run.Phases
+	var runErr *run.Error
 	switch {
 	case err == nil:
 		phases = result.Phases

@@ -5,11 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -30,13 +25,6 @@ func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templat
 				provider.Manifest.Type, name, op.objects().ID.OutputsName())
 		}
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: op.infra.Namespace, Name: op.objects().ID.OutputsName()}}
-	if len(sensitive) == 0 {
-		if err := op.actuator.Client.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("deleting the Secret of sensitive outputs: %w", err)
-		}
-		return plain, nil
-	}
 	data := make(map[string][]byte, len(sensitive))
 	for name, value := range sensitive {
 		if s, ok := value.(string); ok {
@@ -49,14 +37,8 @@ func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templat
 		}
 		data[name] = encoded
 	}
-	err = state.WriteObject(ctx, op.actuator.Client, secret, func() error {
-		secret.Labels = op.objects().ID.Labels()
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = data
-		return controllerutil.SetControllerReference(op.infra, secret, op.actuator.Client.Scheme())
-	})
-	if err != nil {
-		return nil, fmt.Errorf("writing the Secret of sensitive outputs: %w", err)
+	if err := op.objects().WriteSensitiveOutputs(ctx, op.actuator.Client, op.infra, data); err != nil {
+		return nil, err
 	}
 	return plain, nil
 }

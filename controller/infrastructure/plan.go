@@ -16,7 +16,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // AnnotationAllowDestroy lets the next apply destroy or replace resources of the
@@ -51,13 +51,13 @@ const addressesListed = 25
 func (op *operation) applyRequest(protected []string, env map[string]string) executor.Request {
 	_, allow := op.infra.Annotations[AnnotationAllowDestroy]
 	return executor.Request{
-		ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Apply, Env: env,
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: env,
 		ProtectedTypes: protected, AllowDestroy: allow, Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
 }
 
 // afterApply records the plan that was applied and uses up a permission to destroy.
-func (op *operation) afterApply(ctx context.Context, plan *terraformer.PlanSummary) error {
+func (op *operation) afterApply(ctx context.Context, plan *run.PlanSummary) error {
 	now := metav1.Now()
 	if plan != nil {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
@@ -82,8 +82,8 @@ func (op *operation) afterApply(ctx context.Context, plan *terraformer.PlanSumma
 // refused records an apply the destroy guard stopped, with an event naming what it would
 // have destroyed, and says how to allow it.
 func (op *operation) refused(err error) error {
-	var runErr *terraformer.RunError
-	if !errors.Is(err, terraformer.ErrDestroyProtected) || !errors.As(err, &runErr) {
+	var runErr *run.Error
+	if !errors.Is(err, run.ErrDestroyProtected) || !errors.As(err, &runErr) {
 		return err
 	}
 	now := metav1.Now()
@@ -154,7 +154,7 @@ func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
 		return false
 	}
 	ticket, known := a.runs.Lookup(runID(client.ObjectKeyFromObject(infra)))
-	return known && ticket.Command == terraformer.Plan
+	return known && ticket.Command == run.Plan
 }
 
 // nextDriftCheck is when the Infrastructure is planned next. Its checks fall on the
@@ -191,7 +191,7 @@ func (a *Actuator) nextDriftCheck(infra *extensionsv1alpha1.Infrastructure, now 
 }
 
 // plan runs terraform plan on the configuration last applied.
-func (op *operation) plan(ctx context.Context) (*terraformer.PlanSummary, error) {
+func (op *operation) plan(ctx context.Context) (*run.PlanSummary, error) {
 	provider, secret, err := op.inputs(ctx)
 	if err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func (op *operation) plan(ctx context.Context) (*terraformer.PlanSummary, error)
 	if err != nil {
 		return nil, err
 	}
-	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: terraformer.Plan, Env: env, Background: true}, executor.PriorityDrift, nil)
+	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Background: true}, executor.PriorityDrift, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func driftLateness(interval time.Duration) time.Duration {
 	return min(interval/10, time.Minute)
 }
 
-func driftMessage(plan *terraformer.PlanSummary) string {
+func driftMessage(plan *run.PlanSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the infrastructure differs from its configuration: %s", plan.Summary(addressesListed))
 	if len(plan.Drift) > 0 {

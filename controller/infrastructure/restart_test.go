@@ -20,7 +20,6 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -131,7 +130,7 @@ func TestRestartedControllerDoesNotStartASecondRun(t *testing.T) {
 	// restart whose predecessor's run has not ended yet. Each step of the run sleeps 6 s,
 	// time enough for it to start even on a loaded machine.
 	second := startController(t, ns, dir)
-	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(terraformer.ErrRunInProgress.Error()))
+	g.Eventually(second.output.String).WithTimeout(time.Minute).Should(ContainSubstring(run.ErrRunInProgress.Error()))
 
 	done := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(done.Status.LastError).To(BeNil())

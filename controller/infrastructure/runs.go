@@ -18,7 +18,6 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // pendingRecheck is how soon a reconcile looks again at a run it is waiting for, should
@@ -99,7 +98,7 @@ func (r *runs) finished(id run.ID) {
 // after prepare wrote what the run reads, or finds it waiting or under way, and returns a
 // runPendingError. A run of another command or configuration known for the object is
 // dropped while it waits, waited for while it runs, and its outcome forgotten.
-func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*terraformer.Result, error) {
+func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*run.Result, error) {
 	runs := op.actuator.runs
 	if runs == nil {
 		return nil, errors.New("the actuator is not set up with a manager: no run scheduler")
@@ -170,8 +169,8 @@ func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
 // progressReporter writes a run's progress into the lastOperation of the Infrastructure
 // while it is processing; it patches lastOperation alone, with an optimistic lock, and
 // skips a progress another write overtook.
-func (a *Actuator) progressReporter(key client.ObjectKey) func(terraformer.Progress) {
-	return func(p terraformer.Progress) {
+func (a *Actuator) progressReporter(key client.ObjectKey) func(run.Progress) {
+	return func(p run.Progress) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		infra := &extensionsv1alpha1.Infrastructure{}

@@ -5,15 +5,15 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 20)
 
-	result, err := f.run(terraformer.Apply)
+	result, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	items := f.expectEachItemOnceInState(g, 20)
 
@@ -27,7 +27,7 @@ func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 	g.Expect(result.Phases).To(HaveLen(2))
 	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", result.Phases["init"]))), "twenty objects take longer than linking one provider")
 
-	result, err = f.run(terraformer.Destroy)
+	result, err = f.run(run.Destroy)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Phases).To(And(HaveLen(1), HaveKeyWithValue("destroy", BeNumerically(">", 0))), "the working directory is initialised for the configuration already")
 	f.expectEachItemOnceInState(g, 0)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkApply(b *testing.B) {
 			return initTime + bare.run("apply", "-auto-approve", "-input=false")
 		}, func() time.Duration {
 			counted := countStateWrites(b, f)
-			took := f.timedRun(b, f.request(terraformer.Apply))
+			took := f.timedRun(b, f.request(run.Apply))
 			writes += counted()
 			return took
 		})
@@ -68,10 +68,10 @@ func BenchmarkReconcileNothingToChange(b *testing.B) {
 			bare := newBareTerraform(b, f, testenv.TerraformCLIConfig(b), nil)
 			bare.run("init", "-input=false")
 			bare.run("apply", "-auto-approve", "-input=false")
-			if _, err := f.run(terraformer.Apply); err != nil {
+			if _, err := f.run(run.Apply); err != nil {
 				b.Fatal(err)
 			}
-			req := f.request(terraformer.Apply)
+			req := f.request(run.Apply)
 			req.ProtectedTypes = bc.protected
 			var pairs sideBySide
 			writes := 0
@@ -103,10 +103,10 @@ func BenchmarkApplyChecked(b *testing.B) {
 	bare.run("init", "-input=false")
 	bare.run("apply", "-auto-approve", "-input=false")
 	f.writeVars(b, vars(0))
-	if _, err := f.run(terraformer.Apply); err != nil {
+	if _, err := f.run(run.Apply); err != nil {
 		b.Fatal(err)
 	}
-	req := f.request(terraformer.Apply)
+	req := f.request(run.Apply)
 	req.ProtectedTypes = []string{"kubectl_manifest"}
 	var pairs sideBySide
 	revision := 0
@@ -228,7 +228,7 @@ func (f *fixture) timedRun(b *testing.B, req Request) time.Duration {
 	return took
 }
 
-func (f *fixture) timedResult(b *testing.B, req Request) (*terraformer.Result, time.Duration) {
+func (f *fixture) timedResult(b *testing.B, req Request) (*run.Result, time.Duration) {
 	started := time.Now()
 	result, err := f.executor.Run(context.Background(), req)
 	took := time.Since(started)

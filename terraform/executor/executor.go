@@ -9,12 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // Executor runs a terraform command somewhere: in a pod, or on this machine.
 type Executor interface {
-	Run(ctx context.Context, req Request) (*terraformer.Result, error)
+	Run(ctx context.Context, req Request) (*run.Result, error)
 }
 
 // ActivityChecker is an executor that can tell whether a run of an ID is under way,
@@ -30,17 +29,17 @@ type Request struct {
 	// Owner becomes the owner of a run pod and its credentials Secret, so that deleting
 	// the owner, e.g. the Infrastructure, collects them.
 	Owner   *metav1.OwnerReference
-	Command terraformer.Command
+	Command run.Command
 	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
 	// terraform's environment and nothing else.
 	Env map[string]string
 	// ProtectedTypes are resource types an apply must not destroy or replace, unless
-	// AllowDestroy is set (see terraformer.ErrDestroyProtected).
+	// AllowDestroy is set (see run.ErrDestroyProtected).
 	ProtectedTypes []string
 	AllowDestroy   bool
 	// Progress, when set, is called from another goroutine with each new progress of
 	// the run, at most every few seconds; never after Run returned.
-	Progress func(terraformer.Progress)
+	Progress func(run.Progress)
 	// Digest identifies the configuration the run works on (files, variables, guard):
 	// a run under way of another digest is never taken for this one.
 	Digest string
@@ -61,7 +60,7 @@ func (r Request) Validate() error {
 	if err := r.ID.Validate(); err != nil {
 		return err
 	}
-	if _, err := terraformer.ParseCommand(string(r.Command)); err != nil {
+	if _, err := run.ParseCommand(string(r.Command)); err != nil {
 		return err
 	}
 	for i, t := range r.ProtectedTypes {
@@ -90,7 +89,7 @@ func (g *runGuard) acquire(r Request) (func(), error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.running[r.ID] {
-		return nil, inProgress(r.Command, terraformer.ErrRunInProgress.Error())
+		return nil, inProgress(r.Command, run.ErrRunInProgress.Error())
 	}
 	if g.running == nil {
 		g.running = map[run.ID]bool{}
@@ -104,6 +103,6 @@ func (g *runGuard) acquire(r Request) (func(), error) {
 }
 
 // inProgress refuses a run because another one holds its objects.
-func inProgress(command terraformer.Command, message string) error {
-	return &terraformer.RunError{Command: string(command), Message: message, Err: terraformer.ErrRunInProgress}
+func inProgress(command run.Command, message string) error {
+	return &run.Error{Command: string(command), Message: message, Err: run.ErrRunInProgress}
 }

@@ -23,11 +23,10 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/gardener/errorcodes"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
-func expectRunError(g Gomega, err error) *terraformer.RunError {
-	var re *terraformer.RunError
+func expectRunError(g Gomega, err error) *run.Error {
+	var re *run.Error
 	g.Expect(errors.As(err, &re)).To(BeTrue(), "a *RunError, got %v", err)
 	g.Expect(re.Message).NotTo(MatchRegexp(`\x1b\[`))
 	g.Expect(re.Message).NotTo(MatchRegexp(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`))
@@ -36,7 +35,7 @@ func expectRunError(g Gomega, err error) *terraformer.RunError {
 }
 
 // codesOf are the codes the controller gives a failed run.
-func codesOf(re *terraformer.RunError) []extensionsv1alpha1.ErrorCode {
+func codesOf(re *run.Error) []extensionsv1alpha1.ErrorCode {
 	return errorcodes.Classify(re.Blocks)
 }
 
@@ -60,7 +59,7 @@ func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	f.kubeconfig = string(kubeconfig)
 
-	_, err = f.run(terraformer.Apply)
+	_, err = f.run(run.Apply)
 	re := expectRunError(g, err)
 	t.Logf("message: %s", re.Message)
 	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraUnauthenticated))
@@ -75,7 +74,7 @@ func TestSyntaxErrorIsAConfigurationProblem(t *testing.T) {
 	f := newFixture(t, 1)
 	f.writeConfig("testdata/syntax-error")
 
-	for _, command := range []terraformer.Command{terraformer.Validate, terraformer.Apply} {
+	for _, command := range []run.Command{run.Validate, run.Apply} {
 		_, err := f.run(command)
 		re := expectRunError(g, err)
 		t.Logf("%s: %s", command, re.Message)
@@ -92,7 +91,7 @@ func TestResourceConflictIsADependencyError(t *testing.T) {
 	taken := corev1ac.ConfigMap("taken", f.namespace).WithData(map[string]string{"owner": "someone-else"})
 	g.Expect(env.Client.Apply(context.Background(), taken, client.FieldOwner("someone-else"))).To(Succeed())
 
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	re := expectRunError(g, err)
 	t.Logf("message: %s", re.Message)
 	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraDependencies))
@@ -103,11 +102,11 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 	g := NewWithT(t)
 	e := &LocalExecutor{Client: env.Client}
 	for field, req := range map[string]Request{
-		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: terraformer.Apply},
-		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: terraformer.Apply},
-		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: terraformer.Apply},
+		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
+		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
+		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: run.Apply},
 		"command":   {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: "refresh"},
-		"env":       {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: terraformer.Apply, Env: map[string]string{"NOT A NAME": "x"}},
+		"env":       {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Env: map[string]string{"NOT A NAME": "x"}},
 	} {
 		_, err := e.Run(context.Background(), req)
 		g.Expect(err).To(MatchError(run.ErrInvalidInput))
@@ -127,7 +126,7 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
 	f.executor.TerraformPath = other
 
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("terraform 1.5.7 is not installed"))
 	g.Expect(err.Error()).To(ContainSubstring("is terraform 1.4.6"))

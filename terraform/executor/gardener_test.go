@@ -9,15 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	before := f.items(g)
 	g.Expect(before).To(HaveLen(2))
@@ -38,7 +38,7 @@ func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
 	config.Finalizers = nil
 	g.Expect(env.Client.Update(ctx, config)).To(Succeed())
 
-	_, err = f.run(terraformer.Apply)
+	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	after := f.items(g)
 	g.Expect(after).To(HaveLen(3))

@@ -18,14 +18,14 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/terraseed/terraseed/gardener/errorcodes"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // startTerraformer starts the terraformer process a run pod runs, on this machine,
 // without waiting for it. It returns the process and the path of its termination message.
-func (f *fixture) startTerraformer(command terraformer.Command) (*exec.Cmd, string) {
+func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 	f.t.Helper()
 	g := NewWithT(f.t)
 	dir := filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())
@@ -50,10 +50,10 @@ func (f *fixture) startTerraformer(command terraformer.Command) (*exec.Cmd, stri
 }
 
 // runFailure reads the error of a terraformer process that failed from its termination message.
-func runFailure(g Gomega, termination string) *terraformer.RunError {
+func runFailure(g Gomega, termination string) *run.Error {
 	data, err := os.ReadFile(termination)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, re, ok := terraformer.ParseTerminationMessage(string(data))
+	_, re, ok := run.ParseTerminationMessage(string(data))
 	g.Expect(ok).To(BeTrue(), "a failed run's termination message: %s", data)
 	return re
 }
@@ -214,7 +214,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	// new run pod would, passes the gates opened before and stops at the next.
 	for _, gate := range gates {
 		f.executor.BaseDir = t.TempDir()
-		cmd, _ := f.startTerraformer(terraformer.Apply)
+		cmd, _ := f.startTerraformer(run.Apply)
 		gate.waitUntilReached()
 		victims := descendants(cmd.Process.Pid)
 		for _, pid := range victims {
@@ -230,7 +230,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	}
 
 	f.executor.BaseDir = t.TempDir()
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.expectEachItemOnceInState(g, resources)
 }
@@ -242,7 +242,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	gate := f.newGate(4)
 	f.writeChainConfig(resources, gate)
 
-	cmd, termination := f.startTerraformer(terraformer.Apply)
+	cmd, termination := f.startTerraformer(run.Apply)
 	gate.waitUntilReached()
 	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 	g.Expect(cmd.Wait()).To(HaveOccurred())
@@ -282,7 +282,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 
 	gate.open()
 	f.executor.BaseDir = t.TempDir()
-	_, err = f.run(terraformer.Apply)
+	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.expectEachItemOnceInState(g, resources)
 }

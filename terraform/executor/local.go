@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +33,7 @@ type LocalExecutor struct {
 	TerraformPath string
 	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
 	OpenTofu bool
-	Plugins  terraformer.Plugins
+	Plugins  run.Plugins
 	// BaseDir holds one directory per run ID.
 	BaseDir     string
 	Parallelism int
@@ -43,7 +42,7 @@ type LocalExecutor struct {
 	// StopTimeout is how long a cancelled run may take to stop before it is killed.
 	StopTimeout time.Duration
 	// ProgressInterval is how often the run writes its progress and it is read;
-	// terraformer.DefaultProgressInterval when zero.
+	// run.DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
 
 	guard runGuard
@@ -53,7 +52,7 @@ var _ Executor = (*LocalExecutor)(nil)
 
 // Run runs the request and waits for it. Cancelling ctx interrupts terraform, and waits
 // for it to stop and for the state to be saved.
-func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Result, error) {
+func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*terraformer.Resu
 	result, err := t.Run(ctx)
 	stopProgress()
 	if err != nil {
-		re := terraformer.RunErrorOf(t.Phases(), err)
+		re := run.ErrorOf(t.Phases(), err)
 		fmt.Fprintln(output, "run failed:", re.Error())
 		return nil, re
 	}
@@ -139,26 +138,6 @@ func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.j
 // workDirOf is terraform's working directory within a run directory.
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
 
-// resultFromState reads a finished run's outputs from the stored state.
-func resultFromState(ctx context.Context, store *state.StateStore, command terraformer.Command) (*terraformer.Result, error) {
-	return resultOf(command, func() ([]byte, error) { return store.Load(ctx) })
-}
-
-func resultOf(command terraformer.Command, saved func() ([]byte, error)) (*terraformer.Result, error) {
-	if command == terraformer.Validate {
-		return &terraformer.Result{Outputs: map[string]any{}}, nil
-	}
-	data, err := saved()
-	if err != nil {
-		return nil, err
-	}
-	outputs, err := state.Outputs(data)
-	if err != nil {
-		return nil, err
-	}
-	return &terraformer.Result{Outputs: outputs, State: data}, nil
-}
-
 // runEnv is the terraformer's environment: what a process needs to run, and the
 // request's credentials; never the controller's own environment.
 func runEnv(credentials map[string]string) []string {
@@ -185,22 +164,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-// runArgs are the terraformer's flags both executors derive from a request.
-func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
-	var args []string
-	if openTofu {
-		args = append(args, "--opentofu")
-	}
-	if len(req.ProtectedTypes) > 0 {
-		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
-	}
-	if req.AllowDestroy {
-		args = append(args, "--allow-destroy")
-	}
-	if progressInterval > 0 {
-		args = append(args, "--progress-interval", progressInterval.String())
-	}
-	return args
 }

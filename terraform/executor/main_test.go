@@ -20,7 +20,6 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -58,7 +57,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 	f.executor = &LocalExecutor{
 		Client:        env.Client,
 		TerraformPath: testenv.Terraform(t),
-		Plugins:       terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
+		Plugins:       run.Plugins{Mirror: testenv.ProviderMirror(t)},
 		BaseDir:       t.TempDir(),
 		Output:        f.output,
 	}
@@ -88,11 +87,11 @@ func (f *fixture) writeConfig(dir string) {
 	NewWithT(f.t).Expect(f.objects.WriteConfig(context.Background(), env.Client, files)).To(Succeed())
 }
 
-func (f *fixture) request(command terraformer.Command) Request {
+func (f *fixture) request(command run.Command) Request {
 	return Request{ID: f.objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": f.kubeconfig}}
 }
 
-func (f *fixture) run(command terraformer.Command) (*terraformer.Result, error) {
+func (f *fixture) run(command run.Command) (*run.Result, error) {
 	return f.executor.Run(context.Background(), f.request(command))
 }
 

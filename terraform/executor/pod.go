@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // LabelCommand names the terraform command a run pod executes.
@@ -73,7 +73,7 @@ type PodExecutor struct {
 	OpenTofu      bool
 	TerraformPath string
 	// ProgressInterval is how often the run writes its progress and it is read;
-	// terraformer.DefaultProgressInterval when zero.
+	// run.DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
 
 	guard runGuard
@@ -120,7 +120,7 @@ func (e *PodExecutor) pods() (*podWatch, func(), error) {
 
 // Run creates the run pod, or adopts the one still running the same command after a
 // restart, and waits for it. Cancelling ctx leaves the pod running, to be adopted.
-func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result, error) {
+func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,11 +152,11 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*terraformer.Result
 		}
 		pod = nil
 	case pod.Labels[LabelCommand] != string(req.Command):
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", terraformer.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
 	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
 		// A pod of another configuration, e.g. of the generation before a restart: its
 		// outcome is not this run's. This run starts once it ended.
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", terraformer.ErrRunInProgress, pod.Name))
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", run.ErrRunInProgress, pod.Name))
 	default:
 		log.Info("adoptingRunPod")
 	}
@@ -227,13 +227,15 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	pod := e.podFor(req, labels, owners)
 	if err := e.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil, inProgress(req.Command, terraformer.ErrRunInProgress.Error())
+			return nil, inProgress(req.Command, run.ErrRunInProgress.Error())
 		}
 		return nil, fmt.Errorf("creating the run pod: %w", err)
 	}
 	return pod, nil
 }
 
+// podFor is the run pod of req. It is long because it is one pod spec, whose security
+// settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
 	command := e.Command
 	if len(command) == 0 {
@@ -264,7 +266,7 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	}
 	grace := e.StopTimeout
 	if grace == 0 {
-		grace = terraformer.DefaultStopTimeout
+		grace = run.DefaultStopTimeout
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
@@ -303,7 +305,7 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	}
 }
 
-func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*terraformer.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
 		interval = DefaultPodRecheckInterval
@@ -323,7 +325,7 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod
 			}
 		}
 		if current == nil {
-			return nil, &terraformer.RunError{Command: string(req.Command), Message: "the run pod disappeared", Err: terraformer.ErrTerraformFailed}
+			return nil, &run.Error{Command: string(req.Command), Message: "the run pod disappeared", Err: run.ErrTerraformFailed}
 		}
 		if outcome, done := e.outcome(ctx, req, current); done {
 			return outcome()
@@ -353,16 +355,16 @@ func (e *PodExecutor) livePod(ctx context.Context, key types.NamespacedName, uid
 }
 
 // outcome tells whether the pod's run ended, and then how.
-func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*terraformer.Result, error), bool) {
+func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*run.Result, error), bool) {
 	switch current.Status.Phase {
 	case corev1.PodSucceeded:
-		return func() (*terraformer.Result, error) {
+		return func() (*run.Result, error) {
 			if err := e.cleanup(ctx, req.ID, current); err != nil {
 				return nil, err
 			}
 			// The run released the objects it may write; the vars Secret needs the
 			// executor's rights.
-			if req.Command == terraformer.Destroy {
+			if req.Command == run.Destroy {
 				if err := (state.RunObjects{ID: req.ID}).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
 					return nil, err
 				}
@@ -371,11 +373,11 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 			if err != nil {
 				return nil, err
 			}
-			result.Phases, _, _ = terraformer.ParseTerminationMessage(terminationMessageOf(current))
+			result.Phases, _, _ = run.ParseTerminationMessage(terminationMessageOf(current))
 			return result, nil
 		}, true
 	case corev1.PodFailed:
-		return func() (*terraformer.Result, error) {
+		return func() (*run.Result, error) {
 			runErr := e.failure(ctx, req, current)
 			if err := e.cleanup(ctx, req.ID, current); err != nil {
 				return nil, errors.Join(runErr, err)
@@ -384,11 +386,11 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 		}, true
 	case corev1.PodPending, "":
 		if e.CreationTimeout > 0 && time.Since(current.CreationTimestamp.Time) > e.CreationTimeout {
-			return func() (*terraformer.Result, error) {
+			return func() (*run.Result, error) {
 				if err := e.cleanup(ctx, req.ID, current); err != nil {
 					return nil, err
 				}
-				return nil, &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
+				return nil, &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
 			}, true
 		}
 	}
@@ -398,10 +400,10 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 // failure reads why a pod failed: its termination message, else its log.
 func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod) error {
 	if pod.Status.Reason == "DeadlineExceeded" {
-		return &terraformer.RunError{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
+		return &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
 	}
 	message := terminationMessageOf(pod)
-	if _, re, ok := terraformer.ParseTerminationMessage(message); ok {
+	if _, re, ok := run.ParseTerminationMessage(message); ok {
 		return re
 	}
 	if message == "" && e.Clientset != nil {
@@ -410,7 +412,7 @@ func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod)
 			message = string(logs)
 		}
 	}
-	runErr := terraformer.NewRunError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	runErr := run.NewError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
 	// Killed before it could write its message, the run left only the end of its log,
 	// which tells what it was doing, not why it ended.
 	if killed := killedBy(pod); killed != "" {
@@ -462,4 +464,38 @@ func (e *PodExecutor) podLabels(runLabels map[string]string) map[string]string {
 	}
 	maps.Copy(labels, runLabels)
 	return labels
+}
+
+// resultFromState reads a finished run's outputs from the stored state.
+func resultFromState(ctx context.Context, store *state.StateStore, command run.Command) (*run.Result, error) {
+	if command == run.Validate {
+		return &run.Result{Outputs: map[string]any{}}, nil
+	}
+	data, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := state.Outputs(data)
+	if err != nil {
+		return nil, err
+	}
+	return &run.Result{Outputs: outputs, State: data}, nil
+}
+
+// runArgs are the terraformer's flags a run pod gets from a request.
+func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
+	var args []string
+	if openTofu {
+		args = append(args, "--opentofu")
+	}
+	if len(req.ProtectedTypes) > 0 {
+		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
+	}
+	if req.AllowDestroy {
+		args = append(args, "--allow-destroy")
+	}
+	if progressInterval > 0 {
+		args = append(args, "--progress-interval", progressInterval.String())
+	}
+	return args
 }

@@ -28,7 +28,6 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/gardener/errorcodes"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -272,7 +271,7 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	f := newFixture(t, 3)
 	k := startKubelet(f, false)
 	owner := &metav1.OwnerReference{APIVersion: extensionsv1alpha1.GroupVersion.String(), Kind: "Infrastructure", Name: "infra", UID: "0b7a1d1e-1111-4a7e-9b31-2f1f1e0c0001"}
-	req := f.request(terraformer.Apply)
+	req := f.request(run.Apply)
 	req.Owner = owner
 
 	result, err := f.podExecutor().Run(context.Background(), req)
@@ -313,7 +312,7 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	ctx, stopController := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := first.Run(ctx, f.request(terraformer.Apply))
+		_, err := first.Run(ctx, f.request(run.Apply))
 		done <- err
 	}()
 	gate.waitUntilReached()
@@ -322,10 +321,10 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 
 	// The restarted controller's executor is another instance; the pod still runs.
 	second := f.podExecutor()
-	_, err := second.Run(context.Background(), f.request(terraformer.Destroy))
-	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress), "another command waits for the running pod")
+	_, err := second.Run(context.Background(), f.request(run.Destroy))
+	g.Expect(err).To(MatchError(run.ErrRunInProgress), "another command waits for the running pod")
 	gate.open()
-	_, err = second.Run(context.Background(), f.request(terraformer.Apply))
+	_, err = second.Run(context.Background(), f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k.startedPods()).To(HaveLen(1), "the running pod was adopted, not started twice")
 	g.Expect(f.items(g)).To(HaveLen(20))
@@ -339,7 +338,7 @@ func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 	gate := f.newGate(2)
 	f.writeChainConfig(5, gate)
 	k := startKubelet(f, false)
-	older, newer := f.request(terraformer.Apply), f.request(terraformer.Apply)
+	older, newer := f.request(run.Apply), f.request(run.Apply)
 	older.Digest, newer.Digest = "0123456789abcdef", "fedcba9876543210"
 
 	ctx, stopController := context.WithCancel(context.Background())
@@ -354,7 +353,7 @@ func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 
 	second := f.podExecutor()
 	_, err := second.Run(context.Background(), newer)
-	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress), "the pod of the older configuration is not adopted")
+	g.Expect(err).To(MatchError(run.ErrRunInProgress), "the pod of the older configuration is not adopted")
 	g.Expect(k.startedPods()).To(HaveLen(1))
 	gate.open()
 	g.Eventually(func(g Gomega) {
@@ -375,7 +374,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		k := startKubelet(f, true)
 		e := f.podExecutor()
 		e.CreationTimeout = time.Second
-		_, err := e.Run(context.Background(), f.request(terraformer.Apply))
+		_, err := e.Run(context.Background(), f.request(run.Apply))
 		g.Expect(err).To(MatchError(ErrCreationDeadline))
 		g.Expect(k.startedPods()).To(BeEmpty())
 		g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
@@ -387,7 +386,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		e := f.podExecutor()
 		e.Parallelism = 1
 		e.RunTimeout = 2 * time.Second
-		_, err := e.Run(context.Background(), f.request(terraformer.Apply))
+		_, err := e.Run(context.Background(), f.request(run.Apply))
 		g.Expect(err).To(MatchError(ErrRunDeadline))
 		re := expectRunError(g, err)
 		g.Expect(errorcodes.Retryable(codesOf(re))).To(BeTrue())
@@ -404,7 +403,7 @@ func TestPodExecutorReportsTerraformErrors(t *testing.T) {
 	f := newFixture(t, 1)
 	f.writeConfig("testdata/syntax-error")
 	startKubelet(f, false)
-	_, err := f.podExecutor().Run(context.Background(), f.request(terraformer.Apply))
+	_, err := f.podExecutor().Run(context.Background(), f.request(run.Apply))
 	re := expectRunError(g, err)
 	g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
@@ -421,7 +420,7 @@ func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) 
 	clientset, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	e.Clientset = clientset
-	_, err = e.Run(context.Background(), f.request(terraformer.Apply))
+	_, err = e.Run(context.Background(), f.request(run.Apply))
 	re := expectRunError(g, err)
 	t.Logf("message: %s", re.Message)
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"), "terraform's error, found in the log")
@@ -438,7 +437,7 @@ func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 		run.PurposeInfra: {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work"},
 		"controlplane":   {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work", "--purpose", "controlplane"},
 	} {
-		req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: terraformer.Apply}
+		req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: run.Apply}
 		pod := e.podFor(req, req.ID.Labels(), nil)
 		g.Expect(pod.Name).To(Equal("a." + string(purpose) + ".tf-run"))
 		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -97,8 +97,8 @@ func parentOf(pid string) string {
 
 // runWatched runs an apply with protected types and returns its result, the terraform
 // commands it ran, and its error.
-func (f *fixture) runWatched(t *testing.T, protected ...string) (*terraformer.Result, []string, error) {
-	req := f.request(terraformer.Apply)
+func (f *fixture) runWatched(t *testing.T, protected ...string) (*run.Result, []string, error) {
+	req := f.request(run.Apply)
 	req.ProtectedTypes = protected
 	commands := watchTerraform(t, f.executor.BaseDir)
 	result, err := f.executor.Run(context.Background(), req)
@@ -120,12 +120,12 @@ func (f *fixture) configVersion(g Gomega) string {
 }
 
 // publishedPlan is the plan the run reported beside it, which the executor reads.
-func (f *fixture) publishedPlan(g Gomega) *terraformer.PlanSummary {
-	report, err := terraformer.ReadReportFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
+func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
+	report, err := run.ReadReportFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(report).To(HaveKey(terraformer.AnnotationPlan))
-	plan := &terraformer.PlanSummary{}
-	g.Expect(json.Unmarshal([]byte(report[terraformer.AnnotationPlan]), plan)).To(Succeed())
+	g.Expect(report).To(HaveKey(run.AnnotationPlan))
+	plan := &run.PlanSummary{}
+	g.Expect(json.Unmarshal([]byte(report[run.AnnotationPlan]), plan)).To(Succeed())
 	return plan
 }
 
@@ -163,7 +163,7 @@ func TestReconcileWithNothingToChangeIsOneProcessAndWritesNoState(t *testing.T) 
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			f := newFixture(t, 3)
-			_, err := f.run(terraformer.Apply)
+			_, err := f.run(run.Apply)
 			g.Expect(err).NotTo(HaveOccurred())
 			stored, config := f.stateVersion(g), f.configVersion(g)
 
@@ -187,7 +187,7 @@ func TestCheckedReconcileRepairsDrift(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFixture(t, 3)
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	items := f.items(g)
 	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: items[0]}})).To(Succeed())
@@ -205,7 +205,7 @@ func TestCheckedReconcileRepairsDrift(t *testing.T) {
 func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 3)
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	stored := f.stateVersion(g)
 	vars, err := json.Marshal(map[string]any{"namespace": f.namespace, "resources": 2})
@@ -214,7 +214,7 @@ func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
 
 	_, commands, err := f.runWatched(t, "kubectl_manifest")
 	re := expectRunError(g, err)
-	g.Expect(err).To(MatchError(terraformer.ErrDestroyProtected))
+	g.Expect(err).To(MatchError(run.ErrDestroyProtected))
 	g.Expect(re.Message).To(And(ContainSubstring("kubectl_manifest.item[2] (delete)"), ContainSubstring("nothing was changed")))
 	g.Expect(commands).To(Equal([]string{"plan"}), "refused after the plan")
 	g.Expect(f.stateVersion(g)).To(Equal(stored))
@@ -258,7 +258,7 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 			terraform, err := filepath.EvalSymlinks(testenv.Terraform(t))
 			g.Expect(err).NotTo(HaveOccurred())
 
-			req := f.request(terraformer.Apply)
+			req := f.request(run.Apply)
 			req.Background = tc.background
 			done, finished := make(chan error, 1), make(chan struct{})
 			go func() {
@@ -316,17 +316,17 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	binary, commands := loggingTerraform(t)
 	f.executor.TerraformPath = binary
 
-	_, err := f.run(terraformer.Apply)
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands()).To(Equal([]string{"version", "init", "apply"}))
 
-	_, err = f.run(terraformer.Apply)
+	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands()).To(Equal([]string{"apply"}), "one terraform process")
 
 	later := time.Now().Add(time.Minute)
 	g.Expect(os.Chtimes(binary, later, later)).To(Succeed())
-	_, err = f.run(terraformer.Plan)
+	_, err = f.run(run.Plan)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands()).To(Equal([]string{"version", "init", "plan"}), "a changed binary is checked, and initialises again")
 }

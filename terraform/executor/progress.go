@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // DefaultProgressPollInterval is how often a run's report is read for its progress.
@@ -19,36 +18,36 @@ const DefaultProgressPollInterval = 2 * time.Second
 // clearRunAnnotations removes what an earlier run reported, before a new run starts.
 func clearRunAnnotations(ctx context.Context, c client.Client, id run.ID) error {
 	config := client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}
-	cleared := map[string]*string{terraformer.AnnotationProgress: nil, terraformer.AnnotationPlan: nil}
-	if err := terraformer.AnnotateConfig(ctx, c, config, cleared); err != nil && !apierrors.IsNotFound(err) {
+	cleared := map[string]*string{run.AnnotationProgress: nil, run.AnnotationPlan: nil}
+	if err := run.AnnotateConfig(ctx, c, config, cleared); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clearing the progress of an earlier run: %w", err)
 	}
 	return nil
 }
 
 // runReport reads the progress and the plan a run reported so far.
-type runReport func(ctx context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error)
+type runReport func(ctx context.Context) (*run.Progress, *run.PlanSummary, error)
 
 // annotationsReport reads what a run pod reports on its configuration ConfigMap.
 func annotationsReport(c client.Client, id run.ID) runReport {
-	return func(ctx context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error) {
+	return func(ctx context.Context) (*run.Progress, *run.PlanSummary, error) {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.ConfigName()}, cm); err != nil {
 			return nil, nil, client.IgnoreNotFound(err)
 		}
-		progress, plan := terraformer.ReadRunAnnotations(cm.Annotations)
+		progress, plan := run.ReadRunAnnotations(cm.Annotations)
 		return progress, plan, nil
 	}
 }
 
 // fileReport reads what a terraformer on this machine reports in its report file.
 func fileReport(path string) runReport {
-	return func(context.Context) (*terraformer.Progress, *terraformer.PlanSummary, error) {
-		annotations, err := terraformer.ReadReportFile(path)
+	return func(context.Context) (*run.Progress, *run.PlanSummary, error) {
+		annotations, err := run.ReadReportFile(path)
 		if err != nil {
 			return nil, nil, err
 		}
-		progress, plan := terraformer.ReadRunAnnotations(annotations)
+		progress, plan := run.ReadRunAnnotations(annotations)
 		return progress, plan, nil
 	}
 }
@@ -68,7 +67,7 @@ func followProgress(ctx context.Context, read runReport, req Request, interval t
 		defer close(done)
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
-		var last terraformer.Progress
+		var last run.Progress
 		for {
 			select {
 			case <-ctx.Done():
@@ -91,8 +90,8 @@ func followProgress(ctx context.Context, read runReport, req Request, interval t
 }
 
 // withPlan adds the plan the run reported to its result.
-func withPlan(ctx context.Context, read runReport, req Request, result *terraformer.Result) (*terraformer.Result, error) {
-	if req.Command != terraformer.Apply && req.Command != terraformer.Plan {
+func withPlan(ctx context.Context, read runReport, req Request, result *run.Result) (*run.Result, error) {
+	if req.Command != run.Apply && req.Command != run.Plan {
 		return result, nil
 	}
 	_, plan, err := read(ctx)

@@ -9,28 +9,28 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // progressLog collects the progress a run reports.
 type progressLog struct {
 	mu   sync.Mutex
-	seen []terraformer.Progress
+	seen []run.Progress
 }
 
-func (l *progressLog) add(p terraformer.Progress) {
+func (l *progressLog) add(p run.Progress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seen = append(l.seen, p)
 }
 
-func (l *progressLog) all() []terraformer.Progress {
+func (l *progressLog) all() []run.Progress {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.seen)
 }
 
-func (l *progressLog) last(g Gomega) terraformer.Progress {
+func (l *progressLog) last(g Gomega) run.Progress {
 	all := l.all()
 	g.Expect(all).NotTo(BeEmpty(), "no progress reported yet")
 	return all[len(all)-1]
@@ -59,10 +59,10 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 				exec = pe
 			}
 			log := &progressLog{}
-			req := f.request(terraformer.Apply)
+			req := f.request(run.Apply)
 			req.Progress = log.add
 			type outcome struct {
-				result *terraformer.Result
+				result *run.Result
 				err    error
 			}
 			done := make(chan outcome, 1)

@@ -13,7 +13,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // Priority orders the runs waiting for a slot: a lower one starts first.
@@ -58,14 +57,14 @@ const (
 
 // Ticket is what the scheduler knows of the run of one run ID.
 type Ticket struct {
-	Command  terraformer.Command
+	Command  run.Command
 	Digest   string
 	Priority Priority
 	Phase    Phase
 	// Ahead is how many waiting runs start before this one, while it waits.
 	Ahead int
 	// Result and Err are the run's outcome once it is done.
-	Result *terraformer.Result
+	Result *run.Result
 	Err    error
 }
 
@@ -121,7 +120,7 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) 
 		s.tickets = map[run.ID]*scheduled{}
 	}
 	if t, ok := s.tickets[req.ID]; ok {
-		return inProgress(req.Command, fmt.Sprintf("%s (%s is %s)", terraformer.ErrRunInProgress, t.Command, t.Phase))
+		return inProgress(req.Command, fmt.Sprintf("%s (%s is %s)", run.ErrRunInProgress, t.Command, t.Phase))
 	}
 	s.seq++
 	s.tickets[req.ID] = &scheduled{

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // startedScheduler runs a scheduler over the local executor of f until the test ends, and
@@ -73,13 +72,13 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	s, ends := startedScheduler(t, busy, 1, 1)
 
 	// The one slot is taken by an apply held at its gate.
-	g.Expect(s.Submit(ctx, busy.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
 	gate.waitUntilReached()
 
 	drift1, drift2, create := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
-	g.Expect(s.Submit(ctx, drift1.request(terraformer.Plan), PriorityDrift)).To(Succeed())
-	g.Expect(s.Submit(ctx, drift2.request(terraformer.Plan), PriorityDrift)).To(Succeed())
-	g.Expect(s.Submit(ctx, create.request(terraformer.Apply), PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift1.request(run.Plan), PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift2.request(run.Plan), PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, create.request(run.Apply), PriorityCreate)).To(Succeed())
 
 	ahead := func(f *fixture) int {
 		ticket, known := s.Lookup(f.objects.ID)
@@ -94,8 +93,8 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("create"))).To(BeEquivalentTo(1))
 
 	// A submitted run of an ID already known is refused.
-	err := s.Submit(ctx, create.request(terraformer.Apply), PriorityCreate)
-	g.Expect(err).To(MatchError(terraformer.ErrRunInProgress))
+	err := s.Submit(ctx, create.request(run.Apply), PriorityCreate)
+	g.Expect(err).To(MatchError(run.ErrRunInProgress))
 
 	gate.open()
 	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(4))
@@ -121,14 +120,14 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	busy, gate := heldApply(t)
 	// Three slots, a third of them for drift plans: one.
 	s, ends := startedScheduler(t, busy, 3, 0.34)
-	g.Expect(s.Submit(ctx, busy.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
 	gate.waitUntilReached()
 
 	var plans []*fixture
 	for range 3 {
 		f := neighbour(t, busy)
 		plans = append(plans, f)
-		g.Expect(s.Submit(ctx, f.request(terraformer.Plan), PriorityDrift)).To(Succeed())
+		g.Expect(s.Submit(ctx, f.request(run.Plan), PriorityDrift)).To(Succeed())
 	}
 	// While the apply holds a slot, two are free, yet drift plans run one at a time.
 	highest := 0
@@ -156,12 +155,12 @@ func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	ctx := context.Background()
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
 	gate.waitUntilReached()
 	g.Expect(s.Cancel(busy.objects.ID)).To(BeFalse(), "a run under way is not cancelled")
 
 	waiting := neighbour(t, busy)
-	g.Expect(s.Submit(ctx, waiting.request(terraformer.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityReconcile)).To(Succeed())
 	g.Expect(s.Cancel(waiting.objects.ID)).To(BeTrue())
 	gate.open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // serviceAccountConfig is the test's API server as the ServiceAccount namespace/name.
@@ -65,7 +65,7 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	e.ManageServiceAccount = true
 
 	// A full run, as the ServiceAccount.
-	result, err := e.Run(ctx, f.request(terraformer.Apply))
+	result, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Outputs["names"]).To(HaveLen(2))
 	g.Expect(f.items(g)).To(HaveLen(2))
@@ -124,9 +124,9 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	}
 
 	// The runs go on with the split state: another apply and the destroy, as the ServiceAccount.
-	_, err = e.Run(ctx, f.request(terraformer.Apply))
+	_, err = e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = e.Run(ctx, f.request(terraformer.Destroy))
+	_, err = e.Run(ctx, f.request(run.Destroy))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) { g.Expect(f.items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
 	var kept corev1.ConfigMap

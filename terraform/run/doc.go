@@ -1,2 +1,2 @@
-// Package run names a terraform run's objects, so that every part of terraseed and Gardener's terraformer agree on them.
+// Package run is the contract between the controller and a terraform run: the run's identity and objects' names, its command and result, its errors and termination message, and the progress and plan it reports.
 package run

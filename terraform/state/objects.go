@@ -29,7 +29,9 @@ const (
 	Finalizer = "terraseed.gardener.cloud/terraformer"
 )
 
-// RunObjects names the three objects of a terraform run and reads and writes them.
+// RunObjects names the objects of a terraform run and reads, writes and deletes them: the
+// configuration, variables and state a run reads and writes, and the Secrets the
+// controller keeps beside them, the credentials of the last run and the sensitive outputs.
 type RunObjects struct {
 	ID run.ID
 	// Config, Vars and State override the names derived from ID, for runs whose objects
@@ -233,13 +235,14 @@ func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error
 }
 
 // Delete releases and deletes everything a run keeps: the three run objects, the parts
-// of a split state and the credentials Secret of a pod run.
+// of a split state, the credentials Secret of a pod run, the stored credentials and the
+// sensitive outputs.
 // Objects already gone are skipped, so Delete may be repeated.
 func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	if err := o.ID.Validate(); err != nil {
 		return err
 	}
-	objects := append(o.objects(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.ID.EnvSecretName()}})
+	objects := append(o.objects(), o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
 	parts := &corev1.ConfigMapList{}
 	if err := c.List(ctx, parts, client.InNamespace(o.ID.Namespace), client.MatchingLabels{LabelStateOf: o.StateName()}); err != nil {
 		return fmt.Errorf("listing state parts: %w", err)
@@ -263,6 +266,71 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
 		}
+	}
+	return nil
+}
+
+func (o RunObjects) secret(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: name}}
+}
+
+// credentials is the Secret keeping the credentials of the last run, so that a destroy
+// can run after the Secret they came from is gone.
+func (o RunObjects) credentials() *corev1.Secret { return o.secret(o.ID.CredentialsName()) }
+
+// sensitiveOutputs is the Secret holding the outputs the configuration marks sensitive,
+// which never reach a status.
+func (o RunObjects) sensitiveOutputs() *corev1.Secret { return o.secret(o.ID.OutputsName()) }
+
+// ReadCredentials returns the stored credentials of the last run, or nil when none are stored.
+func (o RunObjects) ReadCredentials(ctx context.Context, r client.Reader) (*corev1.Secret, error) {
+	secret := o.credentials()
+	if err := r.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the stored credentials: %w", err)
+	}
+	return secret, nil
+}
+
+// WriteCredentials stores the credentials of a run, env, with annotations, controlled by owner.
+func (o RunObjects) WriteCredentials(ctx context.Context, c client.Client, owner client.Object, annotations, env map[string]string, opts ...WriteOption) error {
+	stored := o.credentials()
+	err := WriteObject(ctx, c, stored, func() error {
+		stored.Labels = o.ID.Labels()
+		stored.Annotations = annotations
+		stored.Type = corev1.SecretTypeOpaque
+		stored.Data = map[string][]byte{}
+		for name, value := range env {
+			stored.Data[name] = []byte(value)
+		}
+		return controllerutil.SetControllerReference(owner, stored, c.Scheme())
+	}, opts...)
+	if err != nil {
+		return fmt.Errorf("storing the credentials of this run: %w", err)
+	}
+	return nil
+}
+
+// WriteSensitiveOutputs keeps the sensitive outputs, data, in their Secret controlled by
+// owner; without any, it deletes the Secret.
+func (o RunObjects) WriteSensitiveOutputs(ctx context.Context, c client.Client, owner client.Object, data map[string][]byte) error {
+	secret := o.sensitiveOutputs()
+	if len(data) == 0 {
+		if err := c.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the Secret of sensitive outputs: %w", err)
+		}
+		return nil
+	}
+	err := WriteObject(ctx, c, secret, func() error {
+		secret.Labels = o.ID.Labels()
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = data
+		return controllerutil.SetControllerReference(owner, secret, c.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("writing the Secret of sensitive outputs: %w", err)
 	}
 	return nil
 }

@@ -385,6 +385,8 @@ func digest(b []byte) string {
 // generations before the main object points to them, so a crash in between leaves the old
 // state whole; the parts of the old generation are deleted after. Part names are fixed
 // (see PartNames), so that a run's Role can name every object it may write.
+// It is long because the order of its writes is what keeps the state whole, and it
+// reads best as that one sequence.
 func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
 	if len(state) > MaxStateSize {
 		return fmt.Errorf("writing ConfigMap %s: %w: it takes %d bytes", cm.Name, ErrStateTooLarge, len(state))

@@ -36,42 +36,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	flags := flag.NewFlagSet("terraformer", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	var (
-		objects                state.RunObjects
-		purpose                string
-		kubeconfig             = flags.String("kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
-		workDir                = flags.String("work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
-		terraformPath          = flags.String("terraform", "", "terraform binary of version "+TerraformVersion+" (default: found on PATH)")
-		allowInstall           = flags.Bool("allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
-		installDir             = flags.String("terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
-		parallelism            = flags.Int("parallelism", 0, "concurrent terraform operations (default: terraform's)")
-		terminationMessagePath = flags.String("termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
-		finalSaveTimeout       = flags.Duration("final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
-		openTofu               = flags.Bool("opentofu", false, "the binary of --terraform is OpenTofu "+OpenTofuVersion)
-		protected              = flags.String("protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
-		allowDestroy           = flags.Bool("allow-destroy", false, "let an apply destroy or replace resources of the protected types")
-		progressInterval       = flags.Duration("progress-interval", DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
-		reportFile             = flags.String("report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
-		plugins                Plugins
-	)
-	flags.StringVar(&objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
-	flags.StringVar(&objects.ID.Name, "name", "", "name of the owner, e.g. the Infrastructure; the object names derive from it (required)")
-	// Pods started before runs had purposes pass none.
-	flags.StringVar(&purpose, "purpose", string(run.PurposeInfra), "what the run is for; the object names derive from it")
-	flags.StringVar(&objects.Config, "configuration-configmap-name", "", "ConfigMap holding the terraform files (default: <name>.<purpose>.tf-config)")
-	flags.StringVar(&objects.Vars, "variables-secret-name", "", "Secret holding the variables (default: <name>.<purpose>.tf-vars)")
-	flags.StringVar(&objects.State, "state-configmap-name", "", "ConfigMap holding the state (default: <name>.<purpose>.tf-state)")
-	flags.StringVar(&plugins.Mirror, "plugin-mirror", os.Getenv("TERRAFORM_PROVIDER_MIRROR"), "filesystem mirror of provider plugins")
-	flags.StringVar(&plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
-	flags.BoolVar(&plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
+	o := bindFlags(flags)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flags)
-
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
-	command, err := ParseCommand(args[0])
+	command, err := run.ParseCommand(args[0])
 	if err != nil {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -82,65 +54,119 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
 
-	var t *Terraformer
-	fail := func(err error) int {
-		var phases Phases
-		if t != nil {
-			phases = t.Phases()
-		}
-		if werr := WriteTerminationMessage(*terminationMessagePath, phases, err); werr != nil {
-			log.Error(werr, "terminationMessageNotWritten")
-		}
-		fmt.Fprintln(stderr, failurePrefix+err.Error())
-		return 1
-	}
-	objects.ID.Purpose = run.Purpose(purpose)
-	if err := objects.ID.Validate(); err != nil {
-		return fail(err)
-	}
-	c, err := newClientFromKubeconfig(*kubeconfig)
+	t, err := o.terraformer(ctx, command, stdout, stderr)
 	if err != nil {
-		return fail(err)
-	}
-	// A binary named on the command line is used as is: the run checks its version with
-	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
-	tfPath := *terraformPath
-	if tfPath == "" && *openTofu {
-		return fail(run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu"))
-	}
-	if tfPath == "" {
-		if tfPath, err = FindTerraform(ctx, "", *allowInstall, *installDir); err != nil {
-			return fail(err)
-		}
-	}
-	t = &Terraformer{
-		Client:           c,
-		Objects:          objects,
-		Command:          command,
-		WorkDir:          *workDir,
-		TerraformPath:    tfPath,
-		OpenTofu:         *openTofu,
-		ProtectedTypes:   splitList(*protected),
-		AllowDestroy:     *allowDestroy,
-		ProgressInterval: *progressInterval,
-		ReportFile:       *reportFile,
-		Plugins:          plugins,
-		Parallelism:      *parallelism,
-		Stdout:           stdout,
-		Stderr:           stderr,
-		StateFallback:    stdout,
-		FinalSaveTimeout: *finalSaveTimeout,
+		return o.fail(ctx, nil, err, stderr)
 	}
 	started := time.Now()
 	result, err := t.Run(ctx)
 	if err != nil {
-		return fail(err)
+		return o.fail(ctx, t.Phases(), err, stderr)
 	}
-	if err := WriteTerminationMessage(*terminationMessagePath, result.Phases, nil); err != nil {
+	if err := run.WriteTerminationMessage(o.terminationMessagePath, result.Phases, nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
 	return 0
+}
+
+// cliOptions are the terraformer's flags.
+type cliOptions struct {
+	objects                state.RunObjects
+	purpose                string
+	kubeconfig             string
+	workDir                string
+	terraformPath          string
+	allowInstall           bool
+	installDir             string
+	parallelism            int
+	terminationMessagePath string
+	finalSaveTimeout       time.Duration
+	openTofu               bool
+	protected              string
+	allowDestroy           bool
+	progressInterval       time.Duration
+	reportFile             string
+	plugins                run.Plugins
+}
+
+func bindFlags(flags *flag.FlagSet) *cliOptions {
+	o := &cliOptions{}
+	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
+	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
+	flags.StringVar(&o.terraformPath, "terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
+	flags.BoolVar(&o.allowInstall, "allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
+	flags.StringVar(&o.installDir, "terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
+	flags.IntVar(&o.parallelism, "parallelism", 0, "concurrent terraform operations (default: terraform's)")
+	flags.StringVar(&o.terminationMessagePath, "termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
+	flags.DurationVar(&o.finalSaveTimeout, "final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
+	flags.StringVar(&o.protected, "protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
+	flags.BoolVar(&o.allowDestroy, "allow-destroy", false, "let an apply destroy or replace resources of the protected types")
+	flags.DurationVar(&o.progressInterval, "progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
+	flags.StringVar(&o.reportFile, "report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
+	flags.StringVar(&o.objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
+	flags.StringVar(&o.objects.ID.Name, "name", "", "name of the owner, e.g. the Infrastructure; the object names derive from it (required)")
+	// Pods started before runs had purposes pass none.
+	flags.StringVar(&o.purpose, "purpose", string(run.PurposeInfra), "what the run is for; the object names derive from it")
+	flags.StringVar(&o.objects.Config, "configuration-configmap-name", "", "ConfigMap holding the terraform files (default: <name>.<purpose>.tf-config)")
+	flags.StringVar(&o.objects.Vars, "variables-secret-name", "", "Secret holding the variables (default: <name>.<purpose>.tf-vars)")
+	flags.StringVar(&o.objects.State, "state-configmap-name", "", "ConfigMap holding the state (default: <name>.<purpose>.tf-state)")
+	flags.StringVar(&o.plugins.Mirror, "plugin-mirror", os.Getenv("TERRAFORM_PROVIDER_MIRROR"), "filesystem mirror of provider plugins")
+	flags.StringVar(&o.plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
+	flags.BoolVar(&o.plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
+	return o
+}
+
+// terraformer is the run the flags describe.
+func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdout, stderr io.Writer) (*Terraformer, error) {
+	o.objects.ID.Purpose = run.Purpose(o.purpose)
+	if err := o.objects.ID.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := newClientFromKubeconfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// A binary named on the command line is used as is: the run checks its version with
+	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
+	tfPath := o.terraformPath
+	if tfPath == "" && o.openTofu {
+		return nil, run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu")
+	}
+	if tfPath == "" {
+		if tfPath, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
+			return nil, err
+		}
+	}
+	return &Terraformer{
+		Client:           c,
+		Objects:          o.objects,
+		Command:          command,
+		WorkDir:          o.workDir,
+		TerraformPath:    tfPath,
+		OpenTofu:         o.openTofu,
+		ProtectedTypes:   splitList(o.protected),
+		AllowDestroy:     o.allowDestroy,
+		ProgressInterval: o.progressInterval,
+		ReportFile:       o.reportFile,
+		Plugins:          o.plugins,
+		Parallelism:      o.parallelism,
+		Stdout:           stdout,
+		Stderr:           stderr,
+		StateFallback:    stdout,
+		FinalSaveTimeout: o.finalSaveTimeout,
+	}, nil
+}
+
+// fail reports a failed run in the termination message and on stderr, and returns its
+// exit code.
+func (o *cliOptions) fail(ctx context.Context, phases run.Phases, err error, stderr io.Writer) int {
+	if werr := run.WriteTerminationMessage(o.terminationMessagePath, phases, err); werr != nil {
+		logf.FromContext(ctx).Error(werr, "terminationMessageNotWritten")
+	}
+	fmt.Fprintln(stderr, run.FailurePrefix+err.Error())
+	return 1
 }
 
 func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {

@@ -10,22 +10,15 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// Plugins says where terraform finds provider plugins.
-type Plugins struct {
-	// Mirror is a filesystem mirror (unpacked layout) holding the pinned providers.
-	Mirror string
-	// CacheDir is the plugin cache shared by all runs on this machine or volume, for the
-	// providers terraform downloads; providers of the mirror are linked from the mirror.
-	CacheDir string
-	// AllowDownload lets terraform download providers the mirror does not hold.
-	AllowDownload bool
-}
+// plugins carries the runner's use of run.Plugins: the CLI configuration and the cache lock.
+type plugins run.Plugins
 
 // cliConfig renders a terraform CLI configuration that installs the mirror's providers
 // only from the mirror, through the shared cache.
-func (p Plugins) cliConfig() (string, error) {
+func (p plugins) cliConfig() (string, error) {
 	var b strings.Builder
 	// Otherwise every `terraform version`, which each run makes, waits for a request to
 	// checkpoint-api.hashicorp.com, up to seconds where a seed blocks it.
@@ -82,7 +75,7 @@ func mirroredProviders(mirror string) ([]string, error) {
 }
 
 // writeCLIConfig writes the CLI configuration into dir and returns its path.
-func (p Plugins) writeCLIConfig(dir string) (string, error) {
+func (p plugins) writeCLIConfig(dir string) (string, error) {
 	config, err := p.cliConfig()
 	if err != nil {
 		return "", err
@@ -101,7 +94,7 @@ func (p Plugins) writeCLIConfig(dir string) (string, error) {
 
 // lockCache holds an exclusive lock on the plugin cache, because terraform does not
 // guard its cache against concurrent `terraform init`s filling it.
-func (p Plugins) lockCache(ctx context.Context) (func(), error) {
+func (p plugins) lockCache(ctx context.Context) (func(), error) {
 	if !p.usesCache() {
 		return func() {}, nil
 	}
@@ -116,4 +109,4 @@ func (p Plugins) lockCache(ctx context.Context) (func(), error) {
 	return func() { _ = lock.Unlock() }, nil
 }
 
-func (p Plugins) usesCache() bool { return p.CacheDir != "" && (p.AllowDownload || p.Mirror == "") }
+func (p plugins) usesCache() bool { return p.CacheDir != "" && (p.AllowDownload || p.Mirror == "") }

@@ -18,14 +18,14 @@ func TestMirroredProvidersBypassThePluginCache(t *testing.T) {
 
 	// Mirror only: linked from the mirror, so no cache that one run's init could replace
 	// under another run's apply.
-	config, err := Plugins{Mirror: mirror, CacheDir: "/cache"}.cliConfig()
+	config, err := plugins{Mirror: mirror, CacheDir: "/cache"}.cliConfig()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(config).NotTo(ContainSubstring("plugin_cache_dir"))
 	g.Expect(config).To(ContainSubstring(`filesystem_mirror {` + "\n" + `    path = "` + mirror + `"`))
 	g.Expect(config).NotTo(ContainSubstring("direct"))
 
 	// Downloads allowed: downloaded providers go through the cache; mirrored ones never download.
-	config, err = Plugins{Mirror: mirror, CacheDir: "/cache", AllowDownload: true}.cliConfig()
+	config, err = plugins{Mirror: mirror, CacheDir: "/cache", AllowDownload: true}.cliConfig()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(config).To(ContainSubstring(`plugin_cache_dir = "/cache"`))
 	g.Expect(config).To(ContainSubstring(`exclude = ["registry.terraform.io/gavinbunney/kubectl"]`))
@@ -33,7 +33,7 @@ func TestMirroredProvidersBypassThePluginCache(t *testing.T) {
 
 func TestRunsNeverCallHashiCorpsVersionCheck(t *testing.T) {
 	g := NewWithT(t)
-	path, err := Plugins{Mirror: testenv.ProviderMirror(t)}.writeCLIConfig(t.TempDir())
+	path, err := plugins{Mirror: testenv.ProviderMirror(t)}.writeCLIConfig(t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	version := exec.Command(testenv.Terraform(t), "version", "-json")
 	version.Dir = t.TempDir()

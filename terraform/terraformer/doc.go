@@ -1,2 +1,2 @@
-// Package terraformer runs one terraform command in a working directory, the whole of a run pod's work, saving the state as terraform writes it so that no kill loses it.
+// Package terraformer runs one terraform command in a working directory, in a run pod or in the controller's process, saving the state as terraform writes it so that no kill loses it.
 package terraformer

@@ -12,23 +12,18 @@ import (
 	"github.com/hashicorp/hc-install/product"
 	"github.com/hashicorp/hc-install/releases"
 	"github.com/hashicorp/hc-install/src"
+	"github.com/terraseed/terraseed/terraform/run"
 )
-
-// TerraformVersion is the pinned terraform version: the last MPL release.
-const TerraformVersion = "1.5.7"
-
-// OpenTofuVersion is the pinned OpenTofu version, the alternative binary.
-const OpenTofuVersion = "1.10.10"
 
 // ErrTerraformNotFound is returned when no terraform of the pinned version is installed
 // and installing one was not allowed.
-var ErrTerraformNotFound = errors.New("terraform " + TerraformVersion + " is not installed")
+var ErrTerraformNotFound = errors.New("terraform " + run.TerraformVersion + " is not installed")
 
 // FindTerraform returns the path of a terraform binary of the pinned version: the given
 // path or one on PATH first, and one installed from releases into installDir only when
 // allowDownload is set.
 func FindTerraform(ctx context.Context, path string, allowDownload bool, installDir string) (string, error) {
-	v := version.Must(version.NewVersion(TerraformVersion))
+	v := version.Must(version.NewVersion(run.TerraformVersion))
 	var extra []string
 	if path != "" {
 		extra = append(extra, filepath.Dir(path))
@@ -42,7 +37,7 @@ func FindTerraform(ctx context.Context, path string, allowDownload bool, install
 		if !allowDownload {
 			return "", fmt.Errorf("%w (looked in %v and PATH; allow installing from releases to download it): %v", ErrTerraformNotFound, extra, err)
 		}
-		return "", fmt.Errorf("installing terraform %s: %w", TerraformVersion, err)
+		return "", fmt.Errorf("installing terraform %s: %w", run.TerraformVersion, err)
 	}
 	return execPath, nil
 }

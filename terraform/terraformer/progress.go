@@ -11,142 +11,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
 )
-
-// A run reports how far it got and what it planned in annotations of its configuration
-// ConfigMap: a run pod may write ConfigMaps and nothing the controller reads otherwise,
-// and neither annotation holds more than resource addresses.
-const (
-	AnnotationProgress = run.LabelPrefix + "progress"
-	AnnotationPlan     = run.LabelPrefix + "plan"
-)
-
-// DefaultProgressInterval is how often at most a run writes its progress.
-const DefaultProgressInterval = 3 * time.Second
-
-// Progress is how far a run got.
-type Progress struct {
-	Command string `json:"command"`
-	// Phase is "planning" until terraform changes anything, then "applying" or "destroying".
-	Phase string `json:"phase"`
-	// Done of Total changes of the plan are made.
-	Done  int `json:"done"`
-	Total int `json:"total"`
-	// Current is the change under way, e.g. "creating aws_nat_gateway.natgw_z1".
-	Current string `json:"current,omitempty"`
-}
-
-// Description reads like "applying 12/40: creating aws_nat_gateway.natgw_z1".
-func (p Progress) Description() string {
-	s := p.Phase
-	if p.Total > 0 {
-		s += fmt.Sprintf(" %d/%d", p.Done, p.Total)
-	}
-	if p.Current != "" {
-		s += ": " + p.Current
-	}
-	return s
-}
-
-// Percent maps the changes made to Gardener's progress: 1 when started, 99 at most
-// before the operation succeeded.
-func (p Progress) Percent() int32 {
-	if p.Total == 0 {
-		return 1
-	}
-	return int32(1 + min(p.Done, p.Total)*98/p.Total)
-}
-
-// Change is one planned change of a resource.
-type Change struct {
-	Address string `json:"address"`
-	Type    string `json:"type"`
-	// Action is terraform's: create, update, delete, replace, move, read, noop.
-	Action string `json:"action"`
-}
-
-// PlanSummary is what a plan found: the changes it would make, and the resources changed
-// outside terraform since the last run.
-type PlanSummary struct {
-	Changes []Change `json:"changes,omitempty"`
-	Drift   []Change `json:"drift,omitempty"`
-}
-
-// HasChanges is true when the plan changes a resource.
-func (p *PlanSummary) HasChanges() bool {
-	return p != nil && len(p.Addresses("create", "update", "delete", "replace")) > 0
-}
-
-// Addresses lists the addresses of the changes with one of actions.
-func (p *PlanSummary) Addresses(actions ...string) []string {
-	if p == nil {
-		return nil
-	}
-	var addresses []string
-	for _, c := range p.Changes {
-		if slices.Contains(actions, c.Action) {
-			addresses = append(addresses, c.Address)
-		}
-	}
-	return addresses
-}
-
-// Destroys returns the changes that destroy one of types, as replaced or deleted.
-func (p *PlanSummary) Destroys(types []string) []Change {
-	if p == nil {
-		return nil
-	}
-	var hits []Change
-	for _, c := range p.Changes {
-		if (c.Action == "delete" || c.Action == "replace") && slices.Contains(types, c.Type) {
-			hits = append(hits, c)
-		}
-	}
-	return hits
-}
-
-// Summary reads like "2 to add (a, b), 0 to change, 1 to replace (c), 0 to destroy",
-// listing at most limit addresses per kind.
-func (p *PlanSummary) Summary(limit int) string {
-	kinds := []struct{ name, action string }{{"add", "create"}, {"change", "update"}, {"replace", "replace"}, {"destroy", "delete"}}
-	parts := make([]string, 0, len(kinds))
-	for _, k := range kinds {
-		addresses := p.Addresses(k.action)
-		part := fmt.Sprintf("%d to %s", len(addresses), k.name)
-		if len(addresses) > 0 {
-			part += " (" + listed(addresses, limit) + ")"
-		}
-		parts = append(parts, part)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// DriftSummary lists the addresses changed outside terraform, at most limit of them.
-func (p *PlanSummary) DriftSummary(limit int) string {
-	if p == nil {
-		return ""
-	}
-	addresses := make([]string, len(p.Drift))
-	for i, d := range p.Drift {
-		addresses[i] = d.Address
-	}
-	return listed(addresses, limit)
-}
-
-// listed joins at most limit names, saying how many more there are.
-func listed(names []string, limit int) string {
-	if len(names) <= limit {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
-}
 
 // uiMessage is the part of a line of terraform's machine-readable UI the run reads.
 type uiMessage struct {
@@ -201,8 +69,8 @@ type tracker struct {
 	interval time.Duration
 
 	mu       sync.Mutex
-	progress Progress
-	plan     PlanSummary
+	progress run.Progress
+	plan     run.PlanSummary
 	output   output
 	// planDue is set when the plan is to be published, planPublished after.
 	planDue, planPublished bool
@@ -217,13 +85,13 @@ type tracker struct {
 	tickerDone chan struct{}
 }
 
-func newTracker(ctx context.Context, command Command, out io.Writer, interval time.Duration, report func(ctx context.Context, annotations map[string]string) error) *tracker {
+func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report func(ctx context.Context, annotations map[string]string) error) *tracker {
 	if interval <= 0 {
-		interval = DefaultProgressInterval
+		interval = run.DefaultProgressInterval
 	}
 	tr := &tracker{
 		out: out, report: report, interval: interval,
-		progress: Progress{Command: string(command), Phase: "planning"},
+		progress: run.Progress{Command: string(command), Phase: "planning"},
 		kick:     make(chan struct{}, 1), stopTicker: make(chan struct{}), tickerDone: make(chan struct{}),
 	}
 	tr.dirty = true
@@ -263,6 +131,8 @@ func (p *pipeCloser) Close() error {
 	return err
 }
 
+// line reads one message of terraform's machine-readable UI. It is long because it is
+// one switch over the message types, each case a few lines.
 func (tr *tracker) line(data []byte) {
 	var m uiMessage
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -275,12 +145,12 @@ func (tr *tracker) line(data []byte) {
 	switch m.Type {
 	case "planned_change":
 		if m.Change != nil && tr.output != appliedPlanOutput {
-			tr.plan.Changes = append(tr.plan.Changes, Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
+			tr.plan.Changes = append(tr.plan.Changes, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
 			tr.progress.Total += weight(m.Change.Action)
 		}
 	case "resource_drift":
 		if m.Change != nil && tr.output != appliedPlanOutput {
-			tr.plan.Drift = append(tr.plan.Drift, Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
+			tr.plan.Drift = append(tr.plan.Drift, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
 		}
 	case "change_summary":
 		// An apply with nothing to change starts no change: its summary says it applied.
@@ -311,10 +181,7 @@ func (tr *tracker) line(data []byte) {
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil && d.Severity == "error" {
-			block := truncate(cleanText(d.Summary+": "+d.Detail), maxBlock)
-			if d.Detail == "" {
-				block = truncate(cleanText(d.Summary), maxBlock)
-			}
+			block := run.DiagnosticBlock(d.Summary, d.Detail)
 			if !slices.Contains(tr.diagnostics, block) {
 				tr.diagnostics = append(tr.diagnostics, block)
 			}
@@ -352,17 +219,17 @@ func weight(action string) int {
 
 // changingPhase is the phase once terraform changes resources.
 func (tr *tracker) changingPhase() string {
-	if tr.progress.Command == string(Destroy) {
+	if tr.progress.Command == string(run.Destroy) {
 		return "destroying"
 	}
 	return "applying"
 }
 
 // Plan returns what the last plan found.
-func (tr *tracker) Plan() *PlanSummary {
+func (tr *tracker) Plan() *run.PlanSummary {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	p := PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift)}
+	p := run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift)}
 	return &p
 }
 
@@ -397,18 +264,18 @@ func (tr *tracker) flush(ctx context.Context) {
 	annotations := map[string]string{}
 	if tr.planDue {
 		tr.planDue, tr.planPublished = false, true
-		annotations[AnnotationPlan] = tr.planJSON()
+		annotations[run.AnnotationPlan] = tr.planJSON()
 	}
 	if tr.dirty {
 		tr.dirty = false
-		annotations[AnnotationProgress] = tr.progressJSON()
+		annotations[run.AnnotationProgress] = tr.progressJSON()
 	}
 	tr.mu.Unlock()
 	if len(annotations) == 0 {
 		return
 	}
 	if err := tr.report(ctx, annotations); err != nil {
-		if _, ok := annotations[AnnotationPlan]; ok {
+		if _, ok := annotations[run.AnnotationPlan]; ok {
 			logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
 			return
 		}
@@ -453,35 +320,4 @@ func (tr *tracker) stop(ctx context.Context) {
 	close(tr.stopTicker)
 	<-tr.tickerDone
 	tr.flush(ctx)
-}
-
-// AnnotateConfig merges annotations into a run's configuration ConfigMap; a nil value
-// removes the annotation.
-func AnnotateConfig(ctx context.Context, c client.Client, config client.ObjectKey, annotations map[string]*string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.Namespace, Name: config.Name}}
-	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
-}
-
-// ReadRunAnnotations reads the progress and the plan a run wrote on its configuration
-// ConfigMap; either is nil when absent or unreadable.
-func ReadRunAnnotations(annotations map[string]string) (*Progress, *PlanSummary) {
-	var progress *Progress
-	var plan *PlanSummary
-	if data, ok := annotations[AnnotationProgress]; ok {
-		p := &Progress{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			progress = p
-		}
-	}
-	if data, ok := annotations[AnnotationPlan]; ok {
-		p := &PlanSummary{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			plan = p
-		}
-	}
-	return progress, plan
 }

@@ -28,35 +28,8 @@ import (
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
-// Command is a terraform command a run executes.
-type Command string
-
-const (
-	Apply    Command = "apply"
-	Destroy  Command = "destroy"
-	Plan     Command = "plan"
-	Validate Command = "validate"
-)
-
-// Commands are the commands a run accepts.
-var Commands = []Command{Apply, Destroy, Plan, Validate}
-
-// ParseCommand accepts one of Commands.
-func ParseCommand(s string) (Command, error) {
-	if !slices.Contains(Commands, Command(s)) {
-		return "", run.InvalidInput("command", fmt.Sprintf("%q is not one of %v", s, Commands))
-	}
-	return Command(s), nil
-}
-
-// ownsState says whether the command writes state, and so must keep it safe.
-func (c Command) ownsState() bool { return c == Apply || c == Destroy }
-
 // DefaultFinalSaveTimeout bounds the retries of the last state save after terraform exits.
 const DefaultFinalSaveTimeout = 2 * time.Minute
-
-// DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
-const DefaultStopTimeout = 10 * time.Minute
 
 // Terraformer runs one terraform command of one run in a working directory: in a run
 // pod's terraformer process (cmd/terraformer), or in the controller's own process for the
@@ -64,15 +37,15 @@ const DefaultStopTimeout = 10 * time.Minute
 type Terraformer struct {
 	Client  client.Client
 	Objects state.RunObjects
-	Command Command
+	Command run.Command
 	// WorkDir is private to this run; a state left there by a killed run is recovered
 	// when it is newer than the stored one.
 	WorkDir string
 	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
 	TerraformPath string
-	// OpenTofu says that TerraformPath is OpenTofu of OpenTofuVersion instead.
+	// OpenTofu says that TerraformPath is OpenTofu of run.OpenTofuVersion instead.
 	OpenTofu bool
-	Plugins  Plugins
+	Plugins  run.Plugins
 	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
 	Parallelism int
 	// Stdout and Stderr receive terraform's output.
@@ -81,7 +54,7 @@ type Terraformer struct {
 	StateFallback io.Writer
 	// FinalSaveTimeout bounds the last save; DefaultFinalSaveTimeout when zero.
 	FinalSaveTimeout time.Duration
-	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
+	// StopTimeout bounds the wait for terraform after an interrupt; run.DefaultStopTimeout when zero.
 	StopTimeout time.Duration
 	// ProtectedTypes are resource types an apply must not destroy or replace unless
 	// AllowDestroy is set; the run then fails with ErrDestroyProtected before changing anything.
@@ -100,7 +73,7 @@ type Terraformer struct {
 	Nice int
 
 	store   *state.StateStore
-	phases  Phases
+	phases  run.Phases
 	tracker *tracker
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
@@ -110,7 +83,7 @@ type Terraformer struct {
 }
 
 // Phases is how long each terraform command of the last Run took.
-func (t *Terraformer) Phases() Phases { return t.phases }
+func (t *Terraformer) Phases() run.Phases { return t.phases }
 
 // timed runs one terraform command as the phase of that name.
 func (t *Terraformer) timed(phase string, command func() error) error {
@@ -120,44 +93,13 @@ func (t *Terraformer) timed(phase string, command func() error) error {
 	return err
 }
 
-// Result is the outcome of a successful run.
-type Result struct {
-	// Outputs are the root module outputs of the saved state, JSON-typed.
-	Outputs map[string]any
-	// State is the saved state the outputs were read from; executors fill it in.
-	State []byte
-	// Changes is whether a plan found changes to make.
-	Changes bool
-	// Plan is what the plan of an apply or a plan run found; executors fill it in.
-	Plan *PlanSummary
-	// StateWrites is how many times the state was written to the API server.
-	StateWrites int
-	// Phases is how long each terraform command of the run took.
-	Phases Phases
-}
-
-// Phases maps the terraform commands of a run to how long each took: "init" (left out when
-// the working directory is initialised for the configuration already), then "apply",
-// "destroy", "plan" or "validate"; an apply that checks its plan first runs "plan", and
-// "apply" only when the plan changes anything. A failed run holds the ones it started.
-type Phases map[string]time.Duration
-
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
 // cleanly; the state is saved in any case.
-func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
-	if err := t.Objects.ID.Validate(); err != nil {
+func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
+	if err := t.checkInput(); err != nil {
 		return nil, err
 	}
-	if _, err := ParseCommand(string(t.Command)); err != nil {
-		return nil, err
-	}
-	if t.WorkDir == "" {
-		return nil, run.InvalidInput("workDir", "must not be empty")
-	}
-	if t.TerraformPath == "" {
-		return nil, run.InvalidInput("terraformPath", "must not be empty")
-	}
-	t.phases = Phases{}
+	t.phases = run.Phases{}
 	id := t.Objects.ID
 	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
 	ctx = logf.IntoContext(ctx, log)
@@ -165,20 +107,81 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	persistCtx := context.WithoutCancel(ctx)
 	t.store = t.Objects.StateStore(t.Client)
 
+	unlock, err := t.lockWorkDir()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	tf, stderr, err := t.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var watcher *stateWatcher
+	if t.Command.WritesState() {
+		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
+			return nil, fmt.Errorf("watching the state file: %w", err)
+		}
+	}
+	log.Info("terraformStarted")
+	if t.Command != run.Validate {
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report)
+	}
+	result := &run.Result{}
+	runErr := t.execute(ctx, tf, result)
+	if runErr != nil {
+		// The next run initialises again, in case the working directory was the cause.
+		forgetInit(t.WorkDir)
+	}
+	if err := t.save(persistCtx, watcher, result); err != nil {
+		return nil, errors.Join(err, runErr)
+	}
+	if runErr != nil {
+		return nil, t.failure(ctx, runErr, stderr.String())
+	}
+	if err := t.finish(persistCtx, result); err != nil {
+		return nil, err
+	}
+	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
+	return result, nil
+}
+
+// checkInput names the field of a run that can never work.
+func (t *Terraformer) checkInput() error {
+	if err := t.Objects.ID.Validate(); err != nil {
+		return err
+	}
+	if _, err := run.ParseCommand(string(t.Command)); err != nil {
+		return err
+	}
+	if t.WorkDir == "" {
+		return run.InvalidInput("workDir", "must not be empty")
+	}
+	if t.TerraformPath == "" {
+		return run.InvalidInput("terraformPath", "must not be empty")
+	}
+	return nil
+}
+
+// lockWorkDir keeps a second run from starting in the same working directory while the
+// first still runs, also one of another process (a restarted controller beside the
+// terraformer process of a run of its predecessor's).
+func (t *Terraformer) lockWorkDir() (unlock func(), err error) {
 	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the working directory: %w", err)
 	}
-	// A second run cannot start in the same working directory while the first still runs,
-	// also not one of another process (a restarted controller beside the terraformer
-	// process of a run of its predecessor's).
 	runLock := flock.New(filepath.Join(t.WorkDir, RunLockFile))
 	if locked, err := runLock.TryLock(); err != nil || !locked {
-		return nil, &RunError{Command: string(t.Command), Message: ErrRunInProgress.Error(), Err: errors.Join(ErrRunInProgress, err)}
+		return nil, &run.Error{Command: string(t.Command), Message: run.ErrRunInProgress.Error(), Err: errors.Join(run.ErrRunInProgress, err)}
 	}
-	defer func() { _ = runLock.Unlock() }()
+	return func() { _ = runLock.Unlock() }, nil
+}
+
+// prepare makes the working directory ready for the command: the binary checked, the
+// configuration and the state in place, terraform initialised.
+func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
 	tf, stderr, err := t.terraform()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
 	// unless it checked this binary in this working directory before.
@@ -194,105 +197,101 @@ func (t *Terraformer) Run(ctx context.Context) (*Result, error) {
 	// change is little more than these reads and one terraform process.
 	prepared, prepareCtx := errgroup.WithContext(ctx)
 	prepared.Go(func() error { return t.writeFiles(prepareCtx) })
-	if t.Command != Validate {
+	if t.Command != run.Validate {
 		prepared.Go(func() error { return t.prepareState(prepareCtx) })
 	}
 	if err := prepared.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkedVersion(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tf.SetStdout(orDiscard(t.Stdout))
 	if err := t.init(ctx, tf); err != nil {
-		return nil, NewRunError("init", stderr.String(), err)
+		return nil, nil, run.NewError("init", stderr.String(), err)
 	}
+	return tf, stderr, nil
+}
 
-	var watcher *stateWatcher
-	if t.Command.ownsState() {
-		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
-			return nil, fmt.Errorf("watching the state file: %w", err)
-		}
+// report writes the run's progress and plan where the executor reads them: the report
+// file beside the controller, else the annotations of the configuration ConfigMap.
+func (t *Terraformer) report(ctx context.Context, annotations map[string]string) error {
+	patch := make(map[string]*string, len(annotations))
+	for k, v := range annotations {
+		patch[k] = &v
 	}
-	log.Info("terraformStarted")
-	result := &Result{}
-	if t.Command != Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, func(ctx context.Context, annotations map[string]string) error {
-			patch := make(map[string]*string, len(annotations))
-			for k, v := range annotations {
-				patch[k] = &v
-			}
-			if t.ReportFile != "" {
-				return writeReport(t.ReportFile, patch)
-			}
-			return AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: id.Namespace, Name: t.Objects.ConfigName()}, patch)
-		})
+	if t.ReportFile != "" {
+		return run.WriteReport(t.ReportFile, patch)
 	}
-	runErr := t.execute(ctx, tf, result)
-	if runErr != nil {
-		// The next run initialises again, in case the working directory was the cause.
-		forgetInit(t.WorkDir)
-	}
-	// The last progress and the plan are written while the state is saved.
+	return run.AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: t.Objects.ID.Namespace, Name: t.Objects.ConfigName()}, patch)
+}
+
+// save saves the state once more after terraform exited, while the last progress and
+// the plan are written.
+func (t *Terraformer) save(ctx context.Context, watcher *stateWatcher, result *run.Result) error {
 	trackerStopped := make(chan struct{})
 	go func() {
 		defer close(trackerStopped)
 		if t.tracker != nil {
-			t.tracker.stop(persistCtx)
+			t.tracker.stop(ctx)
 			result.Plan = t.tracker.Plan()
 		}
 	}()
 	var saveErr error
 	if watcher != nil {
 		watcher.stop()
-		saveErr = t.finalSave(persistCtx)
+		saveErr = t.finalSave(ctx)
 	}
 	<-trackerStopped
-	if saveErr != nil {
-		return nil, errors.Join(saveErr, runErr)
-	}
 	result.StateWrites = t.store.Writes()
-	if runErr != nil {
-		if ctx.Err() != nil {
-			return nil, &RunError{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
-		}
-		var validation *RunError
-		if errors.As(runErr, &validation) {
-			return nil, validation
-		}
-		// In JSON mode terraform reports its errors as diagnostics on stdout.
-		if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
-			return nil, &RunError{Command: string(t.Command), Blocks: blocks, Message: messageOf(blocks), Err: errors.Join(ErrTerraformFailed, runErr)}
-		}
-		return nil, NewRunError(string(t.Command), stderr.String(), runErr)
+	return saveErr
+}
+
+// failure is the error of a command that failed, with terraform's own error blocks.
+func (t *Terraformer) failure(ctx context.Context, runErr error, stderr string) error {
+	if ctx.Err() != nil {
+		return &run.Error{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
 	}
-	if t.Command != Validate {
+	var validation *run.Error
+	if errors.As(runErr, &validation) {
+		return validation
+	}
+	// In JSON mode terraform reports its errors as diagnostics on stdout.
+	if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
+		return run.ErrorOfBlocks(string(t.Command), blocks, errors.Join(run.ErrTerraformFailed, runErr))
+	}
+	return run.NewError(string(t.Command), stderr, runErr)
+}
+
+// finish reads the outputs of the saved state into result, and after a destroy
+// releases the run objects.
+func (t *Terraformer) finish(ctx context.Context, result *run.Result) error {
+	result.Phases = t.phases
+	if t.Command != run.Validate {
 		saved, err := os.ReadFile(t.statePath())
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("reading the state file: %w", err)
+			return fmt.Errorf("reading the state file: %w", err)
 		}
 		if result.Outputs, err = state.Outputs(saved); err != nil {
-			return nil, err
+			return err
 		}
 		result.State = saved
 	}
-	if t.Command == Destroy {
+	if t.Command == run.Destroy {
 		// A run pod may not write Secrets (its ClusterRole grants get only): the pod
 		// executor releases what the run could not.
-		if err := t.Objects.RemoveFinalizers(persistCtx, t.Client); err != nil && !apierrors.IsForbidden(err) {
-			return nil, err
+		if err := t.Objects.RemoveFinalizers(ctx, t.Client); err != nil && !apierrors.IsForbidden(err) {
+			return err
 		}
 	}
-	result.Phases = t.phases
-	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
-	return result, nil
+	return nil
 }
 
 func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, state.StateKey) }
 
 // writeFiles replaces the terraform files of the working directory by the configured ones.
 func (t *Terraformer) writeFiles(ctx context.Context) error {
-	files, err := t.Objects.ReadFiles(ctx, t.Client, t.Command.ownsState())
+	files, err := t.Objects.ReadFiles(ctx, t.Client, t.Command.WritesState())
 	if err != nil {
 		return err
 	}
@@ -324,7 +323,7 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 // or the one a killed run left behind when that is newer and of the same lineage.
 func (t *Terraformer) prepareState(ctx context.Context) error {
 	load := t.store.Load
-	if t.Command.ownsState() {
+	if t.Command.WritesState() {
 		load = t.store.Claim
 	}
 	stored, err := load(ctx)
@@ -345,7 +344,7 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 			t.priorResources = holdsResources(local)
 			return nil
 		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch):
-			return fmt.Errorf("%w: %w", ErrStateNotSaved, err)
+			return fmt.Errorf("%w: %w", run.ErrStateNotSaved, err)
 		}
 	}
 	t.priorResources = holdsResources(stored)
@@ -380,7 +379,7 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	if err := tf.SetWaitDelay(t.stopTimeout()); err != nil {
 		return nil, nil, err
 	}
-	cliConfig, err := t.Plugins.writeCLIConfig(t.WorkDir)
+	cliConfig, err := plugins(t.Plugins).writeCLIConfig(t.WorkDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -401,7 +400,7 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 
 func (t *Terraformer) stopTimeout() time.Duration {
 	if t.StopTimeout == 0 {
-		return DefaultStopTimeout
+		return run.DefaultStopTimeout
 	}
 	return t.StopTimeout
 }
@@ -413,9 +412,9 @@ func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) er
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
 	}
-	want, binary := TerraformVersion, "terraform"
+	want, binary := run.TerraformVersion, "terraform"
 	if t.OpenTofu {
-		want, binary = OpenTofuVersion, "OpenTofu"
+		want, binary = run.OpenTofuVersion, "OpenTofu"
 	}
 	if v.String() != want {
 		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
@@ -459,7 +458,7 @@ func (t *Terraformer) binaryIdentity() string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", t.TerraformPath, info.Size(), info.ModTime().UnixNano(), t.OpenTofu, TerraformVersion, OpenTofuVersion)
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", t.TerraformPath, info.Size(), info.ModTime().UnixNano(), t.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
 }
 
 // RunLockFile, in the working directory, is locked by the run that works in it.
@@ -491,7 +490,7 @@ func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
 	}
 	forgetInit(t.WorkDir)
 	err = t.timed("init", func() error {
-		unlock, err := t.Plugins.lockCache(ctx)
+		unlock, err := plugins(t.Plugins).lockCache(ctx)
 		if err != nil {
 			return err
 		}
@@ -543,19 +542,19 @@ func (t *Terraformer) initDigest() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *Result) error {
+func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *run.Result) error {
 	switch t.Command {
-	case Apply:
+	case run.Apply:
 		return t.apply(ctx)
-	case Destroy:
-		return t.timed(string(Destroy), func() error {
+	case run.Destroy:
+		return t.timed(string(run.Destroy), func() error {
 			w := t.tracker.writer(planOutput)
 			_, err := t.runJSON(ctx, w, destroyArgs(t.Parallelism))
 			_ = w.Close()
 			return err
 		})
-	case Plan:
-		return t.timed(string(Plan), func() error {
+	case run.Plan:
+		return t.timed(string(run.Plan), func() error {
 			changes, err := t.plan(ctx, "", false)
 			if err == nil {
 				t.tracker.publishPlan(false)
@@ -563,8 +562,8 @@ func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result 
 			result.Changes = changes
 			return err
 		})
-	case Validate:
-		return t.timed(string(Validate), func() error { return t.validate(ctx, tf) })
+	case run.Validate:
+		return t.timed(string(run.Validate), func() error { return t.validate(ctx, tf) })
 	}
 	return run.InvalidInput("command", string(t.Command))
 }
@@ -577,11 +576,11 @@ func (t *Terraformer) validate(ctx context.Context, tf *tfexec.Terraform) error 
 	var blocks []string
 	for _, d := range out.Diagnostics {
 		if d.Severity == "error" {
-			blocks = append(blocks, cleanText(d.Summary+": "+d.Detail))
+			blocks = append(blocks, run.DiagnosticBlock(d.Summary, d.Detail))
 		}
 	}
 	if len(blocks) > 0 {
-		return &RunError{Command: string(Validate), Blocks: blocks, Message: messageOf(blocks), Err: ErrTerraformFailed}
+		return run.ErrorOfBlocks(string(run.Validate), blocks, run.ErrTerraformFailed)
 	}
 	return nil
 }
@@ -603,7 +602,7 @@ func (t *Terraformer) guarded() bool {
 // from what it shows before applying.
 func (t *Terraformer) apply(ctx context.Context) error {
 	if !t.guarded() {
-		err := t.timed(string(Apply), func() error {
+		err := t.timed(string(run.Apply), func() error {
 			w := t.tracker.writer(planningApplyOutput)
 			_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, ""))
 			_ = w.Close()
@@ -615,7 +614,7 @@ func (t *Terraformer) apply(ctx context.Context) error {
 		return err
 	}
 	var changes bool
-	err := t.timed(string(Plan), func() error {
+	err := t.timed(string(run.Plan), func() error {
 		var err error
 		changes, err = t.plan(ctx, planFile, true)
 		return err
@@ -625,7 +624,7 @@ func (t *Terraformer) apply(ctx context.Context) error {
 	}
 	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
 		t.tracker.publishPlan(false)
-		return protectedError(hits)
+		return run.ProtectedError(hits)
 	}
 	t.tracker.publishPlan(changes)
 	if !changes {
@@ -633,7 +632,7 @@ func (t *Terraformer) apply(ctx context.Context) error {
 		logf.FromContext(ctx).V(1).Info("nothingToApply")
 		return nil
 	}
-	return t.timed(string(Apply), func() error {
+	return t.timed(string(run.Apply), func() error {
 		w := t.tracker.writer(appliedPlanOutput)
 		_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, planFile))
 		_ = w.Close()
@@ -653,19 +652,6 @@ func (t *Terraformer) plan(ctx context.Context, out string, lock bool) (bool, er
 	return false, err
 }
 
-// ErrDestroyProtected is returned when an apply would destroy or replace a resource of a
-// protected type without being allowed to.
-var ErrDestroyProtected = errors.New("the plan destroys or replaces protected resources")
-
-func protectedError(hits []Change) *RunError {
-	described := make([]string, len(hits))
-	for i, h := range hits {
-		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
-	}
-	message := fmt.Sprintf("%s: %s; nothing was changed", ErrDestroyProtected, listed(described, 20))
-	return &RunError{Command: string(Apply), Message: message, Protected: true, Err: ErrDestroyProtected}
-}
-
 // finalSave writes the state once more after terraform exited, retrying until the
 // deadline; if that fails the state goes to StateFallback so that it is not lost.
 func (t *Terraformer) finalSave(ctx context.Context) error {
@@ -674,7 +660,7 @@ func (t *Terraformer) finalSave(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: reading the state file: %w", ErrStateNotSaved, err)
+		return fmt.Errorf("%w: reading the state file: %w", run.ErrStateNotSaved, err)
 	}
 	timeout := t.FinalSaveTimeout
 	if timeout == 0 {
@@ -700,7 +686,7 @@ func (t *Terraformer) finalSave(ctx context.Context) error {
 	if t.StateFallback != nil {
 		fmt.Fprintf(t.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, saved, StateFallbackEnd)
 	}
-	return fmt.Errorf("%w: %w", ErrStateNotSaved, lastErr)
+	return fmt.Errorf("%w: %w", run.ErrStateNotSaved, lastErr)
 }
 
 // The state printed when it cannot be saved is framed by these lines.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/test/testenv"
-	"github.com/terraseed/terraseed/webhook/controlplane"
+	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 // The control-plane webhook, run as the chart's ServiceAccount with the flags the chart
@@ -87,7 +87,7 @@ func runWebhookAs(t *testing.T, release string) (stop func()) {
 	g := NewWithT(t)
 	registry, err := templates.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := controlplane.New(controlplane.Options{
+	w, err := mutation.New(mutation.Options{
 		Port: testenv.FreePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
 		SecretName: "terraseed-webhook-cert", ConfigurationName: "webhook-terraseed-controlplane",
 	})

@@ -144,6 +144,8 @@ func Terraform(ctx context.Context, o Options) error {
 
 // Envtest installs kube-apiserver o.Version into o.Out, and etcd when the archive's is
 // o.EtcdVersion.
+// It is long because it is setup-envtest's one sequence (index, archive with its checksum,
+// unpack into a scratch store) and a version check of each binary it keeps.
 func Envtest(ctx context.Context, o Options) error {
 	var want versions.Concrete
 	if _, err := fmt.Sscanf(o.Version, "%d.%d.%d", &want.Major, &want.Minor, &want.Patch); err != nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 	tfrun "github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -80,18 +79,18 @@ func newRun(t *testing.T, config string, vars map[string]any, kubeconfig []byte)
 	return r
 }
 
-func (r *run) request(command terraformer.Command) executor.Request {
+func (r *run) request(command tfrun.Command) executor.Request {
 	return executor.Request{ID: r.objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": string(r.kubeconfig)}}
 }
 
-func (r *run) run(command terraformer.Command) (*terraformer.Result, error) {
+func (r *run) run(command tfrun.Command) (*tfrun.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*runTimeout)
 	defer cancel()
 	return r.executor.Run(ctx, r.request(command))
 }
 
 // start runs the command in the background; the returned channel receives its outcome.
-func (r *run) start(command terraformer.Command) <-chan error {
+func (r *run) start(command tfrun.Command) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.run(command)
@@ -137,7 +136,7 @@ func TestRunPodAppliesAndDestroys(t *testing.T) {
 	r := newRun(t, "items", map[string]any{"resources": 6}, gate.Kubeconfig())
 
 	gate.HoldAfter(3)
-	done := r.start(terraformer.Apply)
+	done := r.start(tfrun.Apply)
 	g.Eventually(gate.Held).WithTimeout(runTimeout).WithPolling(pollEvery).Should(BeNumerically(">=", 1), "a create is held: the run is under way")
 	pod := r.pods.running(t, r.objects.ID.PodName())
 	g.Expect(pod.Spec.NodeName).To(Equal("terraseed-node"), "the scheduler placed the run pod")
@@ -159,7 +158,7 @@ func TestRunPodAppliesAndDestroys(t *testing.T) {
 	g.Expect(status.ExitCode).To(BeZero())
 	g.Expect(status.Message).To(ContainSubstring(`"phases"`), "the termination message the terraformer wrote, as the kubelet reports it")
 
-	result2, err := r.run(terraformer.Destroy)
+	result2, err := r.run(tfrun.Destroy)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result2.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("destroy", BeNumerically(">", 0))), "from the termination message")
 	g.Expect(items(g, r.namespace)).To(BeEmpty())
@@ -180,8 +179,8 @@ func TestRunPodReportsTerraformErrors(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
 	r := newRun(t, "syntax-error", map[string]any{}, adminKubeconfig(t))
-	_, err := r.run(terraformer.Apply)
-	var re *terraformer.RunError
+	_, err := r.run(tfrun.Apply)
+	var re *tfrun.Error
 	g.Expect(errors.As(err, &re)).To(BeTrue(), "%v", err)
 	g.Expect(re.Blocks).NotTo(BeEmpty(), "terraform's error blocks, from the termination message")
 	g.Expect(errorcodes.Classify(re.Blocks)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
@@ -207,7 +206,7 @@ func TestRunPodKilledMidApply(t *testing.T) {
 	r.executor.Parallelism = 2
 
 	gate.HoldAfter(before)
-	done := r.start(terraformer.Apply)
+	done := r.start(tfrun.Apply)
 	g.Eventually(func(g Gomega) {
 		names, _ := r.stored(g)
 		g.Expect(names).To(HaveLen(before))
@@ -218,7 +217,7 @@ func TestRunPodKilledMidApply(t *testing.T) {
 
 	var err error
 	g.Eventually(done).WithTimeout(runTimeout).Should(Receive(&err))
-	var re *terraformer.RunError
+	var re *tfrun.Error
 	g.Expect(errors.As(err, &re)).To(BeTrue(), "%v", err)
 	t.Logf("the killed run: %v", err)
 	g.Expect(re.Invalid).To(BeFalse())
@@ -236,7 +235,7 @@ func TestRunPodKilledMidApply(t *testing.T) {
 	r.expectEveryItemInState(g)
 
 	gate.Open()
-	_, err = r.run(terraformer.Apply)
+	_, err = r.run(tfrun.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	expectOneItemPerIndex(g, items(g, r.namespace), n)
 	names, _ = r.stored(g)
@@ -261,7 +260,7 @@ func TestRunPodDeadline(t *testing.T) {
 	r.executor.RunTimeout = 45 * time.Second
 	gate.SlowDown(time.Second)
 
-	_, err := r.run(terraformer.Apply)
+	_, err := r.run(tfrun.Apply)
 	g.Expect(err).To(MatchError(executor.ErrRunDeadline))
 	pods := r.pods.seen()
 	g.Expect(pods).To(HaveLen(1))
@@ -278,7 +277,7 @@ func TestRunPodDeadline(t *testing.T) {
 	gate.SlowDown(0)
 	r.executor.Parallelism = 0
 	r.executor.RunTimeout = runTimeout
-	_, err = r.run(terraformer.Apply)
+	_, err = r.run(tfrun.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	expectOneItemPerIndex(g, items(g, r.namespace), n)
 	r.expectPodsCleanedUp(g)

@@ -75,6 +75,8 @@ type platform struct {
 // image named name (a reference such as localhost/terraseed/terraseed:e2e), for
 // `ctr images import`. Layers are uncompressed and their entries carry no timestamps,
 // so the same files give the same digests. It returns the manifest's digest.
+// It is long because the OCI layout is one fixed sequence of blobs (layers, config,
+// manifest, index), each written the same way.
 func WriteArchive(path, name string, img Image) (string, error) {
 	blobs, err := os.MkdirTemp(filepath.Dir(path), ".oci-blobs-")
 	if err != nil {

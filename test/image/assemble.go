@@ -43,6 +43,7 @@ type BaseImage struct {
 
 // Image returns the final stage's image: the base's layers, one layer per COPY, and the
 // configuration the stage's ENV, USER, WORKDIR, LABEL, ENTRYPOINT and CMD set.
+// It is long because it is one switch over the Dockerfile instructions a stage may hold.
 func (a Assembly) Image() (Image, error) {
 	final := a.Dockerfile.Final()
 	base, _, _ := strings.Cut(final.BaseName, "@")

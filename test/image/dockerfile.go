@@ -159,6 +159,7 @@ var (
 // several stages, a non-root USER in the image, no ADD from a remote source, and a
 // terraform CLI configuration (TF_CLI_CONFIG_FILE) whose filesystem mirror is the
 // directory the image bakes the providers into.
+// It is long because it is one list of independent rules, each a few lines.
 func (r ImageRules) Check(d *Dockerfile) []string {
 	var violations []string
 	fail := func(format string, args ...any) { violations = append(violations, fmt.Sprintf(format, args...)) }

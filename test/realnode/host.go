@@ -111,6 +111,8 @@ func setUpNetwork(cniDir string) error {
 
 // teardown undoes everything a node in dir did to the host, whether its processes were
 // stopped or its test process died, and removes dir. Each step is best effort.
+// It is long because it is one list of independent best-effort steps, in the reverse
+// order of the set-up.
 func teardown(dir string, logf func(string, ...any)) {
 	// Components still running: a node whose test process died.
 	pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*"))

@@ -189,6 +189,10 @@ func (n *Node) logf(format string, args ...any) {
 
 func (n *Node) path(elem ...string) string { return filepath.Join(append([]string{n.dir}, elem...)...) }
 
+// start sets the node up in the order each step needs the one before: certificates, the
+// bridge and its rules, etcd and kube-apiserver, the controller manager and scheduler,
+// containerd, the kubelet. It is long because it is that one sequence, each step a few
+// lines waiting for the last.
 func (n *Node) start(ctx context.Context, o Options) error {
 	for _, d := range []string{"pki", "pids", "etcd", "containerd", "cni/net.d", "cni/ipam", "kubelet/root", "images"} {
 		if err := os.MkdirAll(n.path(d), 0o700); err != nil {

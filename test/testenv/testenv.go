@@ -8,15 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/terraseed/terraseed/api/scheme"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -32,17 +31,8 @@ type Environment struct {
 	Client client.Client
 }
 
-// Scheme returns a scheme with the built-in types and terraseed's API.
-func NewScheme() *k8sruntime.Scheme {
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := extensionsv1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	return scheme
-}
+// NewScheme returns a scheme with the built-in types and terraseed's API.
+func NewScheme() *k8sruntime.Scheme { return scheme.New() }
 
 // CRDDirectory is where the generated CRDs live: the Helm chart's crds directory.
 func CRDDirectory() string {

@@ -54,6 +54,8 @@ func (s *Server) Hits(path string) int {
 }
 
 // NewServer serves r signed by signer until the test ends.
+// It is long because it builds the release's four files (archive, SHA256SUMS, its
+// signature, the index) before serving them.
 func NewServer(t testing.TB, signer *openpgp.Entity, r Release) *Server {
 	t.Helper()
 	var zbuf bytes.Buffer

@@ -1,16 +1,14 @@
-package terraformer
+package run
 
 import (
 	"encoding/json"
 	"errors"
 	"os"
 	"time"
-
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // terminationMessage is what a run pod leaves in its termination message: how long its
-// phases took and, for a failed run, enough to rebuild the RunError; small enough for
+// phases took and, for a failed run, enough to rebuild the Error; small enough for
 // the kubelet's 4 KiB limit.
 type terminationMessage struct {
 	Command string   `json:"command,omitempty"`
@@ -54,26 +52,26 @@ func WriteTerminationMessage(path string, phases Phases, runErr error) error {
 	}
 }
 
-// RunErrorOf is the error of a run that failed with err, as the executor of a run pod
+// ErrorOf is the error of a run that failed with err, as the executor of a run pod
 // reads it back from the pod's termination message (ParseTerminationMessage): for a run
 // in the executor's own process, which has no termination message to go through.
-func RunErrorOf(phases Phases, err error) *RunError {
+func ErrorOf(phases Phases, err error) *Error {
 	if re, ok := newTerminationMessage(phases, err).runError(); ok {
 		return re
 	}
-	return NewRunError("", "", err)
+	return NewError("", "", err)
 }
 
 func newTerminationMessage(phases Phases, runErr error) terminationMessage {
 	msg := terminationMessage{}
-	var re *RunError
+	var re *Error
 	switch {
 	case errors.As(runErr, &re):
 		msg = terminationMessage{Command: re.Command, Blocks: re.Blocks, Message: re.Message}
 	case runErr != nil:
 		msg = terminationMessage{Message: runErr.Error()}
 	}
-	msg.Invalid = errors.Is(runErr, run.ErrInvalidInput)
+	msg.Invalid = errors.Is(runErr, ErrInvalidInput)
 	msg.InProgress = errors.Is(runErr, ErrRunInProgress)
 	msg.Protected = errors.Is(runErr, ErrDestroyProtected)
 	if len(msg.Blocks) > 0 && msg.Message == messageOf(msg.Blocks) {
@@ -89,9 +87,9 @@ func newTerminationMessage(phases Phases, runErr error) terminationMessage {
 }
 
 // ParseTerminationMessage reads a termination message: the phases of the run, and the
-// RunError of a failed run; ok is false when the message is not one of a failed run (the
+// Error of a failed run; ok is false when the message is not one of a failed run (the
 // run succeeded, or the pod died before writing one).
-func ParseTerminationMessage(data string) (phases Phases, runErr *RunError, ok bool) {
+func ParseTerminationMessage(data string) (phases Phases, runErr *Error, ok bool) {
 	var msg terminationMessage
 	if err := json.Unmarshal([]byte(data), &msg); err != nil {
 		return nil, nil, false
@@ -111,8 +109,8 @@ func (msg terminationMessage) phases() Phases {
 	return phases
 }
 
-// runError is the RunError of a failed run's message; ok is false for any other.
-func (msg terminationMessage) runError() (*RunError, bool) {
+// runError is the Error of a failed run's message; ok is false for any other.
+func (msg terminationMessage) runError() (*Error, bool) {
 	if len(msg.Blocks) == 0 && len(msg.Codes) > 0 {
 		msg.Blocks = []string{msg.Message}
 	}
@@ -127,9 +125,9 @@ func (msg terminationMessage) runError() (*RunError, bool) {
 	case msg.InProgress:
 		cause = ErrRunInProgress
 	case msg.Invalid:
-		cause = run.ErrInvalidInput
+		cause = ErrInvalidInput
 	case msg.Protected:
 		cause = ErrDestroyProtected
 	}
-	return &RunError{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: msg.phases(), Err: cause}, true
+	return &Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: msg.phases(), Err: cause}, true
 }

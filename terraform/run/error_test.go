@@ -1,4 +1,4 @@
-package terraformer
+package run
 
 import (
 	"testing"
@@ -47,7 +47,7 @@ func TestErrorBlocksEndWhereTerraformsOutputEnds(t *testing.T) {
 		"Unterminated template string: No closing marker was found for the string.",
 		`Unsupported argument: An argument named "nme" is not expected here.`,
 	}))
-	re := NewRunError("init", "2026-11-21T04:00:00Z\tINFO\tterraformStarted\nterraformer failed: reading ConfigMap infra.infra.tf-config: connection refused\n", nil)
+	re := NewError("init", "2026-11-21T04:00:00Z\tINFO\tterraformStarted\nterraformer failed: reading ConfigMap infra.infra.tf-config: connection refused\n", nil)
 	g.Expect(re.Message).To(Equal("terraformer failed: reading ConfigMap infra.infra.tf-config: connection refused"), "without error blocks, the last line says what failed")
 	g.Expect(re.Blocks).To(Equal([]string{re.Message}))
 }

@@ -1,4 +1,4 @@
-package controlplane_test
+package mutation_test
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/test/testenv"
-	"github.com/terraseed/terraseed/webhook/controlplane"
+	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 var env *testenv.Environment
@@ -58,8 +58,8 @@ func TestMain(m *testing.M) {
 // webhookUnderTest is a manager serving the control-plane webhook on this machine, which
 // envtest's kube-apiserver calls through the configuration the webhook registers.
 type webhookUnderTest struct {
-	*controlplane.Webhook
-	options   controlplane.Options
+	*mutation.Webhook
+	options   mutation.Options
 	providers *templates.Registry
 	port      int
 	// probe is an aws shoot namespace where start checks that the API server calls it.
@@ -73,18 +73,18 @@ type webhookUnderTest struct {
 // cluster-scoped, and a configuration whose server is gone refuses Deployments.
 func startWebhook(t *testing.T, dirs ...string) *webhookUnderTest {
 	t.Helper()
-	return startWebhookWith(t, func(*controlplane.Options) {}, dirs...)
+	return startWebhookWith(t, func(*mutation.Options) {}, dirs...)
 }
 
 // startWebhookWith is startWebhook with options changed by configure.
-func startWebhookWith(t *testing.T, configure func(*controlplane.Options), dirs ...string) *webhookUnderTest {
+func startWebhookWith(t *testing.T, configure func(*mutation.Options), dirs ...string) *webhookUnderTest {
 	t.Helper()
 	g := NewWithT(t)
 	registry, err := templates.NewRegistry(dirs...)
 	g.Expect(err).NotTo(HaveOccurred())
 	release := env.Namespace(t)
 	port := testenv.FreePort(t)
-	w := &webhookUnderTest{port: port, providers: registry, options: controlplane.Options{
+	w := &webhookUnderTest{port: port, providers: registry, options: mutation.Options{
 		Port:              port,
 		CertDir:           t.TempDir(),
 		Namespace:         release,
@@ -106,7 +106,7 @@ func (w *webhookUnderTest) start(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	var err error
-	w.Webhook, err = controlplane.New(w.options)
+	w.Webhook, err = mutation.New(w.options)
 	g.Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -189,7 +189,7 @@ func shootNamespace(t *testing.T, providerType string) string {
 	if providerType == "" {
 		return env.Namespace(t)
 	}
-	return env.LabelledNamespace(t, map[string]string{controlplane.LabelShootProvider: providerType})
+	return env.LabelledNamespace(t, map[string]string{mutation.LabelShootProvider: providerType})
 }
 
 // seedEra is the Kubernetes version of the seeds' Deployments (their hyperkube image):

@@ -1,4 +1,4 @@
-package controlplane
+package mutation
 
 import (
 	"context"
@@ -156,17 +156,9 @@ func (w *Webhook) Ready() <-chan struct{} { return w.ready }
 func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string) error {
 	log := ctrl.LoggerFrom(ctx)
 	c := mgr.GetClient()
-	w.providers, w.types = providers, nil
-	for _, t := range types {
-		p, err := providers.Provider(t)
-		if err != nil {
-			return err
-		}
-		if p.Mutations() != nil {
-			w.types = append(w.types, t)
-		}
+	if err := w.selectTypes(providers, types); err != nil {
+		return err
 	}
-	slices.Sort(w.types)
 	if len(w.types) == 0 {
 		log.Info("noControlPlaneMutations", "configuration", w.opts.ConfigurationName)
 		err := c.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: w.opts.ConfigurationName}})
@@ -193,6 +185,32 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, pro
 	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return w.register(ctx, c, mgr.GetAPIReader()) }); err != nil {
 		return fmt.Errorf("registering the webhook configuration: %w", err)
 	}
+	if err := w.addCertificates(mgr); err != nil {
+		return err
+	}
+	log.Info("servingControlPlaneWebhook", "types", w.types, "configuration", w.opts.ConfigurationName, "dnsName", w.dnsName)
+	return nil
+}
+
+// selectTypes keeps the served types whose provider has mutations.
+func (w *Webhook) selectTypes(providers *templates.Registry, types []string) error {
+	w.providers, w.types = providers, nil
+	for _, t := range types {
+		p, err := providers.Provider(t)
+		if err != nil {
+			return err
+		}
+		if p.Mutations() != nil {
+			w.types = append(w.types, t)
+		}
+	}
+	slices.Sort(w.types)
+	return nil
+}
+
+// addCertificates adds the certificate rotation, the serving certificate's reload and
+// the readiness check that waits for a certificate.
+func (w *Webhook) addCertificates(mgr manager.Manager) error {
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      w.certs.key,
 		CertDir:        w.opts.CertDir,
@@ -217,18 +235,14 @@ func (w *Webhook) SetupWithManager(ctx context.Context, mgr manager.Manager, pro
 	if err := mgr.Add(w.certs); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("controlplane-webhook", func(*http.Request) error {
+	return mgr.AddReadyzCheck("controlplane-webhook", func(*http.Request) error {
 		select {
 		case <-w.ready:
 			return w.server.StartedChecker()(nil)
 		default:
 			return errors.New("the webhook's certificate is not ready")
 		}
-	}); err != nil {
-		return err
-	}
-	log.Info("servingControlPlaneWebhook", "types", w.types, "configuration", w.opts.ConfigurationName, "dnsName", w.dnsName)
-	return nil
+	})
 }
 
 // rotators counts the certificate rotations set up in this process: controller-runtime

@@ -1,4 +1,4 @@
-package controlplane_test
+package mutation_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package terraformer
+package run
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ var (
 	ErrStateNotSaved = errors.New("the terraform state could not be saved")
 )
 
-// RunError is a failed run: what terraform said, for a reader and for Gardener's
+// Error is a failed run: what terraform said, for a reader and for Gardener's
 // classification, which is the controller's business.
-type RunError struct {
+type Error struct {
 	// Command is the terraform command that failed.
 	Command string
 	// Blocks are terraform's error blocks, each one line; when it printed none, the last
@@ -37,17 +37,17 @@ type RunError struct {
 	Err error
 }
 
-func (e *RunError) Error() string {
+func (e *Error) Error() string {
 	if e.Command == "" {
 		return e.Message
 	}
 	return fmt.Sprintf("terraform %s: %s", e.Command, e.Message)
 }
 
-func (e *RunError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// NewRunError reads terraform's output of a failed command.
-func NewRunError(command, output string, cause error) *RunError {
+// NewError reads terraform's output of a failed command.
+func NewError(command, output string, cause error) *Error {
 	blocks := ErrorBlocks(output)
 	if len(blocks) == 0 {
 		if line := lastLine(output); line != "" {
@@ -56,7 +56,7 @@ func NewRunError(command, output string, cause error) *RunError {
 			blocks = []string{truncate(cleanText(cause.Error()), maxBlock)}
 		}
 	}
-	return &RunError{
+	return &Error{
 		Command: command,
 		Blocks:  blocks,
 		Message: messageOf(blocks),
@@ -64,7 +64,22 @@ func NewRunError(command, output string, cause error) *RunError {
 	}
 }
 
-// messageOf joins blocks into a RunError's message.
+// ErrorOfBlocks is a failed command whose error blocks are known already, e.g. from
+// terraform's JSON diagnostics.
+func ErrorOfBlocks(command string, blocks []string, cause error) *Error {
+	return &Error{Command: command, Blocks: blocks, Message: messageOf(blocks), Err: cause}
+}
+
+// DiagnosticBlock is one error block of a JSON diagnostic of terraform, as ErrorBlocks
+// makes one of its text output.
+func DiagnosticBlock(summary, detail string) string {
+	if detail == "" {
+		return truncate(cleanText(summary), maxBlock)
+	}
+	return truncate(cleanText(summary+": "+detail), maxBlock)
+}
+
+// messageOf joins blocks into a Error's message.
 func messageOf(blocks []string) string { return truncate(strings.Join(blocks, "; "), maxMessage) }
 
 // maxMessage keeps a message short enough for a status field; maxBlock keeps several
@@ -93,8 +108,8 @@ func cleanText(s string) string {
 	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 }
 
-// failurePrefix starts the line with which the terraformer reports a failed run.
-const failurePrefix = "terraformer failed: "
+// FailurePrefix starts the line with which the terraformer reports a failed run.
+const FailurePrefix = "terraformer failed: "
 
 // ErrorBlocks returns terraform's `Error:` blocks of output, each as one line of summary
 // and detail, without colour codes, source excerpts or UUIDs, each once.
@@ -121,7 +136,7 @@ func ErrorBlocks(output string) []string {
 			blankLines = 0
 		}
 		switch {
-		case strings.HasPrefix(line, failurePrefix):
+		case strings.HasPrefix(line, FailurePrefix):
 			// The terraformer's own last word sums up the blocks before it.
 			flush()
 		case inBlock && blankLines == 2:

@@ -1,4 +1,4 @@
-package controlplane_test
+package mutation_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/webhook/controlplane"
+	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 // The seeds' kube-controller-manager and kube-apiserver, written by "Gardener" into an
@@ -37,7 +37,7 @@ func TestSeedDeploymentsAreStoredMutated(t *testing.T) {
 	for _, hook := range config.Webhooks {
 		g.Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), hook.Name)
 		g.Expect(*hook.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
-		g.Expect(*hook.TimeoutSeconds).To(Equal(controlplane.TimeoutSeconds))
+		g.Expect(*hook.TimeoutSeconds).To(Equal(mutation.TimeoutSeconds))
 	}
 
 	aws, unlabelled := awsShootNamespace(t, seedEra), shootNamespace(t, "")
@@ -157,7 +157,7 @@ func TestCertificateRotationKeepsAdmitting(t *testing.T) {
 func TestServingCertificateRenewalDropsNoAdmission(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	w := startWebhookWith(t, func(o *controlplane.Options) {
+	w := startWebhookWith(t, func(o *mutation.Options) {
 		o.CertValidity, o.RotationLookahead, o.RotationCheckInterval = time.Hour, 2*time.Hour, time.Second
 	})
 	ca := w.secret(g).Data["ca.crt"]

@@ -1,4 +1,4 @@
-package terraformer
+package run
 
 import (
 	"errors"
@@ -10,11 +10,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
-func writeAndParse(g Gomega, dir string, phases Phases, runErr error) (string, Phases, *RunError, bool) {
+func writeAndParse(g Gomega, dir string, phases Phases, runErr error) (string, Phases, *Error, bool) {
 	path := filepath.Join(dir, "termination-log")
 	g.Expect(WriteTerminationMessage(path, phases, runErr)).To(Succeed())
 	data, err := os.ReadFile(path)
@@ -33,7 +31,7 @@ func TestTerminationMessagesRebuildTheRunError(t *testing.T) {
 	g.Expect(re).To(BeNil())
 	g.Expect(parsed).To(Equal(phases))
 
-	failed := NewRunError("apply", plainLog, errors.New("exit status 1"))
+	failed := NewError("apply", plainLog, errors.New("exit status 1"))
 	data, _, re, ok := writeAndParse(g, dir, phases, failed)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(data).NotTo(ContainSubstring(`"message"`), "the message is the blocks joined, written once")
@@ -43,12 +41,12 @@ func TestTerminationMessagesRebuildTheRunError(t *testing.T) {
 	g.Expect(re.Phases).To(Equal(phases))
 	g.Expect(re).To(MatchError(ErrTerraformFailed))
 
-	_, _, re, _ = writeAndParse(g, dir, nil, run.InvalidInput("workDir", "must not be empty"))
+	_, _, re, _ = writeAndParse(g, dir, nil, InvalidInput("workDir", "must not be empty"))
 	g.Expect(re.Invalid).To(BeTrue())
-	g.Expect(re).To(MatchError(run.ErrInvalidInput))
+	g.Expect(re).To(MatchError(ErrInvalidInput))
 	g.Expect(re.Message).To(Equal("workDir: must not be empty"))
 
-	_, _, re, _ = writeAndParse(g, dir, nil, &RunError{Command: "apply", Message: ErrRunInProgress.Error(), Err: ErrRunInProgress})
+	_, _, re, _ = writeAndParse(g, dir, nil, &Error{Command: "apply", Message: ErrRunInProgress.Error(), Err: ErrRunInProgress})
 	g.Expect(re).To(MatchError(ErrRunInProgress))
 	g.Expect(re.Invalid).To(BeFalse())
 }
@@ -68,7 +66,7 @@ func TestTerminationMessagesFitTheKubeletsLimitKeepingTheFirstBlocks(t *testing.
 	for i := range 20 {
 		fmt.Fprintf(&output, "Error: failure %d\n\n%s\n\n", i, strings.Repeat(fmt.Sprintf("detail %d ", i), 80))
 	}
-	failed := NewRunError("apply", output.String(), nil)
+	failed := NewError("apply", output.String(), nil)
 	g.Expect(failed.Blocks).To(HaveLen(20))
 	data, _, re, ok := writeAndParse(g, t.TempDir(), nil, failed)
 	g.Expect(ok).To(BeTrue())

@@ -1,4 +1,4 @@
-package controlplane_test
+package mutation_test
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/webhook/controlplane"
+	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 func container(command, args []string) *corev1.PodSpec {
@@ -63,11 +63,11 @@ func TestMutateFlags(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
 			pod := container(c.command, c.args)
-			controlplane.Mutate(pod, m)
+			mutation.Mutate(pod, m)
 			g.Expect(pod.Containers[0].Command).To(Equal(c.wantCommand))
 			g.Expect(pod.Containers[0].Args).To(Equal(c.wantArgs))
 			once := pod.DeepCopy()
-			controlplane.Mutate(pod, m)
+			mutation.Mutate(pod, m)
 			g.Expect(pod).To(Equal(once), "mutating twice differs from once")
 		})
 	}
@@ -86,7 +86,7 @@ func TestMutateEnvAndVolumes(t *testing.T) {
 	pod.Containers[0].Env = []corev1.EnvVar{{Name: "Z", Value: "z"}, {Name: "A", Value: "old"}}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/old"}}
 	pod.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, {Name: "config"}}
-	controlplane.Mutate(pod, m)
+	mutation.Mutate(pod, m)
 	g.Expect(pod.Containers).To(HaveLen(1), "a container the pod does not have is not added")
 	g.Expect(pod.Containers[0].Command).To(Equal([]string{"/c"}))
 	g.Expect(pod.Containers[0].Env).To(Equal([]corev1.EnvVar{{Name: "Z", Value: "z"}, {Name: "A", Value: "new"}, {Name: "B", Value: "b"}}))
@@ -95,7 +95,7 @@ func TestMutateEnvAndVolumes(t *testing.T) {
 	g.Expect(pod.Volumes[0].Name).To(Equal("data"))
 	g.Expect(pod.Volumes[1]).To(Equal(m.Volumes[0]))
 	once := pod.DeepCopy()
-	controlplane.Mutate(pod, m)
+	mutation.Mutate(pod, m)
 	g.Expect(pod).To(Equal(once))
 }
 
@@ -124,12 +124,12 @@ func TestMutateSeeds(t *testing.T) {
 			d, want := readDeployment(t, seed+".yaml"), readDeployment(t, seed+"-mutated.yaml")
 			m, err := aws.RenderMutation(d.Name, templates.MutationInput{Namespace: "shoot--core--aws-01", Cluster: cluster})
 			g.Expect(err).NotTo(HaveOccurred())
-			controlplane.Mutate(&d.Spec.Template.Spec, m)
+			mutation.Mutate(&d.Spec.Template.Spec, m)
 			// The seed shows the API server's default mode; the mutation leaves it to it.
 			want.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = nil
 			g.Expect(d.Spec.Template.Spec).To(Equal(want.Spec.Template.Spec))
 			once := d.DeepCopy()
-			controlplane.Mutate(&d.Spec.Template.Spec, m)
+			mutation.Mutate(&d.Spec.Template.Spec, m)
 			g.Expect(d).To(Equal(once))
 		})
 	}
@@ -153,7 +153,7 @@ func BenchmarkMutateDeployment(b *testing.B) {
 			seed := readDeployment(b, "seed-001-kube-controller-manager.yaml")
 			for b.Loop() {
 				d := seed.DeepCopy()
-				if changed, err := controlplane.MutateDeployment(p, d, cluster.Name, cluster); err != nil || !changed {
+				if changed, err := mutation.MutateDeployment(p, d, cluster.Name, cluster); err != nil || !changed {
 					b.Fatalf("changed %t: %v", changed, err)
 				}
 			}

@@ -1,4 +1,4 @@
-package terraformer
+package run
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 )
 
-// writeReport merges annotations into the report file at path, as a run reports its
+// WriteReport merges annotations into the report file at path, as a run reports its
 // progress and plan when it runs beside the controller: a file the executor reads costs
 // no request to the API server. The file is replaced, never written in place, so that a
 // reader sees a whole report. A nil value removes the annotation.
-func writeReport(path string, annotations map[string]*string) error {
+func WriteReport(path string, annotations map[string]*string) error {
 	report, err := ReadReportFile(path)
 	if err != nil {
 		return err

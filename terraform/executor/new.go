@@ -1,0 +1,133 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// Kinds of executor New builds.
+const (
+	KindLocal = "local"
+	KindPod   = "pod"
+)
+
+// Config is what an executor is built from, as an operator configures it.
+type Config struct {
+	// Kind is KindLocal or KindPod.
+	Kind string
+	// Terraform is the binary: for KindLocal, found on PATH when empty (and downloaded
+	// when AllowTerraformDownload is set); for KindPod, the image's when empty. With
+	// OpenTofu it must name the OpenTofu binary.
+	Terraform              string
+	OpenTofu               bool
+	AllowTerraformDownload bool
+	// WorkDir holds a local executor's runs, downloaded terraform and plugin cache.
+	WorkDir string
+	// PluginMirror is the provider mirror; PluginCache the shared plugin cache, a
+	// default below WorkDir (local) or in the pod (pod) when empty.
+	PluginMirror, PluginCache string
+
+	// The run pods' image, ServiceAccount, labels, resources and deadlines (KindPod).
+	Image              string
+	ServiceAccountName string
+	PodLabels          map[string]string
+	Resources          corev1.ResourceRequirements
+	RunTimeout         time.Duration
+	CreationTimeout    time.Duration
+}
+
+// Validate names the field of a configuration New cannot build.
+func (c Config) Validate() error {
+	if c.OpenTofu && c.Terraform == "" {
+		return run.InvalidInput("terraform", "must name the OpenTofu binary when OpenTofu is set")
+	}
+	switch c.Kind {
+	case KindLocal:
+	case KindPod:
+		if c.Image == "" {
+			return run.InvalidInput("image", "is required for the pod executor")
+		}
+	default:
+		return run.InvalidInput("kind", fmt.Sprintf("%q is neither %s nor %s", c.Kind, KindPod, KindLocal))
+	}
+	return nil
+}
+
+// New builds the executor cfg names. c must not cache ConfigMaps and Secrets.
+func New(ctx context.Context, c client.Client, restConfig *rest.Config, cfg Config) (Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Kind == KindLocal {
+		return newLocal(ctx, c, cfg)
+	}
+	return newPod(c, restConfig, cfg)
+}
+
+func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor, error) {
+	terraformPath := cfg.Terraform
+	if !cfg.OpenTofu {
+		var err error
+		if terraformPath, err = terraformer.FindTerraform(ctx, cfg.Terraform, cfg.AllowTerraformDownload, filepath.Join(cfg.WorkDir, "bin")); err != nil {
+			return nil, run.InvalidInput("terraform", err.Error())
+		}
+	}
+	pluginCache := cfg.PluginCache
+	if pluginCache == "" {
+		pluginCache = filepath.Join(cfg.WorkDir, "plugin-cache")
+	}
+	if err := os.MkdirAll(pluginCache, 0o700); err != nil {
+		return nil, err
+	}
+	return &LocalExecutor{
+		Client:        c,
+		TerraformPath: terraformPath,
+		OpenTofu:      cfg.OpenTofu,
+		Plugins:       run.Plugins{Mirror: cfg.PluginMirror, CacheDir: pluginCache},
+		BaseDir:       filepath.Join(cfg.WorkDir, "runs"),
+		StopTimeout:   time.Minute,
+	}, nil
+}
+
+func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor, error) {
+	clientset, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	pluginCache := cfg.PluginCache
+	if pluginCache == "" {
+		pluginCache = "/tmp/plugin-cache"
+	}
+	// The image's terraform is the terraformer's default; OpenTofu is named.
+	imageTerraform := ""
+	if cfg.OpenTofu {
+		imageTerraform = cfg.Terraform
+	}
+	return &PodExecutor{
+		Client:             c,
+		Clientset:          clientset,
+		Image:              cfg.Image,
+		ServiceAccountName: cfg.ServiceAccountName,
+		// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
+		ManageServiceAccount: true,
+		PluginMirror:         cfg.PluginMirror,
+		PluginCacheDir:       pluginCache,
+		RunTimeout:           cfg.RunTimeout,
+		CreationTimeout:      cfg.CreationTimeout,
+		PodLabels:            cfg.PodLabels,
+		OpenTofu:             cfg.OpenTofu,
+		TerraformPath:        imageTerraform,
+		Resources:            cfg.Resources,
+	}, nil
+}
