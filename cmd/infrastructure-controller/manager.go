@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/terraseed/terraseed/api/scheme"
-	"github.com/terraseed/terraseed/webhook/mutation"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -29,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/controlplane"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -37,6 +36,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 // managerOptions configure the controller, in a cluster or embedded.
@@ -113,51 +113,56 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	o.webhook.bind(flags)
 }
 
-// validate checks every option that can be checked without the API server, each error
-// naming its flag: newManager calls it before it writes anything there (the webhook's
-// certificate Secret and configuration), so that a mistyped flag leaves the seed as it was.
-func (o managerOptions) validate() error {
+// resolvedOptions are the options parsed and checked: what the manager is built from.
+type resolvedOptions struct {
+	webhook   *mutation.Webhook
+	providers *templates.Registry
+	types     []string
+	classes   []extensionsv1alpha1.ExtensionClass
+	executor  executor.Config
+}
+
+// resolve parses and checks every option that can be checked without the API server,
+// each error naming its flag: newManager calls it before it writes anything there (the
+// webhook's certificate Secret and configuration), so that a mistyped flag leaves the
+// seed as it was.
+func (o managerOptions) resolve() (*resolvedOptions, error) {
 	if o.concurrency < 1 {
-		return fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
+		return nil, fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
 	}
 	if o.maxRuns < 1 {
-		return fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
+		return nil, fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
 	}
 	if o.driftShare <= 0 || o.driftShare > 1 {
-		return fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
 	}
 	if o.driftInterval < 0 {
-		return fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
 	}
 	for flag, d := range map[string]time.Duration{"--run-timeout": o.runTimeout, "--pod-creation-timeout": o.podCreationTimeout, "--controlplane-health-period": o.controlPlaneHealth} {
 		if d < 0 {
-			return fmt.Errorf("%s: %s is negative", flag, d)
+			return nil, fmt.Errorf("%s: %s is negative", flag, d)
 		}
 	}
-	if _, err := parseClasses(o.classes); err != nil {
-		return fmt.Errorf("--extension-classes: %w", err)
+	r := &resolvedOptions{}
+	var err error
+	if r.classes, err = parseClasses(o.classes); err != nil {
+		return nil, fmt.Errorf("--extension-classes: %w", err)
 	}
-	if _, _, err := o.providerTypes(); err != nil {
-		return err
+	if r.providers, r.types, err = o.providerTypes(); err != nil {
+		return nil, err
 	}
-	if _, err := o.webhook.build(); err != nil {
-		return err
+	if r.webhook, err = o.webhook.build(); err != nil {
+		return nil, err
 	}
-	if o.executor == executor.KindPod {
-		if _, err := parseLabels(o.terraformerPodLabels); err != nil {
-			return fmt.Errorf("--terraformer-pod-labels: %w", err)
-		}
-		if _, err := o.terraformerResources(); err != nil {
-			return err
-		}
+	if r.executor, err = o.executorConfig(); err != nil {
+		return nil, err
 	}
-	if err := o.executorConfig().Validate(); err != nil {
-		return executorFlagError(err)
-	}
-	return nil
+	return r, nil
 }
 
-// executorFlagError names the flag of the executor's configuration field that err names.
+// executorFlagError names the flag of the executor's configuration field that err names;
+// nil stays nil.
 func executorFlagError(err error) error {
 	var input *run.InputError
 	if !errors.As(err, &input) {
@@ -195,27 +200,16 @@ func (o managerOptions) providerTypes() (*templates.Registry, []string, error) {
 
 // newManager builds a manager running the Infrastructure controller with the configured executor.
 func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manager.Manager, error) {
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	controlPlaneWebhook, err := o.webhook.build()
+	r, err := o.resolve()
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := o.newControllerManager(cfg, controlPlaneWebhook)
+	mgr, err := o.newControllerManager(cfg, r.webhook)
 	if err != nil {
 		return nil, err
 	}
-	providers, types, err := o.providerTypes()
-	if err != nil {
-		return nil, err
-	}
-	classes, err := parseClasses(o.classes)
-	if err != nil {
-		return nil, fmt.Errorf("--extension-classes: %w", err)
-	}
-	if controlPlaneWebhook != nil {
-		if err := controlPlaneWebhook.SetupWithManager(ctx, mgr, providers, types); err != nil {
+	if r.webhook != nil {
+		if err := r.webhook.SetupWithManager(ctx, mgr, r.providers, r.types); err != nil {
 			return nil, fmt.Errorf("the control-plane webhook: %w", err)
 		}
 	}
@@ -224,14 +218,14 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			return nil, err
 		}
 	}
-	if err := setupInfrastructures(ctx, mgr, providers, types, classes, o); err != nil {
+	if err := setupInfrastructures(ctx, mgr, r, o); err != nil {
 		return nil, err
 	}
-	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, providers, types, classes, o)
+	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, r, o)
 	if err != nil {
 		return nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", r.types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
 	return mgr, nil
 }
 
@@ -243,8 +237,9 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
+	managerScheme := scheme.New()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme.New(),
+		Scheme:                  managerScheme,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "terraseed-infrastructure-controller",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
@@ -254,7 +249,7 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		HealthProbeBindAddress:        o.probeAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
-		Cache:         cache.Options{ByObject: controlPlaneWorkloads()},
+		Cache:         cache.Options{ByObject: controlPlaneWorkloads(managerScheme)},
 		WebhookServer: controlPlaneWebhook.Server(),
 	})
 	if err != nil {
@@ -270,8 +265,8 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 }
 
 // setupInfrastructures serves Infrastructures of the served types with the configured executor.
-func setupInfrastructures(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string, classes []extensionsv1alpha1.ExtensionClass, o managerOptions) error {
-	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), o.executorConfig())
+func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) error {
+	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), r.executor)
 	if err != nil {
 		return executorFlagError(err)
 	}
@@ -279,7 +274,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, providers *t
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
-		Providers:     providers,
+		Providers:     r.providers,
 		Executor:      runner,
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
@@ -288,16 +283,16 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, providers *t
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 	}
-	reconciler := infrastructure.NewReconciler(actuator, types, classes)
+	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
 	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control
 // plane, and returns those types.
-func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *templates.Registry, types []string, classes []extensionsv1alpha1.ExtensionClass, o managerOptions) ([]string, error) {
+func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) ([]string, error) {
 	var controlPlaneTypes []string
-	for _, t := range types {
-		if p, err := providers.Provider(t); err == nil && p.ControlPlane != nil {
+	for _, t := range r.types {
+		if p, err := r.providers.Provider(t); err == nil && p.ControlPlane != nil {
 			controlPlaneTypes = append(controlPlaneTypes, t)
 		}
 	}
@@ -314,7 +309,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *tem
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
-		Providers: providers,
+		Providers: r.providers,
 		Resources: controlplane.NewResourceManager(live),
 	}
 	for _, prefix := range strings.Split(o.controlPlaneImages, ",") {
@@ -322,7 +317,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *tem
 			actuator.AllowedImages = append(actuator.AllowedImages, prefix)
 		}
 	}
-	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, classes)
+	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, r.classes)
 	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {
 		return nil, err
 	}
@@ -331,7 +326,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, providers *tem
 
 // controlPlaneWorkloads limits the cache of the workloads the health check watches to
 // those a ControlPlane deployed.
-func controlPlaneWorkloads() map[client.Object]cache.ByObject {
+func controlPlaneWorkloads(s *k8sruntime.Scheme) map[client.Object]cache.ByObject {
 	selector := labels.NewSelector()
 	owned, err := labels.NewRequirement(controlplane.OwnerLabelGroup+"/name", selection.Exists, nil)
 	if err != nil {
@@ -340,7 +335,7 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	selector = selector.Add(*owned)
 	byObject := map[client.Object]cache.ByObject{}
 	for _, kind := range controlplane.WorkloadKinds() {
-		gvk, err := apiutil.GVKForObject(kind, scheme.New())
+		gvk, err := apiutil.GVKForObject(kind, s)
 		if err != nil {
 			panic(err)
 		}
@@ -351,11 +346,9 @@ func controlPlaneWorkloads() map[client.Object]cache.ByObject {
 	return byObject
 }
 
-// executorConfig is the executor the flags configure; validate has checked them.
-func (o managerOptions) executorConfig() executor.Config {
-	podLabels, _ := parseLabels(o.terraformerPodLabels)
-	resources, _ := o.terraformerResources()
-	return executor.Config{
+// executorConfig is the executor the flags configure, checked.
+func (o managerOptions) executorConfig() (executor.Config, error) {
+	cfg := executor.Config{
 		Kind:                   o.executor,
 		Terraform:              o.terraform,
 		OpenTofu:               o.openTofu,
@@ -365,11 +358,19 @@ func (o managerOptions) executorConfig() executor.Config {
 		PluginCache:            o.pluginCache,
 		Image:                  o.terraformerImage,
 		ServiceAccountName:     o.terraformerAccount,
-		PodLabels:              podLabels,
-		Resources:              resources,
 		RunTimeout:             o.runTimeout,
 		CreationTimeout:        o.podCreationTimeout,
 	}
+	if o.executor == executor.KindPod {
+		var err error
+		if cfg.PodLabels, err = parseLabels(o.terraformerPodLabels); err != nil {
+			return cfg, fmt.Errorf("--terraformer-pod-labels: %w", err)
+		}
+		if cfg.Resources, err = o.terraformerResources(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, executorFlagError(cfg.Validate())
 }
 
 // terraformerResources are the requests and the memory limit of terraformer pods.
