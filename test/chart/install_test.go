@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // install applies everything `helm template --include-crds` renders, as helm install would.
@@ -104,9 +104,9 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	release := env.Namespace(t)
 	install(t, release)
 
-	scheme := testenv.NewScheme()
-	g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	admin, err := client.New(env.Config, client.Options{Scheme: scheme})
+	s := scheme.New()
+	g.Expect(apiextensionsv1.AddToScheme(s)).To(Succeed())
+	admin, err := client.New(env.Config, client.Options{Scheme: s})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, name := range []string{"infrastructures." + ext, "controlplanes." + ext, "clusters." + ext} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}

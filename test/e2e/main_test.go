@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/terraseed/terraseed/api/scheme"
 	"github.com/terraseed/terraseed/test/image"
 	"github.com/terraseed/terraseed/test/realnode"
-	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // The terraseed image as the tests assemble it from the Dockerfile.
@@ -93,7 +93,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if kube, err = client.New(node.Config, client.Options{Scheme: testenv.NewScheme()}); err != nil {
+	if kube, err = client.New(node.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

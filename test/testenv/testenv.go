@@ -31,9 +31,6 @@ type Environment struct {
 	Client client.Client
 }
 
-// NewScheme returns a scheme with the built-in types and terraseed's API.
-func NewScheme() *k8sruntime.Scheme { return scheme.New() }
-
 // CRDDirectory is where the generated CRDs live: the Helm chart's crds directory.
 func CRDDirectory() string {
 	return filepath.Join(moduleRoot(), "charts", "terraseed", "crds")
@@ -44,22 +41,22 @@ func Start() (*Environment, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, ErrAssetsMissing
 	}
-	scheme := NewScheme()
+	s := scheme.New()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{CRDDirectory()},
 		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
+		Scheme:                s,
 	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
-	return &Environment{env: env, Config: cfg, Scheme: scheme, Client: c}, nil
+	return &Environment{env: env, Config: cfg, Scheme: s, Client: c}, nil
 }
 
 // Stop stops the control plane.
