@@ -271,7 +271,21 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 }
 
 func (o RunObjects) secret(name string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: name}}
+	return &corev1.Secret{ObjectMeta: o.meta(name)}
+}
+
+// writeOwnedSecret writes data into secret, an opaque Secret of the run controlled by
+// owner; annotations, when set, replace its annotations.
+func (o RunObjects) writeOwnedSecret(ctx context.Context, c client.Client, secret *corev1.Secret, owner client.Object, annotations map[string]string, data map[string][]byte, opts ...WriteOption) error {
+	return WriteObject(ctx, c, secret, func() error {
+		secret.Labels = o.ID.Labels()
+		if annotations != nil {
+			secret.Annotations = annotations
+		}
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = data
+		return controllerutil.SetControllerReference(owner, secret, c.Scheme())
+	}, opts...)
 }
 
 // credentials is the Secret keeping the credentials of the last run, so that a destroy
@@ -296,18 +310,11 @@ func (o RunObjects) ReadCredentials(ctx context.Context, r client.Reader) (*core
 
 // WriteCredentials stores the credentials of a run, env, with annotations, controlled by owner.
 func (o RunObjects) WriteCredentials(ctx context.Context, c client.Client, owner client.Object, annotations, env map[string]string, opts ...WriteOption) error {
-	stored := o.credentials()
-	err := WriteObject(ctx, c, stored, func() error {
-		stored.Labels = o.ID.Labels()
-		stored.Annotations = annotations
-		stored.Type = corev1.SecretTypeOpaque
-		stored.Data = map[string][]byte{}
-		for name, value := range env {
-			stored.Data[name] = []byte(value)
-		}
-		return controllerutil.SetControllerReference(owner, stored, c.Scheme())
-	}, opts...)
-	if err != nil {
+	data := make(map[string][]byte, len(env))
+	for name, value := range env {
+		data[name] = []byte(value)
+	}
+	if err := o.writeOwnedSecret(ctx, c, o.credentials(), owner, annotations, data, opts...); err != nil {
 		return fmt.Errorf("storing the credentials of this run: %w", err)
 	}
 	return nil
@@ -323,13 +330,7 @@ func (o RunObjects) WriteSensitiveOutputs(ctx context.Context, c client.Client, 
 		}
 		return nil
 	}
-	err := WriteObject(ctx, c, secret, func() error {
-		secret.Labels = o.ID.Labels()
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = data
-		return controllerutil.SetControllerReference(owner, secret, c.Scheme())
-	})
-	if err != nil {
+	if err := o.writeOwnedSecret(ctx, c, secret, owner, nil, data); err != nil {
 		return fmt.Errorf("writing the Secret of sensitive outputs: %w", err)
 	}
 	return nil
