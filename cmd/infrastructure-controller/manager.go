@@ -102,7 +102,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraseed"), "working directories of local runs")
 	flags.StringVar(&o.terraformerImage, "terraformer-image", "", "image of terraformer pods (pod executor)")
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
-	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take")
+	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take: then it is stopped, its state saved, and it fails (either executor)")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
@@ -204,7 +204,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := o.newControllerManager(cfg, r.webhook)
+	mgr, err := o.newControllerManager(cfg, r.webhook, r.executor.ShutdownTimeout())
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 
 // newControllerManager is the manager with its leader election, metrics, probes, caches
 // and the webhook's server.
-func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook) (manager.Manager, error) {
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook, shutdownTimeout time.Duration) (manager.Manager, error) {
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
@@ -251,6 +251,8 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
 		Cache:         cache.Options{ByObject: controlPlaneWorkloads(managerScheme)},
 		WebhookServer: controlPlaneWebhook.Server(),
+		// The runs the controller hosts stop and save their state before it exits.
+		GracefulShutdownTimeout: &shutdownTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

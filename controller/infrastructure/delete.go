@@ -15,8 +15,13 @@ import (
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// delete destroys what terraform created and removes what the runs kept.
+// delete destroys what terraform created and removes what the runs kept. Any other run
+// of the object is stopped first, or waited for, so that the destroy starts from the
+// state it saved and nothing writes for the object once it is gone.
 func (op *operation) delete(ctx context.Context) error {
+	if err := op.endRuns(ctx, run.Destroy); err != nil {
+		return err
+	}
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil {
 		return fmt.Errorf("reading the state: %w", err)
@@ -29,11 +34,12 @@ func (op *operation) delete(ctx context.Context) error {
 	return op.deleteRunObjects(ctx)
 }
 
-// forceDelete removes what the runs kept, the state included, and destroys nothing.
+// forceDelete removes what the runs kept, the state included, and destroys nothing. A run
+// under way is stopped and waited for first: its final save would otherwise write the
+// state again after it was deleted.
 func (op *operation) forceDelete(ctx context.Context) error {
-	// A run still waiting for a slot would find nothing to work on.
-	if runs := op.actuator.runs; runs != nil {
-		runs.Cancel(op.objects().ID)
+	if err := op.endRuns(ctx, ""); err != nil {
+		return err
 	}
 	return op.deleteRunObjects(ctx)
 }

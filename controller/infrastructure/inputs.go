@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -20,12 +20,12 @@ import (
 const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return state.RunObjects{ID: runID(client.ObjectKeyFromObject(op.infra))}
+	return state.RunObjects{ID: runIDOf(op.infra)}
 }
 
-// runID is the identity of an Infrastructure's runs.
-func runID(key client.ObjectKey) run.ID {
-	return run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra}
+// runIDOf is the identity of an Infrastructure's runs.
+func runIDOf(infra *extensionsv1alpha1.Infrastructure) run.ID {
+	return run.ID{Namespace: infra.Namespace, Name: infra.Name, Purpose: run.PurposeInfra, UID: infra.UID}
 }
 
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
@@ -65,10 +65,16 @@ func (op *operation) owner() *metav1.OwnerReference {
 	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
 }
 
-// deleteRunObjects releases and deletes what the runs of this Infrastructure keep.
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
+// run objects, and what the executor keeps beside them (a local run directory).
 func (op *operation) deleteRunObjects(ctx context.Context) error {
 	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
 		return fmt.Errorf("deleting the run objects: %w", err)
+	}
+	if cleaner, ok := op.actuator.Executor.(executor.Cleaner); ok {
+		if err := cleaner.Clean(ctx, op.objects().ID); err != nil {
+			return fmt.Errorf("removing the run directory: %w", err)
+		}
 	}
 	return nil
 }

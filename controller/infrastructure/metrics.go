@@ -124,6 +124,14 @@ func forgetMetrics(key client.ObjectKey) {
 // measured is an executor whose runs are measured.
 type measured struct{ executor.Executor }
 
+// Stop stops a run of an executor whose runs go on elsewhere.
+func (m measured) Stop(ctx context.Context, id run.ID) error {
+	if stopper, ok := m.Executor.(executor.Stopper); ok {
+		return stopper.Stop(ctx, id)
+	}
+	return nil
+}
+
 func (m measured) Run(ctx context.Context, req executor.Request) (*run.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()

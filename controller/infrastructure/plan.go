@@ -153,7 +153,7 @@ func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
 	if a.runs == nil {
 		return false
 	}
-	ticket, known := a.runs.Lookup(runID(client.ObjectKeyFromObject(infra)))
+	ticket, known := a.runs.Lookup(runIDOf(infra))
 	return known && ticket.Command == run.Plan
 }
 

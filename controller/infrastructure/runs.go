@@ -30,10 +30,16 @@ type runPendingError struct {
 	// other is true when the run under way is not the one the operation needs, e.g. a
 	// drift plan, or the apply of an earlier configuration.
 	other bool
+	// stopping is true when the operation asked the run under way to stop.
+	stopping bool
 }
 
 func (e *runPendingError) Error() string {
 	switch {
+	case e.stopping && e.ticket.Command == "":
+		return "stopping the terraform run an earlier controller process started; its state is saved first"
+	case e.stopping:
+		return fmt.Sprintf("stopping the terraform %s under way; its state is saved first", e.ticket.Command)
 	case e.ticket.Command == "":
 		return "waiting for the terraform run an earlier controller process started to end"
 	case e.ticket.Phase == executor.PhaseWaiting:
@@ -106,14 +112,19 @@ func (op *operation) runOrWait(ctx context.Context, req executor.Request, priori
 	if ticket, known := runs.Lookup(req.ID); known {
 		switch {
 		case ticket.Of(req) && ticket.Phase == executor.PhaseDone:
-			runs.Forget(req.ID)
-			return ticket.Result, ticket.Err
+			if done, ok := runs.Take(req.ID); ok {
+				return done.Result, done.Err
+			}
 		case ticket.Of(req):
 			return nil, &runPendingError{ticket: ticket}
 		case ticket.Phase == executor.PhaseRunning:
 			return nil, &runPendingError{ticket: ticket, other: true}
-		default:
-			runs.Forget(req.ID)
+		}
+		// The run may have started since it was looked up: then it reads what prepare
+		// would write, and is waited for.
+		if !runs.Forget(req.ID) {
+			ticket, _ := runs.Lookup(req.ID)
+			return nil, &runPendingError{ticket: ticket, other: !ticket.Of(req)}
 		}
 	}
 	if prepare != nil {
@@ -137,18 +148,53 @@ func (op *operation) settle(ctx context.Context) error {
 			return &runPendingError{ticket: ticket, other: true}
 		}
 	}
+	return op.waitForEarlierRun(ctx, false)
+}
+
+// endRuns stops every run of the object but one of the command kept (none when empty) and
+// returns a runPendingError until they ended and saved their state: a waiting run is
+// dropped, a run under way interrupted, and a run an earlier process left stopped too.
+// A deletion goes on only once nothing else writes the state it destroys or deletes.
+func (op *operation) endRuns(ctx context.Context, kept run.Command) error {
+	id := op.objects().ID
+	if runs := op.actuator.runs; runs != nil {
+		if ticket, known := runs.Lookup(id); known {
+			if kept != "" && ticket.Command == kept {
+				// This process runs it: the operation waits for it as for its own.
+				return nil
+			}
+			ended, err := runs.Stop(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !ended {
+				return &runPendingError{ticket: ticket, other: true, stopping: true}
+			}
+			runs.Forget(id)
+		}
+	}
+	return op.waitForEarlierRun(ctx, true)
+}
+
+// waitForEarlierRun returns a runPendingError while a run this process does not know is
+// under way for the object, asking it to stop first when stop is set.
+func (op *operation) waitForEarlierRun(ctx context.Context, stop bool) error {
+	id := op.objects().ID
 	checker, ok := op.actuator.Executor.(executor.ActivityChecker)
 	if !ok {
 		return nil
 	}
 	active, err := checker.Active(ctx, id)
-	if err != nil {
+	if err != nil || !active {
 		return err
 	}
-	if active {
-		return &runPendingError{other: true}
+	if stopper, ok := op.actuator.Executor.(executor.Stopper); ok && stop {
+		if err := stopper.Stop(ctx, id); err != nil {
+			return fmt.Errorf("stopping the run under way: %w", err)
+		}
+		return &runPendingError{other: true, stopping: true}
 	}
-	return nil
+	return &runPendingError{other: true}
 }
 
 // describeWaiting puts what an operation waits for into lastOperation; a run under way

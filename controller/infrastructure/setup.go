@@ -20,6 +20,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 const (
@@ -179,7 +180,7 @@ func (a *Actuator) Restore(ctx context.Context, req request) error {
 func (a *Actuator) Forget(key client.ObjectKey) {
 	forgetMetrics(key)
 	if a.runs != nil {
-		a.runs.Forget(runID(key))
+		a.runs.ForgetName(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
 	}
 }
 

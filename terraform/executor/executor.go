@@ -23,6 +23,19 @@ type ActivityChecker interface {
 	Active(ctx context.Context, id run.ID) (bool, error)
 }
 
+// Stopper is an executor whose runs go on elsewhere after Run's context ends, such as in
+// a run pod: Stop asks the run of id to stop as a shutdown does (terraform interrupted,
+// the state saved), also one an earlier process started.
+type Stopper interface {
+	Stop(ctx context.Context, id run.ID) error
+}
+
+// Cleaner is an executor that keeps something of an object's runs beyond its run objects,
+// such as a local run directory: Clean removes it once the object is gone.
+type Cleaner interface {
+	Clean(ctx context.Context, id run.ID) error
+}
+
 // Request is one terraform run.
 type Request struct {
 	ID run.ID

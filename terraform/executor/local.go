@@ -44,6 +44,9 @@ type LocalExecutor struct {
 	// ProgressInterval is how often the run writes its progress and it is read;
 	// run.DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
+	// RunTimeout, when set, bounds a run: then it is stopped as a shutdown stops it
+	// (terraform interrupted, the state saved) and fails with ErrRunDeadline.
+	RunTimeout time.Duration
 
 	guard runGuard
 }
@@ -66,6 +69,9 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	defer release()
 
 	dir := filepath.Join(e.BaseDir, req.ID.Dir())
+	if err := e.removeOtherOwners(req.ID); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
 	}
@@ -96,10 +102,19 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		t.Nice = BackgroundNice
 	}
 	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", t.WorkDir)
+	runCtx := ctx
+	if e.RunTimeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
+		defer cancel()
+	}
 	report := fileReport(reportFileOf(dir))
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	result, err := t.Run(ctx)
+	result, err := t.Run(runCtx)
 	stopProgress()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
+		err = &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout), Err: errors.Join(ErrRunDeadline, err)}
+	}
 	if err != nil {
 		re := run.ErrorOf(t.Phases(), err)
 		fmt.Fprintln(output, "run failed:", re.Error())
@@ -108,13 +123,60 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	return withPlan(ctx, report, req, result)
 }
 
+var _ Cleaner = (*LocalExecutor)(nil)
+
+// Clean removes the run directories of every owner of id's name, once the object is gone
+// and no run of it is under way.
+func (e *LocalExecutor) Clean(ctx context.Context, id run.ID) error {
+	if active, err := e.Active(ctx, id); err != nil || active {
+		return errors.Join(err, inProgress("", fmt.Sprintf("%s: the run directory is in use", run.ErrRunInProgress)))
+	}
+	return os.RemoveAll(filepath.Join(e.BaseDir, id.OwnersDir()))
+}
+
+// removeOtherOwners removes, before the first run of an owner, what runs of earlier owners
+// of the same name left (and the directory of a release that kept none per owner): a new
+// object must never take over the state of an object that is gone. A directory a run
+// still holds stays.
+func (e *LocalExecutor) removeOtherOwners(id run.ID) error {
+	if id.UID == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(e.BaseDir, id.Dir())); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	owners := filepath.Join(e.BaseDir, id.OwnersDir())
+	entries, err := os.ReadDir(owners)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, entry := range entries {
+		other := filepath.Join(owners, entry.Name())
+		if held, err := runLockHeld(workDirOf(other)); err != nil || held {
+			continue
+		}
+		if err := os.RemoveAll(other); err != nil {
+			return fmt.Errorf("removing the run directory of an earlier owner: %w", err)
+		}
+	}
+	return nil
+}
+
 var _ ActivityChecker = (*LocalExecutor)(nil)
 
 // Active is true while a run holds the working directory of a run of id (the run lock),
 // also one an earlier controller process started: its terraform holds the lock until it
 // has stopped.
 func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
-	path := filepath.Join(workDirOf(filepath.Join(e.BaseDir, id.Dir())), terraformer.RunLockFile)
+	return runLockHeld(workDirOf(filepath.Join(e.BaseDir, id.Dir())))
+}
+
+// runLockHeld is true while a run holds the working directory's run lock.
+func runLockHeld(workDir string) (bool, error) {
+	path := filepath.Join(workDir, terraformer.RunLockFile)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -43,8 +43,28 @@ type Config struct {
 	ServiceAccountName string
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
-	RunTimeout         time.Duration
 	CreationTimeout    time.Duration
+
+	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails
+	// with ErrRunDeadline.
+	RunTimeout time.Duration
+}
+
+// LocalStopTimeout is how long a local run may take to stop after an interrupt (a
+// shutdown, a deletion, its timeout) before terraform is killed.
+const LocalStopTimeout = time.Minute
+
+// podExecutorShutdown is controller-runtime's default: run pods go on without the controller.
+const podExecutorShutdown = 30 * time.Second
+
+// ShutdownTimeout is how long the controller must wait at its shutdown for the runs it
+// hosts: a local run's stop and its final save. The controller pod's termination grace
+// period must be longer.
+func (c Config) ShutdownTimeout() time.Duration {
+	if c.Kind != KindLocal {
+		return podExecutorShutdown
+	}
+	return LocalStopTimeout + terraformer.DefaultFinalSaveTimeout + 10*time.Second
 }
 
 // Validate names the field of a configuration New cannot build.
@@ -96,7 +116,8 @@ func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor,
 		OpenTofu:      cfg.OpenTofu,
 		Plugins:       run.Plugins{Mirror: cfg.PluginMirror, CacheDir: pluginCache},
 		BaseDir:       filepath.Join(cfg.WorkDir, "runs"),
-		StopTimeout:   time.Minute,
+		StopTimeout:   LocalStopTimeout,
+		RunTimeout:    cfg.RunTimeout,
 	}, nil
 }
 

@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
@@ -13,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // Priority orders the runs waiting for a slot: a lower one starts first.
@@ -66,6 +69,8 @@ type Ticket struct {
 	// Result and Err are the run's outcome once it is done.
 	Result *run.Result
 	Err    error
+	// Stopping is set once Stop asked the run under way to stop.
+	Stopping bool
 }
 
 // Of is true when the ticket is of the request: the same command on the same configuration.
@@ -76,7 +81,8 @@ func (t Ticket) Of(req Request) bool {
 // Scheduler runs requests on an Executor without anyone waiting for them: a submitted run
 // waits for one of MaxRuns slots in the order of its priority, runs in a goroutine of its
 // own, and Finished tells when its outcome can be read. One run per run ID is known at a
-// time. It is a manager.Runnable: runs start once it is started, and stopping it stops
+// time; the ID's UID tells the runs of an owner from those of an earlier owner of the same
+// name. It is a manager.Runnable: runs start once it is started, and stopping it stops
 // them as cancelling Executor.Run does, recording no outcome.
 type Scheduler struct {
 	Executor Executor
@@ -103,6 +109,11 @@ type scheduled struct {
 	req Request
 	log logr.Logger
 	seq uint64
+	// stop interrupts the run under way.
+	stop context.CancelFunc
+	// state is the finished run's state, compressed: a ticket waits for the reconcile that
+	// reads it, and a seed's backlog of them must not hold every state whole.
+	state []byte
 }
 
 // Submit queues a run; a run already known for its ID is refused: Cancel or Forget it
@@ -150,7 +161,35 @@ func (s *Scheduler) Lookup(id run.ID) (Ticket, bool) {
 	return ticket, true
 }
 
-// Cancel drops a waiting run; a run under way is not stopped, and false says so.
+// Take returns the ticket of the finished run of id, its outcome with the whole state,
+// and forgets it; false when no run of id is done. Lookup's tickets hold no state.
+func (s *Scheduler) Take(id run.ID) (Ticket, bool) {
+	s.mu.Lock()
+	t, ok := s.tickets[id]
+	if !ok || t.Phase != PhaseDone {
+		s.mu.Unlock()
+		return Ticket{}, false
+	}
+	delete(s.tickets, id)
+	s.dispatch()
+	s.mu.Unlock()
+	ticket := t.Ticket
+	if ticket.Result == nil || t.state == nil {
+		return ticket, true
+	}
+	result := *ticket.Result
+	expanded, err := state.Gunzip(bytes.NewReader(t.state))
+	if err != nil {
+		ticket.Result, ticket.Err = nil, fmt.Errorf("expanding the state of the finished run: %w", err)
+		return ticket, true
+	}
+	result.State = expanded
+	ticket.Result = &result
+	return ticket, true
+}
+
+// Cancel drops a waiting run, or the outcome of a finished one; a run under way is not
+// stopped, and false says so: the caller must not touch what the run reads.
 func (s *Scheduler) Cancel(id run.ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,8 +205,54 @@ func (s *Scheduler) Cancel(id run.ID) bool {
 	return true
 }
 
-// Forget drops the outcome of a finished run, or a waiting run; a run under way stays.
-func (s *Scheduler) Forget(id run.ID) { s.Cancel(id) }
+// Forget drops the outcome of a finished run, or a waiting run; a run under way stays,
+// and false says so.
+func (s *Scheduler) Forget(id run.ID) bool { return s.Cancel(id) }
+
+// ForgetName drops what is known of the runs of every owner of the name of id (any UID),
+// but runs under way: for an object that is gone.
+func (s *Scheduler) ForgetName(id run.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for known, t := range s.tickets {
+		if known.Namespace == id.Namespace && known.Name == id.Name && known.Purpose == id.Purpose && t.Phase != PhaseRunning {
+			delete(s.tickets, known)
+		}
+	}
+	s.dispatch()
+}
+
+// Stop ends the run of id: a waiting run is dropped, a run under way is interrupted as a
+// shutdown interrupts it (terraform stops, the state is saved) and its outcome, an
+// error, is recorded when it ended; Finished tells when. It reports whether no run of id
+// is under way any more.
+func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
+	s.mu.Lock()
+	t, ok := s.tickets[id]
+	if !ok || t.Phase != PhaseRunning {
+		if ok && t.Phase == PhaseWaiting {
+			delete(s.tickets, id)
+			s.dispatch()
+		}
+		s.mu.Unlock()
+		return true, nil
+	}
+	first := !t.Stopping
+	t.Stopping = true
+	stop := t.stop
+	s.mu.Unlock()
+	if !first {
+		return false, nil
+	}
+	t.log.Info("stoppingRun", "command", t.Command)
+	stop()
+	if stopper, ok := s.Executor.(Stopper); ok {
+		if err := stopper.Stop(ctx, id); err != nil {
+			return false, fmt.Errorf("stopping the run: %w", err)
+		}
+	}
+	return false, nil
+}
 
 // Start runs what was and will be submitted until ctx ends, then waits for the runs under
 // way to stop.
@@ -246,23 +331,50 @@ func (s *Scheduler) start(t *scheduled) {
 	t.Phase = PhaseRunning
 	s.running[t.Priority]++
 	s.runs.Add(1)
-	ctx := logf.IntoContext(s.ctx, t.log)
+	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
+	t.stop = stop
 	go func() {
 		defer s.runs.Done()
+		defer stop()
 		result, err := s.Executor.Run(ctx, t.req)
+		var compressed []byte
+		if err == nil && result != nil && len(result.State) > 0 {
+			if compressed, err = gzipped(result.State); err == nil {
+				kept := *result
+				kept.State = nil
+				result = &kept
+			}
+		}
 		s.mu.Lock()
 		s.running[t.Priority]--
-		// Stopped, the run left what it had for the next leader: no outcome is recorded.
-		stopped := ctx.Err() != nil
-		if stopped {
+		// Stopped with the scheduler, the run left what it had for the next leader: no
+		// outcome is recorded. Stopped alone (Stop), it ended for good.
+		shutdown := s.ctx.Err() != nil
+		if shutdown {
 			delete(s.tickets, t.req.ID)
 		} else {
-			t.Phase, t.Result, t.Err = PhaseDone, result, err
+			t.Phase, t.Result, t.Err, t.state = PhaseDone, result, err, compressed
 		}
 		s.dispatch()
 		s.mu.Unlock()
-		if !stopped && s.Finished != nil {
+		if !shutdown && s.Finished != nil {
 			s.Finished(t.req.ID)
 		}
 	}()
+}
+
+// gzipped is state compressed at the speed gzip favours: it is expanded again a moment later.
+func gzipped(state []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(state); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

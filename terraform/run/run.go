@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Purpose tells the runs of one owner apart, as Gardener's terraformer does: an
@@ -30,6 +33,10 @@ type ID struct {
 	// Name is the owner's, e.g. the Infrastructure's.
 	Name    string
 	Purpose Purpose
+	// UID is the owner's: a run of one owner is never taken for a run of another owner of
+	// the same name created later. Names do not derive from it, so that the objects of
+	// Gardener's terraformer are adopted as they are.
+	UID types.UID
 }
 
 func (id ID) name(suffix string) string { return id.Name + "." + string(id.Purpose) + "." + suffix }
@@ -58,8 +65,20 @@ func (id ID) CredentialsName() string { return id.name("credentials") }
 func (id ID) OutputsName() string { return id.name("outputs") }
 
 // Dir is the run's directory below a local executor's base directory: it outlives the
-// run, so that the next run finds a state the last one could not save.
-func (id ID) Dir() string { return filepath.Join(id.Namespace, id.Name+"."+string(id.Purpose)) }
+// run, so that the next run finds a state the last one could not save, and belongs to
+// one owner (UID), so that an owner of the same name created later starts afresh.
+func (id ID) Dir() string {
+	if id.UID == "" {
+		return id.OwnersDir()
+	}
+	return filepath.Join(id.OwnersDir(), string(id.UID))
+}
+
+// OwnersDir holds the run directories of every owner of the ID's name.
+func (id ID) OwnersDir() string { return filepath.Join(id.Namespace, id.Name+"."+string(id.Purpose)) }
+
+// uidValue keeps a UID one plain path element.
+var uidValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
 
 // Labels identify the objects and pods of the run.
 func (id ID) Labels() map[string]string {
@@ -75,6 +94,8 @@ func (id ID) Validate() error {
 		return InvalidInput("name", "must not be empty")
 	case id.Purpose == "":
 		return InvalidInput("purpose", "must not be empty")
+	case id.UID != "" && !uidValue.MatchString(string(id.UID)):
+		return InvalidInput("uid", fmt.Sprintf("%q is not an object UID", id.UID))
 	}
 	return nil
 }
