@@ -112,11 +112,12 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
 	result, err := t.Run(runCtx)
 	stopProgress()
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
-		err = &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout), Err: errors.Join(ErrRunDeadline, err)}
-	}
 	if err != nil {
 		re := run.ErrorOf(t.Phases(), err)
+		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
+			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
+			re.Err = errors.Join(ErrRunDeadline, re.Err)
+		}
 		fmt.Fprintln(output, "run failed:", re.Error())
 		return nil, re
 	}

@@ -167,3 +167,96 @@ func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
 	g.Expect(waiting.items(g)).To(BeEmpty(), "the cancelled apply never ran")
 }
+
+// A deletion stops the run under way: Stop interrupts it as a shutdown does, the run
+// saves what it created, and its end is recorded and told, so that the deletion goes on.
+func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityCreate)).To(Succeed())
+	gate.waitUntilReached()
+
+	ended, err := s.Stop(ctx, busy.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeFalse(), "the run under way takes time to stop")
+	ticket, _ := s.Lookup(busy.objects.ID)
+	g.Expect(ticket.Stopping).To(BeTrue())
+	g.Expect(s.Forget(busy.objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Forget says so")
+
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(Equal([]run.ID{busy.objects.ID}), "the stopped run's end is told")
+	done, known := s.Take(busy.objects.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(done.Err).To(HaveOccurred(), "a stopped run did not succeed")
+	created, listed := busy.expectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(2), "the run was stopped beside its gate, after the second create")
+	g.Expect(listed).To(BeNumerically(">=", 1))
+	g.Expect(busy.items(g)).To(HaveLen(2), "the stopped run went no further")
+
+	ended, err = s.Stop(ctx, busy.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeTrue(), "no run is under way any more")
+}
+
+// Stop drops a run that waits for a slot: it never starts.
+func TestStopDropsAWaitingRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	gate.waitUntilReached()
+	waiting := neighbour(t, busy)
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityCreate)).To(Succeed())
+
+	ended, err := s.Stop(ctx, waiting.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeTrue())
+	_, known := s.Lookup(waiting.objects.ID)
+	g.Expect(known).To(BeFalse())
+	gate.open()
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
+	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
+	g.Expect(waiting.items(g)).To(BeEmpty(), "the dropped apply never ran")
+}
+
+// Runs are known by their owner's UID: the outcome of an earlier owner's run is never read
+// as the run of a later owner of the same name, and a finished ticket keeps its state
+// compressed until the outcome is taken whole.
+func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	s, ends := startedScheduler(t, f, 1, 1)
+	earlier := f.request(run.Apply)
+	earlier.ID.UID = "11111111-1111-1111-1111-111111111111"
+	g.Expect(s.Submit(ctx, earlier, PriorityCreate)).To(Succeed())
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
+
+	later := earlier
+	later.ID.UID = "22222222-2222-2222-2222-222222222222"
+	_, known := s.Lookup(later.ID)
+	g.Expect(known).To(BeFalse(), "the later owner does not see the earlier owner's run")
+	_, known = s.Take(later.ID)
+	g.Expect(known).To(BeFalse())
+
+	ticket, known := s.Lookup(earlier.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(ticket.Phase).To(Equal(PhaseDone))
+	g.Expect(ticket.Result).NotTo(BeNil())
+	g.Expect(ticket.Result.State).To(BeNil(), "a finished ticket holds no whole state")
+	g.Expect(ticket.Result.Outputs).NotTo(BeEmpty())
+	done, known := s.Take(earlier.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(done.Err).NotTo(HaveOccurred())
+	stored, err := f.objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(done.Result.State).To(Equal(stored), "the outcome taken holds the whole state")
+	_, known = s.Lookup(earlier.ID)
+	g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
+
+	s.ForgetName(later.ID)
+	g.Expect(s.Submit(ctx, later, PriorityCreate)).To(Succeed(), "the later owner runs its own")
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(2))
+}
