@@ -89,19 +89,23 @@ NODE_PACKAGES := ./test/realnode/... ./test/e2e/...
 
 .PHONY: test
 test: tools verify ## Run every test against real components.
-	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale)
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak)
 	go test $(GO_TEST_FLAGS) $(NODE_PACKAGES)
 	cd test/compat && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /terraform/executor)
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak -e /terraform/executor)
 	# The executor's benchmarks compare with bare terraform over ten pairs each.
 	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./terraform/executor/
 
 .PHONY: bench-scale
 bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000).
 	go test -run '^$$' -bench Scale -benchtime 1x -timeout 150m -v ./test/scale/
+
+.PHONY: soak
+soak: run-tools ## SIGKILL the controller and terraform at random while Infrastructures come and go, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).
+	go test -run Soak -count=1 -timeout 60m -v ./test/soak/
 
 .PHONY: run
 run: run-tools ## Run terraseed on an embedded local control plane.

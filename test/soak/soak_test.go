@@ -1,0 +1,391 @@
+package soak_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// settings of a soak, from the environment: TERRASEED_SOAK_OBJECTS Infrastructures
+// (40), for at least TERRASEED_SOAK_DURATION (4m) and TERRASEED_SOAK_KILLS kills (50).
+func settings(t *testing.T) (objects int, duration time.Duration, kills int) {
+	objects, duration, kills = 40, 4*time.Minute, 50
+	var err error
+	if v := os.Getenv("TERRASEED_SOAK_OBJECTS"); v != "" {
+		objects, err = strconv.Atoi(v)
+	}
+	if v := os.Getenv("TERRASEED_SOAK_DURATION"); v != "" && err == nil {
+		duration, err = time.ParseDuration(v)
+	}
+	if v := os.Getenv("TERRASEED_SOAK_KILLS"); v != "" && err == nil {
+		kills, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		t.Fatalf("soak settings: %v", err)
+	}
+	return objects, duration, kills
+}
+
+// TestRandomKillsLoseNothingAndLeaveNothingBehind runs one controller process with the
+// local executor against envtest and, while Infrastructures of the "soak" provider are
+// created, have their zones changed and are deleted (and created again under the same
+// name), SIGKILLs at random either a terraform process of a run or the controller itself
+// (started again at once). Then it lets everything settle and checks every object: a live
+// Infrastructure succeeded with its last spec and has exactly one ConfigMap per zone, each
+// listed in its stored state; a deleted one left no ConfigMap, no run object and no run
+// directory.
+func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
+	g := NewWithT(t)
+	n, duration, wantKills := settings(t)
+	s := newSoak(t, n)
+	s.start()
+	for i := range n {
+		s.create(i)
+	}
+
+	chaosEnds := time.Now().Add(duration)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.actions(stop) })
+	for time.Now().Before(chaosEnds) || s.killCount() < wantKills {
+		time.Sleep(time.Duration(1500+s.rng.IntN(2500)) * time.Millisecond)
+		if s.rng.IntN(4) == 0 {
+			s.killController()
+		} else {
+			s.killTerraform()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	s.ensureRunning()
+	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills)
+
+	started := time.Now()
+	g.Eventually(func(g Gomega) {
+		for i := range n {
+			s.expectSettled(g, i)
+		}
+	}).WithTimeout(15 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("soak: settled %s after the last kill", time.Since(started).Round(time.Second))
+	for i := range n {
+		s.expectExact(g, i)
+	}
+}
+
+type soak struct {
+	t          *testing.T
+	binary     string
+	kubeconfig string
+	admin      []byte
+	workDir    string
+	providers  string
+	prefix     string
+	log        *os.File
+	rng        *rand.Rand
+
+	mu         sync.Mutex
+	controller *exec.Cmd
+	// desired is the providerConfig zones of each live object; nil for a deleted one.
+	desired                         [][]string
+	created, changes, deletions     int
+	terraformKills, controllerKills int
+	controllerExited                chan struct{}
+}
+
+func newSoak(t *testing.T, n int) *soak {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	s := &soak{t: t, binary: filepath.Join(dir, "infrastructure-controller"), kubeconfig: filepath.Join(dir, "kubeconfig"),
+		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n)}
+	build := exec.Command("go", "build", "-o", s.binary, "./cmd/infrastructure-controller")
+	build.Dir = filepath.Join("..", "..")
+	out, err := build.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "building the controller: %s", out)
+	s.admin, err = env.AdminKubeconfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(s.kubeconfig, s.admin, 0o600)).To(Succeed())
+	s.providers, err = filepath.Abs("testdata/providers")
+	g.Expect(err).NotTo(HaveOccurred())
+	s.log, err = os.Create(filepath.Join(dir, "controller.log"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.controller != nil {
+			_ = s.controller.Process.Signal(syscall.SIGTERM)
+			<-s.controllerExited
+		}
+		if t.Failed() {
+			t.Logf("the controller's log: %s", s.log.Name())
+		}
+	})
+	for i := range n {
+		ns := s.namespace(i)
+		g.Expect(env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		g.Expect(env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"},
+			Data: map[string][]byte{"kubeconfig": s.admin}})).To(Succeed())
+	}
+	return s
+}
+
+func (s *soak) namespace(i int) string { return fmt.Sprintf("%s%02d", s.prefix, i) }
+func (s *soak) target(i int) string    { return s.namespace(i) + "-target" }
+func (s *soak) key(i int) client.ObjectKey {
+	return client.ObjectKey{Namespace: s.namespace(i), Name: "infrastructure"}
+}
+
+// start starts the controller process; s.mu is not held.
+func (s *soak) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startLocked()
+}
+
+func (s *soak) startLocked() {
+	cmd := exec.Command(s.binary, "run", "--kubeconfig", s.kubeconfig,
+		"--executor=local", "--terraform", testenv.Terraform(s.t), "--plugin-mirror", testenv.ProviderMirror(s.t),
+		"--work-dir", s.workDir, "--providers-dir", s.providers, "--provider-types=soak",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--heartbeat-namespace=", "--drift-interval=0",
+		"--max-runs=4")
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.controller, s.controllerExited = cmd, exited
+}
+
+// ensureRunning starts the controller again should it have exited by itself.
+func (s *soak) ensureRunning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.controllerExited:
+		s.t.Log("soak: the controller had exited; starting it again")
+		s.startLocked()
+	default:
+	}
+}
+
+func (s *soak) killCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.terraformKills + s.controllerKills
+}
+
+// killController SIGKILLs the controller (its terraform processes die with it) and starts
+// it again.
+func (s *soak) killController() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.controller.Process.Signal(syscall.SIGKILL)
+	<-s.controllerExited
+	s.controllerKills++
+	s.startLocked()
+}
+
+// killTerraform SIGKILLs one terraform process working in the controller's run
+// directories, if one is.
+func (s *soak) killTerraform() {
+	terraformPath, err := filepath.EvalSymlinks(testenv.Terraform(s.t))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", entry.Name(), "exe"))
+		if err != nil || exe != terraformPath {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", entry.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, s.workDir) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		return
+	}
+	if syscall.Kill(pids[s.rng.IntN(len(pids))], syscall.SIGKILL) == nil {
+		s.mu.Lock()
+		s.terraformKills++
+		s.mu.Unlock()
+	}
+}
+
+// actions creates, changes and deletes Infrastructures at random until stop is closed.
+func (s *soak) actions(stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(500+s.rng.IntN(1500)) * time.Millisecond):
+		}
+		i := s.rng.IntN(len(s.desired))
+		infra := &extensionsv1alpha1.Infrastructure{}
+		err := env.Client.Get(context.Background(), s.key(i), infra)
+		switch {
+		case apierrors.IsNotFound(err):
+			s.create(i)
+		case err != nil:
+			s.t.Error(err)
+			return
+		case infra.DeletionTimestamp != nil:
+		case s.rng.IntN(10) < 7:
+			s.change(i, infra)
+		default:
+			s.delete(i, infra)
+		}
+	}
+}
+
+// zones is a random list of one to three zone names, new names among them at times.
+func (s *soak) zones() []string {
+	zones := make([]string, 1+s.rng.IntN(3))
+	for i := range zones {
+		zones[i] = fmt.Sprintf("z%d-%d", i, s.rng.IntN(3))
+	}
+	return zones
+}
+
+func (s *soak) providerConfig(i int, zones []string) *k8sruntime.RawExtension {
+	quoted := make([]string, len(zones))
+	for j, z := range zones {
+		quoted[j] = strconv.Quote(z)
+	}
+	return &k8sruntime.RawExtension{Raw: fmt.Appendf(nil, `{"namespace":%q,"zones":[%s]}`, s.target(i), strings.Join(quoted, ","))}
+}
+
+func (s *soak) create(i int) {
+	zones := s.zones()
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(i), Name: "infrastructure"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "soak", ProviderConfig: s.providerConfig(i, zones)},
+			Region:      "local-1",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider"},
+		},
+	}
+	if err := env.Client.Create(context.Background(), infra); err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.desired[i] = zones
+	s.created++
+}
+
+func (s *soak) change(i int, infra *extensionsv1alpha1.Infrastructure) {
+	zones := s.zones()
+	infra.Spec.ProviderConfig = s.providerConfig(i, zones)
+	if err := env.Client.Update(context.Background(), infra); err != nil {
+		if !apierrors.IsConflict(err) {
+			s.t.Error(err)
+		}
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.desired[i] = zones
+	s.changes++
+}
+
+func (s *soak) delete(i int, infra *extensionsv1alpha1.Infrastructure) {
+	if err := env.Client.Delete(context.Background(), infra, client.Preconditions{UID: &infra.UID}); err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.desired[i] = nil
+	s.deletions++
+}
+
+// expectSettled checks that object i is what was last asked for: succeeded with its last
+// spec, or gone.
+func (s *soak) expectSettled(g Gomega, i int) {
+	infra := &extensionsv1alpha1.Infrastructure{}
+	err := env.Client.Get(context.Background(), s.key(i), infra)
+	if s.desired[i] == nil {
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted", s.key(i))
+		return
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec", s.key(i))
+	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
+	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", s.key(i), infra.Status.LastError)
+}
+
+// expectExact checks the objects of a settled object i: exactly one ConfigMap per zone of
+// a live Infrastructure, each listed in its stored state, and nothing of a deleted one.
+func (s *soak) expectExact(g Gomega, i int) {
+	ctx := context.Background()
+	list := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(s.target(i)), client.MatchingLabels{"soak": "zone"})).To(Succeed())
+	var names []string
+	zoneOf := map[string]string{}
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+		zoneOf[cm.Name] = cm.Data["zone"]
+	}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	owners := filepath.Join(s.workDir, "runs", s.namespace(i), "infrastructure.infra")
+	if s.desired[i] == nil {
+		g.Expect(names).To(BeEmpty(), "%s is deleted: its ConfigMaps are destroyed", s.key(i))
+		for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace(i), Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), "%s/%s is deleted", s.namespace(i), name)
+		}
+		g.Expect(owners).NotTo(BeADirectory(), "%s is deleted: its run directory is removed", s.key(i))
+		return
+	}
+	g.Expect(names).To(HaveLen(len(s.desired[i])), "%s: one ConfigMap per zone, none twice: %v", s.key(i), names)
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	for z, zone := range s.desired[i] {
+		prefix := fmt.Sprintf("zone-%d-", z)
+		index := slices.IndexFunc(names, func(name string) bool { return strings.HasPrefix(name, prefix) })
+		g.Expect(index).NotTo(Equal(-1), "%s: zone %d has its ConfigMap", s.key(i), z)
+		g.Expect(zoneOf[names[index]]).To(Equal(zone))
+		g.Expect(string(stored)).To(ContainSubstring(strings.TrimPrefix(names[index], prefix)), "%s: the stored state holds the id of %s", s.key(i), names[index])
+	}
+	entries, err := os.ReadDir(owners)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(1), "%s: one run directory, its own", s.key(i))
+}
