@@ -240,7 +240,7 @@ func TestProviderDirectoryMutations(t *testing.T) {
 }
 
 // createCluster creates the namespace's Cluster, as Gardener does before the control plane.
-func createCluster(t *testing.T, namespace, shoot string) {
+func createCluster(t testing.TB, namespace, shoot string) {
 	t.Helper()
 	empty := runtime.RawExtension{Raw: []byte("{}")}
 	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: namespace}, Spec: extensionsv1alpha1.ClusterSpec{
