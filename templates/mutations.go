@@ -49,8 +49,8 @@ type Mutations struct {
 	raw map[string]any
 	// parsed holds each templated string of raw, parsed when the provider loads, by its
 	// field path: an admission only executes them. A parsed template is executed by
-	// concurrent admissions: each execution gets its own data, and the functions carry no
-	// state of their own (mutationFuncs).
+	// concurrent admissions: each execution gets its own data, and no function changes a
+	// state shared between executions (mutationFuncs).
 	parsed map[string]*template.Template
 	// names is DeploymentNames, and byDeployment every entry of the file for a
 	// Deployment, in order, both found when the provider loads.
