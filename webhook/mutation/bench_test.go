@@ -152,7 +152,8 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 //   - apiserver-parallel/<case>: the same from 8 writers at once: admissions per second;
 //   - webhook/<case>: the AdmissionReview the API server sends, posted straight to the
 //     webhook over TLS, one at a time: the webhook's own latency, its live read of the
-//     Cluster included.
+//     Cluster included;
+//   - cluster-read: that read alone, a GET of the Cluster.
 //
 // Each reports admissions/s, p50-ms and p99-ms over its b.N admissions.
 func BenchmarkAdmission(b *testing.B) {
@@ -245,6 +246,19 @@ func BenchmarkAdmission(b *testing.B) {
 			l.report(b, time.Since(start))
 		})
 	}
+	b.Run("cluster-read", func(b *testing.B) {
+		key := client.ObjectKey{Name: namespaces["aws-1.37"]}
+		l := &latencies{d: make([]time.Duration, 0, b.N)}
+		start := time.Now()
+		for range b.N {
+			t0 := time.Now()
+			if err := env.Client.Get(ctx, key, &extensionsv1alpha1.Cluster{}); err != nil {
+				b.Fatal(err)
+			}
+			l.d = append(l.d, time.Since(t0))
+		}
+		l.report(b, time.Since(start))
+	})
 }
 
 // BenchmarkMutateKubeAPIServer is the mutation alone, in process (BenchmarkMutateDeployment's
