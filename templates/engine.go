@@ -40,7 +40,10 @@ func manifestFuncMap(state *renderState) template.FuncMap {
 
 // mutationFuncs are the templates' functions without tfvar and invalid, which only mean
 // something in terraform templates, and without those whose result changes from call to
-// call: a mutation must give the same Deployment every time Gardener writes it.
+// call: a mutation must give the same Deployment every time Gardener writes it. The
+// templates parsed with them run in concurrent admissions: of the functions bound to a
+// render's state only iniValue is left, and it reads that state (validated, never
+// written) without changing it.
 func mutationFuncs() template.FuncMap {
 	funcs := funcMap(nil)
 	for _, name := range []string{"tfvar", "invalid",

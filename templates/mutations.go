@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,8 +48,14 @@ type Mutations struct {
 	// raw is the file as plain values; its strings are templates, rendered per request.
 	raw map[string]any
 	// parsed holds each templated string of raw, parsed when the provider loads, by its
-	// field path: an admission only executes them.
+	// field path: an admission only executes them. A parsed template is executed by
+	// concurrent admissions: each execution gets its own data, and no function changes a
+	// state shared between executions (mutationFuncs).
 	parsed map[string]*template.Template
+	// names is DeploymentNames, and byDeployment every entry of the file for a
+	// Deployment, in order, both found when the provider loads.
+	names        []string
+	byDeployment map[string][]mutationPart
 }
 
 // VersionMutation is a mutation for some Kubernetes versions of the shoot only.
@@ -111,18 +118,7 @@ func (p *Provider) Mutations() *Mutations { return p.mutations }
 
 // DeploymentNames lists the Deployments the mutations change for some Kubernetes
 // version, sorted.
-func (m *Mutations) DeploymentNames() []string {
-	names := map[string]bool{}
-	for name := range m.Deployments {
-		names[name] = true
-	}
-	for _, v := range m.Versions {
-		for name := range v.Deployments {
-			names[name] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(names))
-}
+func (m *Mutations) DeploymentNames() []string { return slices.Clone(m.names) }
 
 // ReadsCluster says whether rendering reads the namespace's Cluster: a value is a
 // template, or a mutation depends on the shoot's Kubernetes version.
@@ -142,6 +138,11 @@ func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, err
 	if invalid != nil {
 		return nil, invalid
 	}
+	return shootKubernetesVersion(shoot)
+}
+
+// shootKubernetesVersion is ShootKubernetesVersion of a Cluster's shoot decoded already.
+func shootKubernetesVersion(shoot any) (*semver.Version, error) {
 	value, _ := dig(shoot, "spec", "kubernetes", "version")
 	text, ok := value.(string)
 	if !ok || text == "" {
@@ -178,7 +179,7 @@ func dig(v any, keys ...string) (any, bool) {
 // same name replaces an earlier one where it is applied.
 func (p *Provider) RenderMutation(deployment string, in MutationInput) (*DeploymentMutation, error) {
 	m := p.mutations
-	if m == nil || !slices.Contains(m.DeploymentNames(), deployment) {
+	if m == nil || len(m.byDeployment[deployment]) == 0 {
 		return nil, nil
 	}
 	out, err := m.render(p.Manifest.Type, deployment, in)
@@ -194,15 +195,17 @@ func (m *Mutations) render(providerType, deployment string, in MutationInput) (*
 	if err != nil {
 		return nil, err
 	}
-	parts, err := m.parts(deployment, in.Cluster)
+	parts, err := m.parts(deployment, in.Cluster, data)
 	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
 	out := &DeploymentMutation{Containers: map[string]ContainerMutation{}}
 	for _, part := range parts {
-		d, err := m.renderPart(part, data)
-		if err != nil {
-			return nil, err
+		d := part.literal.deepCopy()
+		if d == nil {
+			if d, err = m.renderPart(part, data); err != nil {
+				return nil, err
+			}
 		}
 		out.add(d)
 	}
@@ -232,32 +235,91 @@ func mutationData(providerType string, in MutationInput) (map[string]any, error)
 type mutationPart struct {
 	root *field.Path
 	raw  any
+	// version is the index of the versions entry; -1 for deployments, every version's.
+	version int
+	// literal is the entry decoded and checked when the provider loads, when it holds no
+	// template: an admission copies it instead of rendering it again.
+	literal *DeploymentMutation
 }
 
-// parts are the entries for deployment that apply to the Cluster's shoot, in order: the
-// one for every version, then those of the version entries the shoot meets.
-func (m *Mutations) parts(deployment string, cluster *extensionsv1alpha1.Cluster) ([]mutationPart, error) {
-	var parts []mutationPart
-	if _, ok := m.Deployments[deployment]; ok {
-		parts = append(parts, mutationPart{field.NewPath("deployments").Key(deployment), m.raw["deployments"].(map[string]any)[deployment]})
+// findParts lists the file's entries for each Deployment, in order: the one for every
+// version, then those of the version entries; and decodes those without templates.
+func (m *Mutations) findParts() {
+	m.byDeployment = map[string][]mutationPart{}
+	deployments, _ := m.raw["deployments"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(m.Deployments)) {
+		m.byDeployment[name] = append(m.byDeployment[name], mutationPart{root: field.NewPath("deployments").Key(name), raw: deployments[name], version: -1})
 	}
-	var version *semver.Version
 	for i, v := range m.Versions {
-		if _, ok := v.Deployments[deployment]; !ok {
+		for _, name := range slices.Sorted(maps.Keys(v.Deployments)) {
+			raw := m.raw["versions"].([]any)[i].(map[string]any)["deployments"].(map[string]any)[name]
+			m.byDeployment[name] = append(m.byDeployment[name], mutationPart{
+				root: field.NewPath("versions").Index(i).Child("deployments").Key(name), raw: raw, version: i})
+		}
+	}
+	for name, parts := range m.byDeployment {
+		for i, part := range parts {
+			if hasTemplate(part.raw) {
+				continue
+			}
+			// Without templates the data is never read; a part that fails here fails
+			// the same way in every admission, which renders it then.
+			if d, err := m.renderPart(part, nil); err == nil {
+				parts[i].literal = d
+			}
+		}
+		m.names = append(m.names, name)
+	}
+	slices.Sort(m.names)
+}
+
+// hasTemplate says whether a plain value holds a template anywhere.
+func hasTemplate(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return isTemplate(v)
+	case map[string]any:
+		for _, e := range v {
+			if hasTemplate(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasTemplate(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parts are the entries for deployment that apply to the Cluster's shoot (decoded in
+// data), in order: the one for every version, then those of the version entries the
+// shoot meets.
+func (m *Mutations) parts(deployment string, cluster *extensionsv1alpha1.Cluster, data map[string]any) ([]mutationPart, error) {
+	var parts []mutationPart
+	var version *semver.Version
+	for _, part := range m.byDeployment[deployment] {
+		if part.version < 0 {
+			parts = append(parts, part)
 			continue
 		}
-		vp := field.NewPath("versions").Index(i)
 		if version == nil {
 			var err error
-			if version, err = ShootKubernetesVersion(cluster); err != nil {
+			if cluster == nil {
+				_, err = ShootKubernetesVersion(nil)
+			} else {
+				version, err = shootKubernetesVersion(data["cluster"].(map[string]any)["shoot"])
+			}
+			if err != nil {
+				vp := field.NewPath("versions").Index(part.version)
 				return nil, fmt.Errorf("%w (%s depends on it)", err, vp.Child("kubernetesVersion"))
 			}
 		}
-		if !v.constraint.Check(version) {
-			continue
+		if m.Versions[part.version].constraint.Check(version) {
+			parts = append(parts, part)
 		}
-		raw := m.raw["versions"].([]any)[i].(map[string]any)["deployments"].(map[string]any)[deployment]
-		parts = append(parts, mutationPart{vp.Child("deployments").Key(deployment), raw})
 	}
 	return parts, nil
 }
@@ -278,13 +340,43 @@ func (m *Mutations) renderPart(part mutationPart, data map[string]any) (*Deploym
 		return nil, err
 	}
 	var d DeploymentMutation
-	if err := decodeStrict(rendered, &d); err != nil {
+	if err := decodeRendered(rendered, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", part.root, err)
 	}
 	if errs := d.validate(part.root); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return &d, nil
+}
+
+// deepCopy is a copy sharing nothing with d; nil for nil.
+func (d *DeploymentMutation) deepCopy() *DeploymentMutation {
+	if d == nil {
+		return nil
+	}
+	out := &DeploymentMutation{Containers: make(map[string]ContainerMutation, len(d.Containers))}
+	for name, c := range d.Containers {
+		out.Containers[name] = ContainerMutation{
+			Flags:        slices.Clone(c.Flags),
+			ListFlags:    slices.Clone(c.ListFlags),
+			Env:          deepCopies(c.Env, (*corev1.EnvVar).DeepCopy),
+			VolumeMounts: deepCopies(c.VolumeMounts, (*corev1.VolumeMount).DeepCopy),
+		}
+	}
+	out.Volumes = deepCopies(d.Volumes, (*corev1.Volume).DeepCopy)
+	return out
+}
+
+// deepCopies copies items with their DeepCopy; nil stays nil.
+func deepCopies[T any](items []T, deepCopy func(*T) *T) []T {
+	if items == nil {
+		return nil
+	}
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = *deepCopy(&items[i])
+	}
+	return out
 }
 
 // add appends another mutation's changes after this one's.
@@ -339,6 +431,7 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", mutationsFile, errs.ToAggregate())
 	}
+	m.findParts()
 	return m, nil
 }
 
@@ -519,6 +612,16 @@ func renderValues(p *field.Path, v any, names bool, render func(*field.Path, str
 	}
 }
 
-func decodeStrict(v any, into any) error {
-	return yaml.UnmarshalStrict(mustJSON(v), into)
+// decodeRendered decodes a rendered mutation strictly: its JSON straight, as
+// yaml.UnmarshalStrict does after converting YAML into JSON, which JSON is already; when
+// that fails, yaml.UnmarshalStrict tells why.
+func decodeRendered(v any, into *DeploymentMutation) error {
+	data := mustJSON(v)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err == nil {
+		return nil
+	}
+	*into = DeploymentMutation{}
+	return yaml.UnmarshalStrict(data, into)
 }

@@ -2,11 +2,15 @@ package templates_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -270,4 +274,81 @@ func TestMutationTemplates(t *testing.T) {
 	_, err = p.RenderMutation("kube-apiserver", templates.MutationInput{Namespace: "shoot--dev--x", Cluster: cluster})
 	g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`deployments[kube-apiserver].containers[kube-apiserver].volumeMounts[0].name: Invalid value: "Not_A_Label"`))
+}
+
+// Admissions render a provider's mutations concurrently from the templates parsed when it
+// loaded, each from its own Cluster: every result is what rendering alone gives, and a
+// caller changing what it got changes no other render (run under -race).
+func TestConcurrentMutations(t *testing.T) {
+	g := NewWithT(t)
+	p, err := registry(t, thirdWithMutations(t, `deployments:
+  kube-apiserver:
+    containers:
+      kube-apiserver:
+        flags: ['--cluster-name={{ .cluster.name }}', --profiling=false]
+        env: [{name: REGION, value: '{{ dig "spec" "region" "" .cluster.shoot }}'}]
+    volumes: [{name: config, configMap: {name: '{{ .cluster.name }}'}}]
+versions:
+  - kubernetesVersion: "< 1.27"
+    deployments:
+      kube-apiserver:
+        containers:
+          kube-apiserver:
+            flags: [--cloud-provider=aws]
+            volumeMounts: [{name: cloud, mountPath: /etc/cloud}]
+        volumes: [{name: cloud, configMap: {name: cloud-provider-config}}]
+  - kubernetesVersion: ">= 1.27"
+    deployments:
+      kube-apiserver:
+        containers:
+          kube-apiserver:
+            listFlags: ['--feature-gates=A=true']
+            env: [{name: MINOR, value: '{{ (semver (dig "spec" "kubernetes" "version" "" .cluster.shoot)).Minor }}'}]
+`)).Provider("third")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	inputs := make([]templates.MutationInput, 64)
+	want := make([]*templates.DeploymentMutation, len(inputs))
+	for i := range inputs {
+		name := fmt.Sprintf("shoot--dev--n%d", i)
+		version := []string{"1.16.4", "1.26.3", "1.30.2", "1.37.1"}[i%4]
+		inputs[i] = templates.MutationInput{Namespace: name, Cluster: &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: extensionsv1alpha1.ClusterSpec{
+			Shoot: runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"spec": {"kubernetes": {"version": %q}, "region": "region-%d"}}`, version, i))}}}}
+		want[i], err = p.RenderMutation("kube-apiserver", inputs[i])
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(want[0].Containers["kube-apiserver"].Flags).To(Equal([]string{"--cluster-name=shoot--dev--n0", "--profiling=false", "--cloud-provider=aws"}))
+	g.Expect(want[0].Volumes).To(HaveLen(2))
+	g.Expect(want[3].Containers["kube-apiserver"].Env).To(ContainElement(corev1.EnvVar{Name: "MINOR", Value: "37"}))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 20 {
+				for j := range inputs {
+					i := (j + w*7 + round) % len(inputs)
+					got, err := p.RenderMutation("kube-apiserver", inputs[i])
+					if err == nil && !reflect.DeepEqual(got, want[i]) {
+						err = fmt.Errorf("%s: got %+v, want %+v", inputs[i].Namespace, got, want[i])
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					// What a caller does with its mutation stays its own.
+					got.Volumes[len(got.Volumes)-1].ConfigMap.Name = "changed"
+					c := got.Containers["kube-apiserver"]
+					c.Flags[len(c.Flags)-1] = "--changed"
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

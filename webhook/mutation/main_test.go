@@ -71,13 +71,13 @@ type webhookUnderTest struct {
 // startWebhook serves the webhook for every provider type, with the providers embedded
 // and those in dirs. The configuration is deleted when the test ends: it is
 // cluster-scoped, and a configuration whose server is gone refuses Deployments.
-func startWebhook(t *testing.T, dirs ...string) *webhookUnderTest {
+func startWebhook(t testing.TB, dirs ...string) *webhookUnderTest {
 	t.Helper()
 	return startWebhookWith(t, func(*mutation.Options) {}, dirs...)
 }
 
 // startWebhookWith is startWebhook with options changed by configure.
-func startWebhookWith(t *testing.T, configure func(*mutation.Options), dirs ...string) *webhookUnderTest {
+func startWebhookWith(t testing.TB, configure func(*mutation.Options), dirs ...string) *webhookUnderTest {
 	t.Helper()
 	g := NewWithT(t)
 	registry, err := templates.NewRegistry(dirs...)
@@ -102,7 +102,7 @@ func startWebhookWith(t *testing.T, configure func(*mutation.Options), dirs ...s
 }
 
 // start runs a new webhook and manager, as a restarted controller would.
-func (w *webhookUnderTest) start(t *testing.T) {
+func (w *webhookUnderTest) start(t testing.TB) {
 	t.Helper()
 	g := NewWithT(t)
 	var err error
@@ -144,7 +144,7 @@ func (w *webhookUnderTest) start(t *testing.T) {
 	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
-func (w *webhookUnderTest) stop(t *testing.T) {
+func (w *webhookUnderTest) stop(t testing.TB) {
 	t.Helper()
 	if w.cancel == nil {
 		return
@@ -184,7 +184,7 @@ func (w *webhookUnderTest) servedBy(caPEM []byte) error {
 
 // shootNamespace creates a namespace labelled as Gardener labels a shoot namespace of
 // the provider type; "" leaves it unlabelled.
-func shootNamespace(t *testing.T, providerType string) string {
+func shootNamespace(t testing.TB, providerType string) string {
 	t.Helper()
 	if providerType == "" {
 		return env.Namespace(t)
@@ -198,7 +198,7 @@ const seedEra = "1.16.4"
 
 // awsShootNamespace is an aws shoot namespace with its Cluster, whose shoot has the
 // Kubernetes version.
-func awsShootNamespace(t *testing.T, version string) string {
+func awsShootNamespace(t testing.TB, version string) string {
 	t.Helper()
 	ns := shootNamespace(t, "aws")
 	createCluster(t, ns, `{"spec": {"kubernetes": {"version": "`+version+`"}}}`)

@@ -49,8 +49,9 @@ const (
 	// Deployments the provider mutates. docs/operating.md, "Control-plane webhook".
 	FailurePolicy = admissionregistrationv1.Fail
 	// TimeoutSeconds is Gardener's for its extensions' webhooks and the API server's
-	// default. A mutation is computed in memory from a cached Cluster, in milliseconds;
-	// waiting longer than this means the webhook is unreachable.
+	// default. A mutation is computed in memory from the Cluster, read from the API server,
+	// in about a millisecond (BenchmarkAdmission); waiting longer than this means the
+	// webhook is unreachable.
 	TimeoutSeconds int32 = 10
 
 	// PathPrefix is followed by the provider type: one handler per type.

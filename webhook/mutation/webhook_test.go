@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,7 +242,7 @@ func TestProviderDirectoryMutations(t *testing.T) {
 }
 
 // createCluster creates the namespace's Cluster, as Gardener does before the control plane.
-func createCluster(t *testing.T, namespace, shoot string) {
+func createCluster(t testing.TB, namespace, shoot string) {
 	t.Helper()
 	empty := runtime.RawExtension{Raw: []byte("{}")}
 	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: namespace}, Spec: extensionsv1alpha1.ClusterSpec{
@@ -294,4 +296,62 @@ func TestWebhookServesHTTP1OverTLS12OrLater(t *testing.T) {
 
 	_, err = tls.Dial("tcp", address, &tls.Config{RootCAs: pool, ServerName: "localhost", MaxVersion: tls.VersionTLS11})
 	g.Expect(err).To(HaveOccurred(), "TLS 1.1 is refused")
+}
+
+// Admissions run concurrently, each rendering the templates parsed when the provider
+// loaded from its own namespace's Cluster: every Deployment comes back mutated for its
+// namespace, as one admission alone mutates it (the webhook runs in this process: under
+// -race, a render sharing state with another is reported).
+func TestConcurrentAdmissions(t *testing.T) {
+	ctx := context.Background()
+	startWebhook(t, templatedProvider(t))
+	kas, kcm := readDeployment(t, "gardener-kube-apiserver.yaml"), readDeployment(t, "seed-001-kube-controller-manager.yaml")
+
+	type admission struct {
+		namespace  string
+		deployment *appsv1.Deployment
+		check      func(Gomega, *appsv1.Deployment)
+	}
+	var admissions []admission
+	for i := range 4 {
+		local := shootNamespace(t, "local")
+		createCluster(t, local, "{}")
+		admissions = append(admissions, admission{local, kcm, func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--cluster-name=" + local))
+		}})
+		third := shootNamespace(t, "third")
+		region := fmt.Sprintf("region-%d", i)
+		createCluster(t, third, `{"spec": {"kubernetes": {"version": "1.3`+strconv.Itoa(i)+`.1"}, "region": "`+region+`"}}`)
+		admissions = append(admissions, admission{third, kas, func(g Gomega, d *appsv1.Deployment) {
+			c := d.Spec.Template.Spec.Containers[0]
+			g.Expect(c.Args).To(ContainElements("--cluster-name="+third, "--v=3"))
+			g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "REGION", Value: region}))
+			g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", "third-cloud-provider-config")))
+		}})
+	}
+	seeds := awsShootNamespace(t, seedEra)
+	admissions = append(admissions, admission{seeds, kas, func(g Gomega, d *appsv1.Deployment) {
+		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--cloud-provider=aws"))
+	}})
+
+	// Failures are reported with t.Errorf, which other goroutines may call.
+	cg := NewGomega(func(message string, _ ...int) { t.Errorf("%s", message) })
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 * len(admissions) {
+				a := admissions[(i+w)%len(admissions)]
+				d := a.deployment.DeepCopy()
+				d.Namespace = a.namespace
+				if err := env.Client.Create(ctx, d, client.DryRunAll); err != nil {
+					t.Errorf("%s: %v", a.namespace, err)
+					return
+				}
+				a.check(cg, d)
+			}
+		}()
+	}
+	wg.Wait()
 }
