@@ -113,7 +113,10 @@ type soak struct {
 	mu         sync.Mutex
 	controller *exec.Cmd
 	// desired is the providerConfig zones of each live object; nil for a deleted one.
-	desired                         [][]string
+	desired [][]string
+	// targets are the namespaces each object's runs create, one per incarnation of the
+	// object: envtest runs no namespace controller, so a deleted one stays terminating.
+	targets                         []string
 	created, changes, deletions     int
 	terraformKills, controllerKills int
 	controllerExited                chan struct{}
@@ -125,7 +128,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: filepath.Join(dir, "infrastructure-controller"), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n)}
 	build := exec.Command("go", "build", "-o", s.binary, "./cmd/infrastructure-controller")
 	build.Dir = filepath.Join("..", "..")
 	out, err := build.CombinedOutput()
@@ -158,7 +161,6 @@ func newSoak(t *testing.T, n int) *soak {
 }
 
 func (s *soak) namespace(i int) string { return fmt.Sprintf("%s%02d", s.prefix, i) }
-func (s *soak) target(i int) string    { return s.namespace(i) + "-target" }
 func (s *soak) key(i int) client.ObjectKey {
 	return client.ObjectKey{Namespace: s.namespace(i), Name: "infrastructure"}
 }
@@ -289,11 +291,14 @@ func (s *soak) providerConfig(i int, zones []string) *k8sruntime.RawExtension {
 	for j, z := range zones {
 		quoted[j] = strconv.Quote(z)
 	}
-	return &k8sruntime.RawExtension{Raw: fmt.Appendf(nil, `{"namespace":%q,"zones":[%s]}`, s.target(i), strings.Join(quoted, ","))}
+	return &k8sruntime.RawExtension{Raw: fmt.Appendf(nil, `{"namespace":%q,"zones":[%s]}`, s.targets[i], strings.Join(quoted, ","))}
 }
 
 func (s *soak) create(i int) {
 	zones := s.zones()
+	s.mu.Lock()
+	s.targets[i] = fmt.Sprintf("%s-%d", s.namespace(i), s.created)
+	s.mu.Unlock()
 	infra := &extensionsv1alpha1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(i), Name: "infrastructure"},
 		Spec: extensionsv1alpha1.InfrastructureSpec{
@@ -358,7 +363,7 @@ func (s *soak) expectSettled(g Gomega, i int) {
 func (s *soak) expectExact(g Gomega, i int) {
 	ctx := context.Background()
 	list := &corev1.ConfigMapList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(s.target(i)), client.MatchingLabels{"soak": "zone"})).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(s.targets[i]), client.MatchingLabels{"soak": "zone"})).To(Succeed())
 	var names []string
 	zoneOf := map[string]string{}
 	for _, cm := range list.Items {
