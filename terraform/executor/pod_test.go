@@ -444,3 +444,66 @@ func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 		g.Expect(pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name).To(Equal("a." + string(purpose) + ".tf-env"))
 	}
 }
+
+// A run pod being deleted (after a restart: the old leader's Stop, a namespace deletion)
+// still runs within its grace period: terraform stops and the terraformer saves the
+// state. Until the pod has ended or is gone, its run is under way: nobody may snapshot
+// the state nor start another run of the same objects. The pod is held here by a
+// finalizer, with the phase a kubelet reports while the container stops.
+func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	e := f.podExecutor()
+	req := f.request(run.Apply)
+
+	pod, err := e.create(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	pod.Finalizers = append(pod.Finalizers, "terraseed.test/hold")
+	g.Expect(env.Client.Update(ctx, pod)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	started := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
+	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	progress := `{"phase":"apply"}`
+	g.Expect(run.AnnotateConfig(ctx, env.Client, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, map[string]*string{run.AnnotationProgress: &progress})).To(Succeed())
+	credentials := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, credentials)).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, pod)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	g.Expect(pod.DeletionTimestamp).NotTo(BeNil())
+	g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+
+	active, err := e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeTrue(), "a run pod still running in its grace period is under way")
+	for _, command := range []run.Command{run.Apply, run.Destroy} {
+		_, err = f.podExecutor().Run(ctx, f.request(command))
+		g.Expect(err).To(MatchError(run.ErrRunInProgress), "%s waits for the terminating pod", command)
+	}
+	current := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(credentials), current)).To(Succeed())
+	g.Expect(current.UID).To(Equal(credentials.UID), "the running pod's credentials are left alone")
+	config := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, config)).To(Succeed())
+	g.Expect(config.Annotations).To(HaveKeyWithValue(run.AnnotationProgress, progress), "the running pod's progress is left alone")
+
+	// The container ended (the kubelet reports it before it removes the pod): the run is over.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodFailed
+	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	active, err = e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse(), "a run pod that ended is no run under way")
+
+	g.Expect(env.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}).Should(BeTrue())
+	active, err = e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+}
