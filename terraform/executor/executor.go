@@ -23,6 +23,14 @@ type ActivityChecker interface {
 	Active(ctx context.Context, id run.ID) (bool, error)
 }
 
+// Stopper is an executor that can stop a run of an ID under way, also one that an earlier
+// process started: terraform is interrupted, stops within the stop timeout, and the state
+// it leaves is saved. Stop returns once the stop is asked for; the run is under way
+// (ActivityChecker) until it ended.
+type Stopper interface {
+	Stop(ctx context.Context, id run.ID) error
+}
+
 // Request is one terraform run.
 type Request struct {
 	ID run.ID

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -42,6 +43,8 @@ type kubelet struct {
 	mu      sync.Mutex
 	started []*corev1.Pod
 	running map[types.UID]*exec.Cmd
+	// stopped holds the grace period of each pod whose deletion stopped its process, by name.
+	stopped map[string]int64
 	// logs hold each pod's output, by name, served to the API server when serveLogs is set.
 	logs map[string]*testenv.SyncBuffer
 }
@@ -65,7 +68,7 @@ func startKubelet(f *fixture, paused bool) *kubelet {
 }
 
 func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
-	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, logs: map[string]*testenv.SyncBuffer{}}
+	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, stopped: map[string]int64{}, logs: map[string]*testenv.SyncBuffer{}}
 	nodeName := ""
 	if options.serveLogs {
 		nodeName = k.registerNode()
@@ -107,9 +110,15 @@ func (k *kubelet) sync(ctx context.Context, nodeName string) {
 		pod := &pods.Items[i]
 		present[pod.UID] = true
 		k.mu.Lock()
-		_, running := k.running[pod.UID]
+		cmd, running := k.running[pod.UID]
+		if _, stopped := k.stopped[pod.Name]; running && !stopped && pod.DeletionTimestamp != nil {
+			// A pod being deleted is stopped with SIGTERM, and removed once its process
+			// ended (see start).
+			k.stopped[pod.Name] = ptr.Deref(pod.DeletionGracePeriodSeconds, -1)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
 		k.mu.Unlock()
-		if !running && pod.Status.StartTime == nil && !k.paused {
+		if !running && pod.Status.StartTime == nil && pod.DeletionTimestamp == nil && !k.paused {
 			k.start(ctx, pod, nodeName)
 		}
 	}
@@ -202,6 +211,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 			Name:  c.Name,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(cmd.ProcessState.ExitCode()), Message: string(message)}},
 		}}})
+		k.removeIfDeleted(pod)
 	}()
 }
 
@@ -235,6 +245,25 @@ func (k *kubelet) registerNode() string {
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNumber)
 	g.Expect(env.Client.Status().Update(context.Background(), node)).To(Succeed())
 	return node.Name
+}
+
+// stoppedWithGrace returns the grace period of the deletion that stopped the pod's
+// process, and whether one did.
+func (k *kubelet) stoppedWithGrace(name string) (int64, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	grace, ok := k.stopped[name]
+	return grace, ok
+}
+
+// removeIfDeleted removes a pod being deleted whose process ended, as the kubelet does
+// once it reported the pod's containers stopped.
+func (k *kubelet) removeIfDeleted(pod *corev1.Pod) {
+	current := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil || current.UID != pod.UID || current.DeletionTimestamp == nil {
+		return
+	}
+	_ = env.Client.Delete(context.Background(), current, client.GracePeriodSeconds(0), client.Preconditions{UID: &current.UID})
 }
 
 func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
@@ -506,4 +535,55 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	active, err = e.Active(ctx, f.objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeFalse())
+}
+
+// Stop stops a run under way in its pod: the pod is deleted with its own grace period,
+// the stop timeout, in which the terraformer relays the SIGTERM to terraform, which stops,
+// and saves the state. The run is under way until the pod ended; a rerun then finds every
+// resource in the state.
+func TestPodExecutorStopsARunGracefully(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const resources = 12
+	f := newFixture(t, resources)
+	gate := f.newGate(4)
+	f.writeChainConfig(resources, gate)
+	// Bound to a node, as a scheduled pod is: its deletion then takes its grace period.
+	k := startKubeletWith(f, kubeletOptions{serveLogs: true})
+	e := f.podExecutor()
+	e.StopTimeout = 45 * time.Second
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	gate.waitUntilReached()
+	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed())
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod); err == nil {
+		g.Expect(pod.DeletionTimestamp).NotTo(BeNil(), "the pod is being deleted")
+	}
+
+	var err error
+	g.Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(&err))
+	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer stopped terraform and saved the state")
+	grace, stopped := k.stoppedWithGrace(f.objects.ID.PodName())
+	g.Expect(stopped).To(BeTrue(), "the pod was stopped by its deletion")
+	g.Expect(grace).To(BeEquivalentTo(45), "with the pod's grace period, the stop timeout")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
+	active, err := e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed(), "no run pod: nothing to stop")
+
+	created, _ := f.expectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(gate.index+1), "nothing was created past the gate")
+	gate.open()
+	_, err = e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.expectEachItemOnceInState(g, resources)
+	g.Expect(k.startedPods()).To(HaveLen(2))
 }
