@@ -587,3 +587,40 @@ func TestPodExecutorStopsARunGracefully(t *testing.T) {
 	f.expectEachItemOnceInState(g, resources)
 	g.Expect(k.startedPods()).To(HaveLen(2))
 }
+
+// The run pods of the pod executor New builds from an operator's configuration carry the
+// configured requests and memory limit: a terraform run that outgrows its limit is
+// killed alone, not the node's other pods.
+func TestNewGivesRunPodsTheConfiguredResources(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("100m"), corev1.ResourceMemory: resourceQuantity("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resourceQuantity("2Gi")},
+	}
+	built, err := New(context.Background(), env.Client, env.Config, Config{
+		Kind: KindPod, Image: "terraseed/terraformer:test", ServiceAccountName: "terraformer",
+		Resources: resources, CreationTimeout: time.Minute, RunTimeout: time.Minute,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// No kubelet here: the pod stays pending, which is all this test looks at.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := built.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	pod := &corev1.Pod{}
+	g.Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	got := pod.Spec.Containers[0].Resources
+	g.Expect(got.Requests.Cpu().String()).To(Equal("100m"))
+	g.Expect(got.Requests.Memory().String()).To(Equal("256Mi"))
+	g.Expect(got.Limits.Memory().String()).To(Equal("2Gi"))
+}
