@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfrun "github.com/terraseed/terraseed/terraform/run"
 )
@@ -140,4 +141,101 @@ func TestRunPodKilledAfterEachResourceLosesNoStateEntry(t *testing.T) {
 	names, _ := r.stored(g)
 	g.Expect(names).To(HaveLen(n + 1))
 	r.expectPodsCleanedUp(g)
+}
+
+// Stop, which an Infrastructure's deletion calls for a run under way, deletes the run pod
+// with its grace period, the stop timeout: the kubelet sends the terraformer SIGTERM, which
+// it relays to terraform; terraform finishes the create in flight and stops, and the
+// terraformer saves the state and ends by itself. The pod is under way until then. The
+// rerun creates the rest, nothing twice.
+func TestRunPodStoppedSavesTheState(t *testing.T) {
+	requireNode(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	gate := startGate(t, node.Config)
+	const n = 8
+	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
+	r.executor.Parallelism = 1
+	gate.SlowDown(time.Second)
+
+	done := r.start(tfrun.Apply)
+	g.Eventually(func(g Gomega) {
+		names, _ := r.stored(g)
+		g.Expect(len(names)).To(BeNumerically(">=", 2))
+	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed(), "the run is under way")
+	g.Expect(r.executor.Stop(ctx, r.objects.ID)).To(Succeed())
+	stopping := &corev1.Pod{}
+	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.objects.ID.PodName()}, stopping)).To(Succeed())
+	g.Expect(stopping.DeletionTimestamp).NotTo(BeNil())
+	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo(r.executor.StopTimeout.Seconds())), "deleted with the pod's grace period, the stop timeout")
+	active, err := r.executor.Active(ctx, r.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeTrue(), "the run is under way while its pod stops")
+
+	g.Eventually(done).WithTimeout(runTimeout).Should(Receive(&err))
+	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer's own message")
+	terminated := r.pods.seen()[0].Status.ContainerStatuses[0].State.Terminated
+	g.Expect(terminated).NotTo(BeNil())
+	g.Expect(terminated.ExitCode).To(BeEquivalentTo(1), "the terraformer ended by itself, not killed")
+	active, err = r.executor.Active(ctx, r.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+	// The kubectl provider gives up on the create in flight when terraform stops it (see
+	// the executor's SIGTERM test): that ConfigMap may exist without its entry, but the id
+	// it is named after is in the stored state, so that the rerun applies it again.
+	created := items(g, r.namespace)
+	names, _ := r.stored(g)
+	t.Logf("%d of %d created before the stop, %d in the stored state", len(created), n, len(names))
+	g.Expect(created).To(ContainElements(names))
+	g.Expect(len(created)-len(names)).To(BeNumerically("<=", 1), "at most the create in flight is missing")
+	r.expectEveryItemInState(g)
+
+	gate.SlowDown(0)
+	rerun(g, r)
+	expectOneItemPerIndex(g, items(g, r.namespace), n)
+	r.expectPodsCleanedUp(g)
+}
+
+// A run stopped while a create hangs (a cloud API that does not answer) does not end
+// within its grace period: terraform waits for the create, and the kubelet kills the pod
+// when the grace period ends, before any final save. What terraform recorded before is in
+// the stored state all the same, saved as it was written: the rerun creates the rest,
+// nothing twice.
+func TestRunPodStoppedWhileACreateHangsLosesNothing(t *testing.T) {
+	requireNode(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	gate := startGate(t, node.Config)
+	const n, before = 8, 3
+	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
+	r.executor.Parallelism = 1
+	r.executor.StopTimeout = 15 * time.Second
+
+	gate.HoldAfter(before)
+	done := r.start(tfrun.Apply)
+	g.Eventually(gate.Held).WithTimeout(runTimeout).WithPolling(pollEvery).Should(BeNumerically(">=", 1), "a create hangs")
+	g.Expect(r.executor.Stop(ctx, r.objects.ID)).To(Succeed())
+	stopped := time.Now()
+
+	var err error
+	g.Eventually(done).WithTimeout(runTimeout).Should(Receive(&err))
+	t.Logf("the run ended %s after the stop: %v", time.Since(stopped).Round(time.Second), err)
+	g.Expect(err).To(MatchError(ContainSubstring("killed by signal 9")), "killed when the grace period ended")
+	g.Expect(time.Since(stopped)).To(BeNumerically(">=", r.executor.StopTimeout))
+	names, _ := r.stored(g)
+	g.Expect(names).To(HaveLen(before), "every create that completed is in the stored state")
+	r.expectEveryItemInState(g)
+
+	gate.Open()
+	rerun(g, r)
+	expectOneItemPerIndex(g, items(g, r.namespace), n)
+	r.expectPodsCleanedUp(g)
+}
+
+// rerun applies again once the stopped pod is gone: until then its run is under way.
+func rerun(g Gomega, r *run) {
+	g.Eventually(func() error {
+		_, err := r.run(tfrun.Apply)
+		return err
+	}).WithTimeout(runTimeout).WithPolling(time.Second).ShouldNot(HaveOccurred())
 }
