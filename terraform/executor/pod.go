@@ -146,6 +146,10 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 		pod = nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the run pod: %w", err)
+	case pod.DeletionTimestamp != nil && !finished(pod):
+		// Stopping within its grace period, the pod's terraform stops and the terraformer
+		// saves the state: nothing of its run is touched until it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s is stopping)", run.ErrRunInProgress, pod.Name))
 	case finished(pod):
 		if err := e.cleanup(ctx, req.ID, pod); err != nil {
 			return nil, err
@@ -181,7 +185,9 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 
 var _ ActivityChecker = (*PodExecutor)(nil)
 
-// Active is true while a run pod of id exists that has not finished.
+// Active is true while a run pod of id exists that has not finished: also one being
+// deleted, which still runs within its grace period, terraform stopping and the state
+// being saved.
 func (e *PodExecutor) Active(ctx context.Context, id run.ID) (bool, error) {
 	pod := &corev1.Pod{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
@@ -193,8 +199,35 @@ func (e *PodExecutor) Active(ctx context.Context, id run.ID) (bool, error) {
 	return !finished(pod), nil
 }
 
+var _ Stopper = (*PodExecutor)(nil)
+
+// Stop deletes the run pod of id with its own grace period, its terminationGracePeriodSeconds
+// (StopTimeout): the kubelet sends the terraformer SIGTERM, which it relays to terraform,
+// and once terraform stopped the terraformer saves the state. The pod counts as active
+// until its container ended. A pod that ended already is left for Run to read and clean
+// up; no pod, nothing to stop.
+func (e *PodExecutor) Stop(ctx context.Context, id run.ID) error {
+	pod := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the run pod: %w", err)
+	}
+	if finished(pod) || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("stopping the run pod: %w", err)
+	}
+	logf.FromContext(ctx).Info("runPodStopping", "pod", pod.Name, "gracePeriod", ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 0))
+	return nil
+}
+
+// finished says whether the pod's container ended. A deletion does not end it: the
+// kubelet stops the container within the grace period and reports the phase it ended in.
 func finished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {

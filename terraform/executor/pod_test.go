@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -42,6 +43,8 @@ type kubelet struct {
 	mu      sync.Mutex
 	started []*corev1.Pod
 	running map[types.UID]*exec.Cmd
+	// stopped holds the grace period of each pod whose deletion stopped its process, by name.
+	stopped map[string]int64
 	// logs hold each pod's output, by name, served to the API server when serveLogs is set.
 	logs map[string]*testenv.SyncBuffer
 }
@@ -65,7 +68,7 @@ func startKubelet(f *fixture, paused bool) *kubelet {
 }
 
 func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
-	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, logs: map[string]*testenv.SyncBuffer{}}
+	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, stopped: map[string]int64{}, logs: map[string]*testenv.SyncBuffer{}}
 	nodeName := ""
 	if options.serveLogs {
 		nodeName = k.registerNode()
@@ -107,9 +110,15 @@ func (k *kubelet) sync(ctx context.Context, nodeName string) {
 		pod := &pods.Items[i]
 		present[pod.UID] = true
 		k.mu.Lock()
-		_, running := k.running[pod.UID]
+		cmd, running := k.running[pod.UID]
+		if _, stopped := k.stopped[pod.Name]; running && !stopped && pod.DeletionTimestamp != nil {
+			// A pod being deleted is stopped with SIGTERM, and removed once its process
+			// ended (see start).
+			k.stopped[pod.Name] = ptr.Deref(pod.DeletionGracePeriodSeconds, -1)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
 		k.mu.Unlock()
-		if !running && pod.Status.StartTime == nil && !k.paused {
+		if !running && pod.Status.StartTime == nil && pod.DeletionTimestamp == nil && !k.paused {
 			k.start(ctx, pod, nodeName)
 		}
 	}
@@ -202,6 +211,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 			Name:  c.Name,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(cmd.ProcessState.ExitCode()), Message: string(message)}},
 		}}})
+		k.removeIfDeleted(pod)
 	}()
 }
 
@@ -235,6 +245,25 @@ func (k *kubelet) registerNode() string {
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNumber)
 	g.Expect(env.Client.Status().Update(context.Background(), node)).To(Succeed())
 	return node.Name
+}
+
+// stoppedWithGrace returns the grace period of the deletion that stopped the pod's
+// process, and whether one did.
+func (k *kubelet) stoppedWithGrace(name string) (int64, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	grace, ok := k.stopped[name]
+	return grace, ok
+}
+
+// removeIfDeleted removes a pod being deleted whose process ended, as the kubelet does
+// once it reported the pod's containers stopped.
+func (k *kubelet) removeIfDeleted(pod *corev1.Pod) {
+	current := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil || current.UID != pod.UID || current.DeletionTimestamp == nil {
+		return
+	}
+	_ = env.Client.Delete(context.Background(), current, client.GracePeriodSeconds(0), client.Preconditions{UID: &current.UID})
 }
 
 func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
@@ -443,4 +472,155 @@ func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))
 		g.Expect(pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name).To(Equal("a." + string(purpose) + ".tf-env"))
 	}
+}
+
+// A run pod being deleted (after a restart: the old leader's Stop, a namespace deletion)
+// still runs within its grace period: terraform stops and the terraformer saves the
+// state. Until the pod has ended or is gone, its run is under way: nobody may snapshot
+// the state nor start another run of the same objects. The pod is held here by a
+// finalizer, with the phase a kubelet reports while the container stops.
+func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	e := f.podExecutor()
+	req := f.request(run.Apply)
+
+	pod, err := e.create(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	pod.Finalizers = append(pod.Finalizers, "terraseed.test/hold")
+	g.Expect(env.Client.Update(ctx, pod)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	started := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
+	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	progress := `{"phase":"apply"}`
+	g.Expect(run.AnnotateConfig(ctx, env.Client, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, map[string]*string{run.AnnotationProgress: &progress})).To(Succeed())
+	credentials := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, credentials)).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, pod)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	g.Expect(pod.DeletionTimestamp).NotTo(BeNil())
+	g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+
+	active, err := e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeTrue(), "a run pod still running in its grace period is under way")
+	for _, command := range []run.Command{run.Apply, run.Destroy} {
+		_, err = f.podExecutor().Run(ctx, f.request(command))
+		g.Expect(err).To(MatchError(run.ErrRunInProgress), "%s waits for the terminating pod", command)
+	}
+	current := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(credentials), current)).To(Succeed())
+	g.Expect(current.UID).To(Equal(credentials.UID), "the running pod's credentials are left alone")
+	config := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, config)).To(Succeed())
+	g.Expect(config.Annotations).To(HaveKeyWithValue(run.AnnotationProgress, progress), "the running pod's progress is left alone")
+
+	// The container ended (the kubelet reports it before it removes the pod): the run is over.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodFailed
+	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	active, err = e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse(), "a run pod that ended is no run under way")
+
+	g.Expect(env.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}).Should(BeTrue())
+	active, err = e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+}
+
+// Stop stops a run under way in its pod: the pod is deleted with its own grace period,
+// the stop timeout, in which the terraformer relays the SIGTERM to terraform, which stops,
+// and saves the state. The run is under way until the pod ended; a rerun then finds every
+// resource in the state.
+func TestPodExecutorStopsARunGracefully(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const resources = 12
+	f := newFixture(t, resources)
+	gate := f.newGate(4)
+	f.writeChainConfig(resources, gate)
+	// Bound to a node, as a scheduled pod is: its deletion then takes its grace period.
+	k := startKubeletWith(f, kubeletOptions{serveLogs: true})
+	e := f.podExecutor()
+	e.StopTimeout = 45 * time.Second
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	gate.waitUntilReached()
+	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed())
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod); err == nil {
+		g.Expect(pod.DeletionTimestamp).NotTo(BeNil(), "the pod is being deleted")
+	}
+
+	var err error
+	g.Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(&err))
+	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer stopped terraform and saved the state")
+	grace, stopped := k.stoppedWithGrace(f.objects.ID.PodName())
+	g.Expect(stopped).To(BeTrue(), "the pod was stopped by its deletion")
+	g.Expect(grace).To(BeEquivalentTo(45), "with the pod's grace period, the stop timeout")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
+	active, err := e.Active(ctx, f.objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed(), "no run pod: nothing to stop")
+
+	created, _ := f.expectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(gate.index+1), "nothing was created past the gate")
+	gate.open()
+	_, err = e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	f.expectEachItemOnceInState(g, resources)
+	g.Expect(k.startedPods()).To(HaveLen(2))
+}
+
+// The run pods of the pod executor New builds from an operator's configuration carry the
+// configured requests and memory limit: a terraform run that outgrows its limit is
+// killed alone, not the node's other pods.
+func TestNewGivesRunPodsTheConfiguredResources(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("100m"), corev1.ResourceMemory: resourceQuantity("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resourceQuantity("2Gi")},
+	}
+	built, err := New(context.Background(), env.Client, env.Config, Config{
+		Kind: KindPod, Image: "terraseed/terraformer:test", ServiceAccountName: "terraformer",
+		Resources: resources, CreationTimeout: time.Minute, RunTimeout: time.Minute,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// No kubelet here: the pod stays pending, which is all this test looks at.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := built.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	pod := &corev1.Pod{}
+	g.Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	got := pod.Spec.Containers[0].Resources
+	g.Expect(got.Requests.Cpu().String()).To(Equal("100m"))
+	g.Expect(got.Requests.Memory().String()).To(Equal("256Mi"))
+	g.Expect(got.Limits.Memory().String()).To(Equal("2Gi"))
 }

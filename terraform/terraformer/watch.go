@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -13,11 +12,13 @@ import (
 )
 
 // stateWatcher writes the state file back to the store while terraform runs. terraform
-// rewrites the file in place after every resource; the changes of a burst collapse into
-// one save of the newest file, at most one every stateSaveInterval, so that a run's
-// saves cost the API server a few writes instead of one per resource. What changed since
-// the last save is saved by the run's final save; a run killed before it leaves its
-// newest state in the working directory, where the next run takes it from.
+// rewrites the file in place after every resource, and every such state is saved as it is
+// written: a run killed right after terraform recorded a resource (its ID, which a rerun
+// needs to find the resource again) has it in the stored state. Writes while a save is
+// in flight collapse into one next save of the newest file, never dropped: the next save
+// reads the file after the last write it was told of. What changed since the last save
+// is saved by the run's final save; a run killed before it leaves its newest state in the
+// working directory, where the next run in it takes it from.
 type stateWatcher struct {
 	path     string
 	store    *state.StateStore
@@ -26,9 +27,6 @@ type stateWatcher struct {
 	stopping chan struct{}
 	done     chan struct{}
 }
-
-// stateSaveInterval is the least time between two saves while terraform runs.
-const stateSaveInterval = time.Second
 
 func watchState(ctx context.Context, path string, store *state.StateStore) (*stateWatcher, error) {
 	watcher, err := fsnotify.NewWatcher()
@@ -71,15 +69,14 @@ func (w *stateWatcher) notice() {
 func (w *stateWatcher) persist(ctx context.Context) {
 	defer close(w.done)
 	log := logf.FromContext(ctx)
-	var saved time.Time
+	// dirty holds at most one change: those raised while a save is in flight make one.
 	for range w.dirty {
 		select {
-		case <-time.After(time.Until(saved.Add(stateSaveInterval))):
 		case <-w.stopping:
 			// The final save follows.
 			continue
+		default:
 		}
-		saved = time.Now()
 		state, err := os.ReadFile(w.path)
 		if err != nil || len(state) == 0 {
 			continue

@@ -40,9 +40,13 @@ type run struct {
 
 func newRun(t *testing.T, config string, vars map[string]any, kubeconfig []byte) *run {
 	t.Helper()
+	return newRunOf(t, configFiles(t, config), vars, kubeconfig)
+}
+
+// configFiles reads the files of a configuration of testdata.
+func configFiles(t *testing.T, config string) map[string]string {
+	t.Helper()
 	g := NewWithT(t)
-	ns := namespace(t)
-	r := &run{t: t, namespace: ns, objects: state.RunObjects{ID: tfrun.ID{Namespace: ns, Name: "infra", Purpose: tfrun.PurposeInfra}}, kubeconfig: kubeconfig}
 	entries, err := os.ReadDir(filepath.Join("testdata", config))
 	g.Expect(err).NotTo(HaveOccurred())
 	files := map[string]string{}
@@ -51,6 +55,15 @@ func newRun(t *testing.T, config string, vars map[string]any, kubeconfig []byte)
 		g.Expect(err).NotTo(HaveOccurred())
 		files[e.Name()] = string(content)
 	}
+	return files
+}
+
+// newRunOf is newRun of the configuration files.
+func newRunOf(t *testing.T, files map[string]string, vars map[string]any, kubeconfig []byte) *run {
+	t.Helper()
+	g := NewWithT(t)
+	ns := namespace(t)
+	r := &run{t: t, namespace: ns, objects: state.RunObjects{ID: tfrun.ID{Namespace: ns, Name: "infra", Purpose: tfrun.PurposeInfra}}, kubeconfig: kubeconfig}
 	g.Expect(r.objects.WriteConfig(context.Background(), kube, files)).To(Succeed())
 	vars["namespace"] = ns
 	data, err := json.Marshal(vars)

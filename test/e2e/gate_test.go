@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -58,6 +60,13 @@ func startGate(t *testing.T, config *rest.Config) *gate {
 	g.url = "http://" + listener.Addr().String()
 	server := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
+			// The body is read first: only then does the server watch the connection, and
+			// cancel the request's context when the client goes away while it is held.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			if !g.admit(r.Context()) {
 				// The client went away while held: a killed run's request never arrives.
 				return
