@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -311,4 +312,41 @@ func TestControllerPodDeletedMidRun(t *testing.T) {
 	g.Expect(pods[0].UID).To(Equal(pod.UID))
 	g.Expect(s.networkPolicies(g)).To(ConsistOf("deny-all", "zone-0"))
 	waitControllerAvailable(t)
+}
+
+// Deleting an Infrastructure whose first apply is under way in a run pod stops the run pod
+// (the terraformer relays SIGTERM to terraform and saves the state in the pod's grace
+// period), then destroys what the state holds: nothing of the shoot stays behind.
+func TestDeletionDuringARunPodsApplyStopsItAndDestroys(t *testing.T) {
+	requireNode(t)
+	g := NewWithT(t)
+	waitControllerAvailable(t)
+	gate := startGate(t, node.Config)
+	s := newShoot(t, gate.Kubeconfig(), "10.250.0.0/19")
+	// The namespace is created, the next create is held: the apply is under way.
+	gate.HoldAfter(1)
+	s.create(t, gate.Open)
+	g.Eventually(gate.Held).WithTimeout(runTimeout).WithPolling(pollEvery).Should(BeNumerically(">=", 1), "the run pod's second create is held")
+	applying := s.pods.running(t, runPod)
+
+	g.Expect(kube.Delete(context.Background(), s.get(g))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		err := kube.Get(context.Background(), client.ObjectKey{Namespace: s.namespace, Name: runPod}, pod)
+		g.Expect(apierrors.IsNotFound(err) || pod.UID != applying.UID || pod.DeletionTimestamp != nil).To(BeTrue(), "the apply's run pod is being stopped")
+	}).WithTimeout(quickAction).WithPolling(pollEvery).Should(Succeed(), "the deletion stops the apply under way")
+	// terraform stops once the create it is in has returned.
+	gate.Open()
+	s.waitGone(t)
+
+	g.Expect(s.networkPolicies(g)).To(BeEmpty(), "what the stopped apply created was destroyed")
+	ns := &corev1.Namespace{}
+	err := kube.Get(context.Background(), client.ObjectKey{Name: s.target()}, ns)
+	g.Expect(apierrors.IsNotFound(err) || ns.DeletionTimestamp != nil).To(BeTrue(), "the shoot's namespace is deleted")
+	g.Consistently(func(g Gomega) {
+		for _, name := range []string{infraName + ".infra.tf-config", infraName + ".infra.tf-state"} {
+			g.Expect(apierrors.IsNotFound(kube.Get(context.Background(), client.ObjectKey{Namespace: s.namespace, Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), name)
+		}
+		g.Expect(apierrors.IsNotFound(kube.Get(context.Background(), client.ObjectKey{Namespace: s.namespace, Name: runPod}, &corev1.Pod{}))).To(BeTrue(), "no run pod")
+	}).WithTimeout(10*time.Second).WithPolling(pollEvery).Should(Succeed(), "nothing is written for the Infrastructure once it is gone")
 }
