@@ -81,22 +81,25 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
 	t := &terraformer.Terraformer{
-		Client:           e.Client,
-		Objects:          state.RunObjects{ID: req.ID},
-		Command:          req.Command,
-		WorkDir:          workDirOf(dir),
-		TerraformPath:    e.TerraformPath,
-		OpenTofu:         e.OpenTofu,
-		Plugins:          e.Plugins,
-		Parallelism:      e.Parallelism,
-		Stdout:           output,
-		Stderr:           output,
-		StopTimeout:      e.StopTimeout,
-		ProtectedTypes:   req.ProtectedTypes,
-		AllowDestroy:     req.AllowDestroy,
-		ProgressInterval: e.ProgressInterval,
-		ReportFile:       reportFileOf(dir),
-		Env:              runEnv(req.Env),
+		Client:  e.Client,
+		Objects: state.RunObjects{ID: req.ID},
+		Command: req.Command,
+		WorkDir: workDirOf(dir),
+		// The working directory outlives the run: a run killed between two saves leaves
+		// its newest state there for the next.
+		StateSaveInterval: LocalStateSaveInterval,
+		TerraformPath:     e.TerraformPath,
+		OpenTofu:          e.OpenTofu,
+		Plugins:           e.Plugins,
+		Parallelism:       e.Parallelism,
+		Stdout:            output,
+		Stderr:            output,
+		StopTimeout:       e.StopTimeout,
+		ProtectedTypes:    req.ProtectedTypes,
+		AllowDestroy:      req.AllowDestroy,
+		ProgressInterval:  e.ProgressInterval,
+		ReportFile:        reportFileOf(dir),
+		Env:               runEnv(req.Env),
 	}
 	if req.Background {
 		t.Nice = BackgroundNice
@@ -191,6 +194,10 @@ func runLockHeld(workDir string) (bool, error) {
 	}
 	return false, lock.Unlock()
 }
+
+// LocalStateSaveInterval is the least time between two saves of a local run's state while
+// terraform runs.
+const LocalStateSaveInterval = time.Second
 
 // BackgroundNice is the nice value of a background run's processes.
 const BackgroundNice = 10

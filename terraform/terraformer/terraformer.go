@@ -41,6 +41,11 @@ type Terraformer struct {
 	// WorkDir is private to this run; a state left there by a killed run is recovered
 	// when it is newer than the stored one.
 	WorkDir string
+	// StateSaveInterval is the least time between two saves of the state while terraform
+	// runs. Zero saves every state terraform writes as it is written, which a run needs
+	// whose working directory dies with it (a run pod); a run whose working directory
+	// outlives it may save less often, its next run taking a newer state from there.
+	StateSaveInterval time.Duration
 	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
 	TerraformPath string
 	// OpenTofu says that TerraformPath is OpenTofu of run.OpenTofuVersion instead.
@@ -118,7 +123,7 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	}
 	var watcher *stateWatcher
 	if t.Command.WritesState() {
-		if watcher, err = watchState(persistCtx, t.statePath(), t.store); err != nil {
+		if watcher, err = watchState(persistCtx, t.statePath(), t.store, t.StateSaveInterval); err != nil {
 			return nil, fmt.Errorf("watching the state file: %w", err)
 		}
 	}

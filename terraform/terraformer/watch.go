@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -17,18 +18,22 @@ import (
 // needs to find the resource again) has it in the stored state. Writes while a save is
 // in flight collapse into one next save of the newest file, never dropped: the next save
 // reads the file after the last write it was told of. What changed since the last save
-// is saved by the run's final save; a run killed before it leaves its newest state in the
-// working directory, where the next run in it takes it from.
+// is saved by the run's final save.
+//
+// A run whose working directory outlives it (the local executor's) may save less often,
+// at most once an interval: killed, it leaves its newest state in the directory, where
+// the next run takes it from. That spares the API server a write per resource.
 type stateWatcher struct {
 	path     string
 	store    *state.StateStore
+	interval time.Duration
 	watcher  *fsnotify.Watcher
 	dirty    chan struct{}
 	stopping chan struct{}
 	done     chan struct{}
 }
 
-func watchState(ctx context.Context, path string, store *state.StateStore) (*stateWatcher, error) {
+func watchState(ctx context.Context, path string, store *state.StateStore, interval time.Duration) (*stateWatcher, error) {
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -38,7 +43,7 @@ func watchState(ctx context.Context, path string, store *state.StateStore) (*sta
 		_ = watcher.Close()
 		return nil, err
 	}
-	w := &stateWatcher{path: path, store: store, watcher: watcher, dirty: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{})}
+	w := &stateWatcher{path: path, store: store, interval: interval, watcher: watcher, dirty: make(chan struct{}, 1), stopping: make(chan struct{}), done: make(chan struct{})}
 	go w.notice()
 	go w.persist(ctx)
 	return w, nil
@@ -69,14 +74,20 @@ func (w *stateWatcher) notice() {
 func (w *stateWatcher) persist(ctx context.Context) {
 	defer close(w.done)
 	log := logf.FromContext(ctx)
+	var saved time.Time
 	// dirty holds at most one change: those raised while a save is in flight make one.
 	for range w.dirty {
+		wait := time.Until(saved.Add(w.interval))
+		if wait < 0 {
+			wait = 0
+		}
 		select {
 		case <-w.stopping:
 			// The final save follows.
 			continue
-		default:
+		case <-time.After(wait):
 		}
+		saved = time.Now()
 		state, err := os.ReadFile(w.path)
 		if err != nil || len(state) == 0 {
 			continue

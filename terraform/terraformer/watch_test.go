@@ -38,7 +38,7 @@ func TestStateWatcherSavesEveryWriteAsItIsWritten(t *testing.T) {
 	_, err := store.Claim(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), state.StateKey)
-	watcher, err := watchState(ctx, path, store)
+	watcher, err := watchState(ctx, path, store, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(watcher.stop)
 	stored := func() int64 {
