@@ -24,9 +24,10 @@ type ActivityChecker interface {
 }
 
 // Stopper is an executor that can stop a run of an ID under way, also one that an earlier
-// process started: terraform is interrupted, stops within the stop timeout, and the state
-// it leaves is saved. Stop returns once the stop is asked for; the run is under way
-// (ActivityChecker) until it ended.
+// process started: terraform is interrupted and the state it leaves is saved; a terraform
+// that does not stop within the stop timeout (a create that hangs) is killed, with what
+// it recorded saved already. Stop returns once the stop is asked for; the run is under
+// way (ActivityChecker) until it ended.
 type Stopper interface {
 	Stop(ctx context.Context, id run.ID) error
 }
