@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
 )
 
 func TestExtensionClassesAreChecked(t *testing.T) {
@@ -19,20 +20,23 @@ func TestExtensionClassesAreChecked(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
 }
 
+// The pod executor's configuration, as the flags make it, gives run pods a memory limit
+// (terraform/executor's TestNewGivesRunPodsTheConfiguredResources: the pods carry it).
 func TestTerraformerPodsGetAMemoryLimit(t *testing.T) {
 	g := NewWithT(t)
 	flags := flag.NewFlagSet("run", flag.ContinueOnError)
 	o := managerOptions{}
 	o.bind(flags)
-	g.Expect(flags.Parse(nil)).To(Succeed())
-	resources, err := o.terraformerResources()
+	g.Expect(flags.Parse([]string{"--terraformer-image", "terraseed/terraseed:test"})).To(Succeed())
+	cfg, err := o.executorConfig()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resources.Limits.Memory().String()).To(Equal("2Gi"))
-	g.Expect(resources.Requests.Memory().String()).To(Equal("256Mi"))
+	g.Expect(cfg.Kind).To(Equal(executor.KindPod))
+	g.Expect(cfg.Resources.Limits.Memory().String()).To(Equal("2Gi"))
+	g.Expect(cfg.Resources.Requests.Memory().String()).To(Equal("256Mi"))
 
 	for _, bad := range []string{"lots", "128Mi"} {
 		o.terraformerMemoryLimit = bad
-		_, err = o.terraformerResources()
+		_, err = o.executorConfig()
 		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-memory-limit: %q", bad))))
 	}
 }

@@ -25,9 +25,10 @@ type ActivityChecker interface {
 
 // Stopper is an executor whose runs go on elsewhere after Run's context ends, such as in
 // a run pod: Stop stops the run of id under way, also one an earlier process started, as
-// a shutdown does: terraform is interrupted, stops within the stop timeout, and the state
-// it leaves is saved. Stop returns once the stop is asked for; the run is under way
-// (ActivityChecker) until it ended.
+// a shutdown does: terraform is interrupted and the state it leaves is saved; a terraform
+// that does not stop within the stop timeout (a create that hangs) is killed, with what
+// it recorded saved already. Stop returns once the stop is asked for; the run is under
+// way (ActivityChecker) until it ended.
 type Stopper interface {
 	Stop(ctx context.Context, id run.ID) error
 }

@@ -203,9 +203,10 @@ var _ Stopper = (*PodExecutor)(nil)
 
 // Stop deletes the run pod of id with its own grace period, its terminationGracePeriodSeconds
 // (StopTimeout): the kubelet sends the terraformer SIGTERM, which it relays to terraform,
-// and once terraform stopped the terraformer saves the state. The pod counts as active
-// until its container ended. A pod that ended already is left for Run to read and clean
-// up; no pod, nothing to stop.
+// and once terraform stopped the terraformer saves the state. A terraform still busy when
+// the grace period ends (a create that hangs) is killed with the pod; every state it wrote
+// was saved as it wrote it. The pod counts as active until its container ended. A pod
+// that ended already is left for Run to read and clean up; no pod, nothing to stop.
 func (e *PodExecutor) Stop(ctx context.Context, id run.ID) error {
 	pod := &corev1.Pod{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
