@@ -63,7 +63,9 @@ type PodExecutor struct {
 	CreationTimeout time.Duration
 	// RunTimeout becomes the pod's activeDeadlineSeconds.
 	RunTimeout time.Duration
-	// StopTimeout is the pod's termination grace period: time for terraform to stop and the state to be saved.
+	// StopTimeout is how long terraform in a run pod may take to stop after SIGTERM
+	// before it is killed; the pod's termination grace period adds the final save to it.
+	// run.DefaultStopTimeout when zero.
 	StopTimeout time.Duration
 	// PollInterval is how often a waiting run looks at its pod in the watch's cache
 	// besides at each of its changes (no request); DefaultPodRecheckInterval when zero.
@@ -268,6 +270,10 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	return pod, nil
 }
 
+// podStopMargin is what a run pod's grace period leaves beyond the terraformer's stop
+// timeout and final save: the terraformer's own exit.
+const podStopMargin = 10 * time.Second
+
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
@@ -298,10 +304,15 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	if e.RunTimeout > 0 {
 		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
 	}
-	grace := e.StopTimeout
-	if grace == 0 {
-		grace = run.DefaultStopTimeout
+	stop := e.StopTimeout
+	if stop == 0 {
+		stop = run.DefaultStopTimeout
+	} else if stop != run.DefaultStopTimeout {
+		args = append(args, "--stop-timeout", stop.String())
 	}
+	// terraform stops within the stop timeout, killed at its end; the final save follows:
+	// the kubelet must not kill the terraformer before that save.
+	grace := stop + run.DefaultFinalSaveTimeout + podStopMargin
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{

@@ -570,7 +570,7 @@ func TestPodExecutorStopsARunGracefully(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer stopped terraform and saved the state")
 	grace, stopped := k.stoppedWithGrace(f.objects.ID.PodName())
 	g.Expect(stopped).To(BeTrue(), "the pod was stopped by its deletion")
-	g.Expect(grace).To(BeEquivalentTo(45), "with the pod's grace period, the stop timeout")
+	g.Expect(grace).To(BeEquivalentTo(45+120+10), "with the pod's grace period: the stop timeout, the final save and a margin")
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))
 	}).WithTimeout(time.Minute).Should(BeTrue())

@@ -76,3 +76,8 @@ const OpenTofuVersion = "1.10.10"
 
 // DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
 const DefaultStopTimeout = 10 * time.Minute
+
+// DefaultFinalSaveTimeout bounds the retries of a run's last state save after terraform
+// exited. A run stops within its stop timeout and this: what waits for a run to end (a
+// run pod's grace period, the controller's shutdown) waits as long.
+const DefaultFinalSaveTimeout = 2 * time.Minute

@@ -82,6 +82,7 @@ type cliOptions struct {
 	parallelism            int
 	terminationMessagePath string
 	finalSaveTimeout       time.Duration
+	stopTimeout            time.Duration
 	openTofu               bool
 	protected              string
 	allowDestroy           bool
@@ -100,6 +101,7 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	flags.IntVar(&o.parallelism, "parallelism", 0, "concurrent terraform operations (default: terraform's)")
 	flags.StringVar(&o.terminationMessagePath, "termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 	flags.DurationVar(&o.finalSaveTimeout, "final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
+	flags.DurationVar(&o.stopTimeout, "stop-timeout", run.DefaultStopTimeout, "how long terraform may take to stop after an interrupt (SIGTERM, SIGINT) before it is killed; the final save follows")
 	flags.BoolVar(&o.openTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
 	flags.StringVar(&o.protected, "protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 	flags.BoolVar(&o.allowDestroy, "allow-destroy", false, "let an apply destroy or replace resources of the protected types")
@@ -156,6 +158,7 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 		Stderr:           stderr,
 		StateFallback:    stdout,
 		FinalSaveTimeout: o.finalSaveTimeout,
+		StopTimeout:      o.stopTimeout,
 	}, nil
 }
 
