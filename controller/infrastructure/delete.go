@@ -16,10 +16,10 @@ import (
 )
 
 // delete destroys what terraform created and removes what the runs kept. Any other run
-// of the object is stopped first, or waited for, so that the destroy starts from the
-// state it saved and nothing writes for the object once it is gone.
+// of the object is dropped, stopped or waited for first (see endRuns), so that the destroy
+// starts from the final state and nothing writes for the object once it is gone.
 func (op *operation) delete(ctx context.Context) error {
-	if err := op.endRuns(ctx, run.Destroy); err != nil {
+	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
 		return err
 	}
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
@@ -38,7 +38,7 @@ func (op *operation) delete(ctx context.Context) error {
 // under way is stopped and waited for first: its final save would otherwise write the
 // state again after it was deleted.
 func (op *operation) forceDelete(ctx context.Context) error {
-	if err := op.endRuns(ctx, ""); err != nil {
+	if err := op.endRuns(ctx, "", true); err != nil {
 		return err
 	}
 	return op.deleteRunObjects(ctx)

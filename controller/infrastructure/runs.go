@@ -151,17 +151,23 @@ func (op *operation) settle(ctx context.Context) error {
 	return op.waitForEarlierRun(ctx, false)
 }
 
-// endRuns stops every run of the object but one of the command kept (none when empty) and
-// returns a runPendingError until they ended and saved their state: a waiting run is
-// dropped, a run under way interrupted, and a run an earlier process left stopped too.
-// A deletion goes on only once nothing else writes the state it destroys or deletes.
-func (op *operation) endRuns(ctx context.Context, kept run.Command) error {
+// endRuns ends every run of the object but one of the command kept (none when empty) and
+// returns a runPendingError until they ended and saved their state, so that the deletion
+// that calls it starts from the final state and nothing writes the state afterwards. A
+// run waiting for a slot is dropped, and a drift plan under way stopped: neither changes
+// anything. An apply under way is stopped when interrupt is set (a forced deletion, which
+// destroys nothing), else waited for: an interrupted create may leave a resource its
+// provider never reported, which the destroy that follows would not find.
+func (op *operation) endRuns(ctx context.Context, kept run.Command, interrupt bool) error {
 	id := op.objects().ID
 	if runs := op.actuator.runs; runs != nil {
 		if ticket, known := runs.Lookup(id); known {
-			if kept != "" && ticket.Command == kept {
+			switch {
+			case kept != "" && ticket.Command == kept:
 				// This process runs it: the operation waits for it as for its own.
 				return nil
+			case ticket.Phase == executor.PhaseRunning && !interrupt && ticket.Command != run.Plan:
+				return &runPendingError{ticket: ticket, other: true}
 			}
 			ended, err := runs.Stop(ctx, id)
 			if err != nil {
@@ -173,7 +179,7 @@ func (op *operation) endRuns(ctx context.Context, kept run.Command) error {
 			runs.Forget(id)
 		}
 	}
-	return op.waitForEarlierRun(ctx, true)
+	return op.waitForEarlierRun(ctx, interrupt)
 }
 
 // waitForEarlierRun returns a runPendingError while a run this process does not know is

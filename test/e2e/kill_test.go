@@ -167,7 +167,8 @@ func TestRunPodStoppedSavesTheState(t *testing.T) {
 	stopping := &corev1.Pod{}
 	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.objects.ID.PodName()}, stopping)).To(Succeed())
 	g.Expect(stopping.DeletionTimestamp).NotTo(BeNil())
-	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo(r.executor.StopTimeout.Seconds())), "deleted with the pod's grace period, the stop timeout")
+	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo((r.executor.StopTimeout + tfrun.DefaultFinalSaveTimeout + 10*time.Second).Seconds())),
+		"deleted with the pod's grace period: the stop timeout, the final save and a margin")
 	active, err := r.executor.Active(ctx, r.objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeTrue(), "the run is under way while its pod stops")
