@@ -178,7 +178,7 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
-					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/",
+					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
 					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")

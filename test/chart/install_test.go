@@ -122,7 +122,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "terraseed"}, &corev1.ServiceAccount{})).To(Succeed())
 
 	controller := impersonate(t, release, "terraseed")
-	shoot, other := env.Namespace(t), env.Namespace(t)
+	shoot, other := env.LabelledNamespace(t, shootLabels), env.Namespace(t)
 
 	t.Run("controller", func(t *testing.T) {
 		checkAccess(t, controller, []access{
@@ -212,7 +212,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		g := NewWithT(t)
 		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer"}
 		// Another role (as the ClusterRole of older releases): the binding is replaced.
-		replaced := env.Namespace(t)
+		replaced := env.LabelledNamespace(t, shootLabels)
 		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"}})).To(Succeed())
 		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"},
@@ -220,7 +220,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: replaced, Name: "terraseed-terraformer"}},
 		})).To(Succeed())
 		// The same role, other subjects: the binding is updated.
-		updated := env.Namespace(t)
+		updated := env.LabelledNamespace(t, shootLabels)
 		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: updated, Name: "terraseed-terraformer"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "terraseed-terraformer"},
