@@ -180,7 +180,11 @@ func TestTemplate(t *testing.T) {
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
 					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
-				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
+				// Only the types it is given: aws. The local provider's kubeconfig and
+				// providerConfig.namespace reach any namespace of its target cluster, so it is
+				// never served unless named.
+				g.Expect(c.Args).To(ContainElement("--provider-types=aws"))
+				g.Expect(c.Args).NotTo(ContainElement(And(HavePrefix("--provider-types"), ContainSubstring("local"))))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
@@ -258,6 +262,10 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 		{"executor=kubelet", "executor must be pod or local"},
 		{"logLevel=trace", "logLevel must be debug, info or error"},
 		{"providers.Bad_Type.main\\.tf\\.tpl=x", "is not a provider type"},
+		// The controller serves every provider it knows without --provider-types: the chart
+		// always names them.
+		{"providerTypes=null", "providerTypes: name at least one provider type to serve"},
+		{"providerTypes={}", "providerTypes: name at least one provider type to serve"},
 	} {
 		_, err := helm(t, "template", "terraseed", chartDir, "--set", c.set)
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring(c.want)), c.set)
