@@ -19,7 +19,7 @@ func TestExtensionClassesAreChecked(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
 }
 
-func TestTerraformerPodsGetAMemoryLimit(t *testing.T) {
+func TestTerraformerPodsGetLimits(t *testing.T) {
 	g := NewWithT(t)
 	flags := flag.NewFlagSet("run", flag.ContinueOnError)
 	o := managerOptions{}
@@ -29,10 +29,25 @@ func TestTerraformerPodsGetAMemoryLimit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resources.Limits.Memory().String()).To(Equal("2Gi"))
 	g.Expect(resources.Requests.Memory().String()).To(Equal("256Mi"))
+	// A provider plugin that spins or fills its disk is held in its pod too.
+	g.Expect(resources.Limits.Cpu().String()).To(Equal("2"))
+	g.Expect(resources.Limits.StorageEphemeral().String()).To(Equal("1Gi"))
 
 	for _, bad := range []string{"lots", "128Mi"} {
 		o.terraformerMemoryLimit = bad
 		_, err = o.terraformerResources()
 		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-memory-limit: %q", bad))))
+	}
+	o.terraformerMemoryLimit = "2Gi"
+	for _, bad := range []string{"fast", "50m", "0"} {
+		o.terraformerCPULimit = bad
+		_, err = o.terraformerResources()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-cpu-limit: %q", bad))))
+	}
+	o.terraformerCPULimit = "2"
+	for _, bad := range []string{"big", "-1Gi", "0"} {
+		o.terraformerStorageLimit = bad
+		_, err = o.terraformerResources()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-ephemeral-storage-limit: %q", bad))))
 	}
 }

@@ -298,11 +298,21 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
 			},
 		},
 	}
+}
+
+// emptyDir is a run pod's volume, bounded by its ephemeral-storage limit: the kubelet
+// evicts a pod whose volume outgrows it.
+func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
+	dir := &corev1.EmptyDirVolumeSource{}
+	if limit, ok := e.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		dir.SizeLimit = ptr.To(limit.DeepCopy())
+	}
+	return dir
 }
 
 func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*run.Result, error) {

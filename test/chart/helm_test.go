@@ -179,7 +179,7 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
-					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
+					"--terraformer-memory-limit=2Gi", "--terraformer-cpu-limit=2", "--terraformer-ephemeral-storage-limit=1Gi", "--metrics-secure=true"))
 				// Only the types it is given: aws. The local provider's kubeconfig and
 				// providerConfig.namespace reach any namespace of its target cluster, so it is
 				// never served unless named.
