@@ -59,6 +59,9 @@ var (
 	ErrInvalidState = errors.New("not a complete terraform state")
 	// ErrLineageMismatch is returned when a state of another lineage would replace the stored one.
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
+	// ErrStaleState is returned when the store holds a newer snapshot of the state than the
+	// one to save: the save is skipped, and that is never silent.
+	ErrStaleState = errors.New("the store holds a newer state")
 	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorruptState = errors.New("the stored state is corrupt")
 	// ErrStateTooLarge is returned for a state larger than MaxStateSize, decoded.
@@ -79,6 +82,9 @@ type StateStore struct {
 	// last is the object as this store last wrote it: a save starts from it instead of
 	// reading the object again, and a conflict sends it back to reading.
 	last *corev1.ConfigMap
+	// knownVersion is the resourceVersion of the object whose state known is, as this
+	// store wrote or decoded it; an object of another version is decoded again.
+	knownVersion string
 }
 
 // stateMeta is what orders two snapshots of a state.
@@ -130,7 +136,7 @@ func (s *StateStore) read(ctx context.Context, cm *corev1.ConfigMap) ([]byte, er
 		return nil, err
 	}
 	if m, err := parseStateMeta(state); err == nil {
-		s.known = m
+		s.known, s.knownVersion = m, cm.ResourceVersion
 	}
 	return state, nil
 }
@@ -145,7 +151,7 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stale, err := olderOrSame(m, s.known); stale || err != nil {
-		return false, err
+		return false, staleError(err, s.Objects.StateName(), m, s.known)
 	}
 	written := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -158,8 +164,8 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 			return err
 		}
 		if stale, err := olderOrSame(m, stored); stale || err != nil {
-			s.known = stored
-			return err
+			s.known, s.knownVersion = stored, cm.ResourceVersion
+			return staleError(err, cm.Name, m, stored)
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
@@ -171,9 +177,19 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 		return false, err
 	}
 	if written {
-		s.known = m
+		s.known, s.knownVersion = m, s.last.ResourceVersion
 	}
 	return written, nil
+}
+
+// staleError is err, or, for a state older than the stored one, ErrStaleState naming both
+// serials: a skipped save is never silent. The same snapshot again is no error.
+func staleError(err error, name string, next, stored stateMeta) error {
+	if err != nil || next.Serial >= stored.Serial {
+		return err
+	}
+	return fmt.Errorf("%w: ConfigMap %s holds serial %d of lineage %s, the state to save has serial %d",
+		ErrStaleState, name, stored.Serial, stored.Lineage, next.Serial)
 }
 
 // Restore stores a state kept elsewhere (an Infrastructure's .status.state) as the run's
@@ -204,13 +220,13 @@ func (s *StateStore) Restore(ctx context.Context, state []byte) (bool, error) {
 				ErrLineageMismatch, cm.Name, stored.Lineage, stored.Serial, m.Lineage, m.Serial)
 		}
 		if !stored.empty() && stored.Serial >= m.Serial {
-			s.known = stored
+			s.known, s.knownVersion = stored, cm.ResourceVersion
 			return nil
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
-		s.known = m
+		s.known, s.knownVersion = m, s.last.ResourceVersion
 		written = true
 		return nil
 	})
@@ -279,17 +295,16 @@ func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
 	return s.read(ctx, cm)
 }
 
-// storedMeta reads the serial and lineage of the stored state, decoding it only when
-// it was not written by this store (which records them as annotations).
+// storedMeta reads the serial and lineage of the stored state from the state itself,
+// decoding it unless it is the version of the object this store wrote or decoded last. The
+// annotations recording them are never trusted: a run pod may update its state ConfigMap,
+// and a forged serial there would skip every later save.
 func (s *StateStore) storedMeta(ctx context.Context, cm *corev1.ConfigMap) (stateMeta, error) {
 	if cm.ResourceVersion == "" {
 		return stateMeta{}, nil
 	}
-	if lineage, ok := cm.Annotations[AnnotationStateLineage]; ok {
-		serial, err := strconv.ParseInt(cm.Annotations[AnnotationStateSerial], 10, 64)
-		if err == nil {
-			return stateMeta{Version: 4, Serial: serial, Lineage: lineage}, nil
-		}
+	if cm.ResourceVersion == s.knownVersion && !s.known.empty() {
+		return s.known, nil
 	}
 	state, err := s.decode(ctx, cm)
 	if err != nil {
