@@ -151,7 +151,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 		"--termination-message-path", termination, "--terraform", k.f.executor.TerraformPath,
 		"--plugin-mirror", k.f.executor.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Plugins.CacheDir)
 	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
-	cmd.Env = runEnv(nil)
+	cmd.Env = runEnv(homeOf(dir), os.TempDir(), nil)
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}

@@ -264,6 +264,8 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 		{"providers.Bad_Type.main\\.tf\\.tpl=x", "is not a provider type"},
 		// The controller serves every provider it knows without --provider-types: the chart
 		// always names them.
+		// Local runs are the controller's processes, with its token: one tenant only.
+		{"executor=local", "executor: local runs terraform and its provider plugins in the controller's pod, with its ServiceAccount token; set singleTenant=true"},
 		{"providerTypes=null", "providerTypes: name at least one provider type to serve"},
 		{"providerTypes={}", "providerTypes: name at least one provider type to serve"},
 	} {
