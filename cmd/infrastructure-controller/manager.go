@@ -36,6 +36,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
@@ -68,6 +69,7 @@ type managerOptions struct {
 	terraformerMemoryLimit    string
 	terraformerCPULimit       string
 	terraformerStorageLimit   string
+	maxStateSize              string
 	openTofu                  bool
 	driftInterval             time.Duration
 	maxRuns                   int
@@ -111,6 +113,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
 	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
+	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -127,6 +130,8 @@ type resolvedOptions struct {
 	// imagePrefixes are --controlplane-allowed-images, each ending at a boundary of an
 	// image reference.
 	imagePrefixes []string
+	// maxStateSize is the most bytes a reconcile decodes one state to.
+	maxStateSize int
 }
 
 // resolve parses and checks every option that can be checked without the API server,
@@ -168,6 +173,10 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	if r.executor, err = o.executorConfig(); err != nil {
 		return nil, err
 	}
+	if r.maxStateSize, err = o.stateBound(os.Getenv("TERRASEED_MEMORY_LIMIT")); err != nil {
+		return nil, err
+	}
+	r.executor.MaxStateSize = r.maxStateSize
 	return r, nil
 }
 
@@ -292,6 +301,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
+		MaxStateSize:                  r.maxStateSize,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
 	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
@@ -377,6 +387,29 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 		}
 	}
 	return cfg, executorFlagError(cfg.Validate())
+}
+
+// stateBound is --max-state-size, or by default a share of the controller's memory limit
+// (memoryLimit, bytes or a quantity; empty without a limit): half of it for states, each
+// held up to twice (decoded and encoded) by each reconcile and run that reads one at once;
+// never more than the most a state may take, state.MaxStateSize.
+func (o managerOptions) stateBound(memoryLimit string) (int, error) {
+	if o.maxStateSize != "" {
+		q, err := resource.ParseQuantity(o.maxStateSize)
+		if err != nil || q.Sign() <= 0 || q.Value() > state.MaxStateSize {
+			return 0, fmt.Errorf("--max-state-size: %q is no quantity of more than 0 and at most %d (64Mi), the most a state may take", o.maxStateSize, state.MaxStateSize)
+		}
+		return int(q.Value()), nil
+	}
+	if memoryLimit == "" {
+		return state.MaxStateSize, nil
+	}
+	limit, err := resource.ParseQuantity(memoryLimit)
+	if err != nil || limit.Sign() <= 0 {
+		return 0, fmt.Errorf("TERRASEED_MEMORY_LIMIT: %q is no memory quantity (set --max-state-size instead)", memoryLimit)
+	}
+	bound := limit.Value() / 2 / 2 / int64(max(o.concurrency+o.maxRuns, 1))
+	return int(min(max(bound, 1<<20), state.MaxStateSize)), nil
 }
 
 // terraformerResources are the requests and the memory, CPU and ephemeral-storage limits of

@@ -51,3 +51,29 @@ func TestTerraformerPodsGetLimits(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-ephemeral-storage-limit: %q", bad))))
 	}
 }
+
+// What one reconcile decodes of a state is bounded by what the controller is given: by
+// default a share of its memory limit (TERRASEED_MEMORY_LIMIT, the chart's downward API) per
+// reconcile and run read at once, never more than a state may take.
+func TestTheStateBoundFollowsTheMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	o := managerOptions{concurrency: 10, maxRuns: 5}
+	size, err := o.stateBound("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(64<<20), "no limit: the most a state may take")
+	size, err = o.stateBound("536870912")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(512<<20/60), "512 MiB: half of it for states, each held twice, 15 at once")
+	o.maxStateSize = "8Mi"
+	size, err = o.stateBound("536870912")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(8 << 20))
+	for _, bad := range []string{"lots", "0", "65Mi"} {
+		o.maxStateSize = bad
+		_, err = o.stateBound("")
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--max-state-size: %q", bad))))
+	}
+	o.maxStateSize = ""
+	_, err = o.stateBound("a lot")
+	g.Expect(err).To(MatchError(ContainSubstring("TERRASEED_MEMORY_LIMIT")))
+}

@@ -20,7 +20,7 @@ import (
 const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return state.RunObjects{ID: runID(client.ObjectKeyFromObject(op.infra))}
+	return state.RunObjects{ID: runID(client.ObjectKeyFromObject(op.infra)), MaxStateSize: op.actuator.MaxStateSize}
 }
 
 // runID is the identity of an Infrastructure's runs.

@@ -43,8 +43,10 @@ type Config struct {
 	ServiceAccountName string
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
-	RunTimeout         time.Duration
-	CreationTimeout    time.Duration
+	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
+	MaxStateSize    int
+	RunTimeout      time.Duration
+	CreationTimeout time.Duration
 }
 
 // Validate names the field of a configuration New cannot build.
@@ -129,5 +131,6 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		OpenTofu:             cfg.OpenTofu,
 		TerraformPath:        imageTerraform,
 		Resources:            cfg.Resources,
+		MaxStateSize:         cfg.MaxStateSize,
 	}, nil
 }

@@ -56,6 +56,9 @@ type PodExecutor struct {
 	// on; they never replace the labels that identify a run.
 	PodLabels map[string]string
 	Resources corev1.ResourceRequirements
+	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
+	// the run's outputs; 0 is state.MaxStateSize.
+	MaxStateSize int
 	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
 	PluginMirror, PluginCacheDir string
 	Parallelism                  int
@@ -379,7 +382,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 					return nil, err
 				}
 			}
-			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
+			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID, MaxStateSize: e.MaxStateSize}.StateStore(e.Client), req.Command)
 			if err != nil {
 				return nil, err
 			}

@@ -228,6 +228,33 @@ func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring(AnnotationStateParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
 }
 
+// The controller decodes at most what it is given per state (--max-state-size, from its
+// memory limit), below the 64 MiB a state may take: a larger state is refused before it is
+// held whole, with the figure named; the parts are read one at a time.
+func TestADecodeOverTheControllersBoundIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "bounded", Purpose: run.PurposeInfra}}
+	large := stateOf(t, "lineage-a", 1, 3<<20)
+	_, err := objects.StateStore(env.Client).Save(ctx, large)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	bounded := objects
+	bounded.MaxStateSize = 1 << 20
+	_, err = bounded.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrStateOverBound))
+	g.Expect(err.Error()).To(ContainSubstring("more than 1048576 bytes (1.0 MiB), the most this controller decodes of one state"))
+	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
+	_, err = bounded.ReadState(ctx, env.Client)
+	g.Expect(err).To(MatchError(ErrStateOverBound))
+
+	// Within the bound, the same state reads back whole.
+	bounded.MaxStateSize = 4 << 20
+	stored, err := bounded.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(large))
+}
+
 // Restore writes a migrated state only over an older snapshot of it or none: a newer
 // serial of the same lineage stays, another lineage is refused naming both.
 func TestRestoreNeverWritesOverANewerOrAnotherState(t *testing.T) {

@@ -189,6 +189,9 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
+				// The state bound follows the memory limit, through the downward API.
+				g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "TERRASEED_MEMORY_LIMIT"),
+					HaveField("ValueFrom.ResourceFieldRef.Resource", "limits.memory"), HaveField("ValueFrom.ResourceFieldRef.ContainerName", c.Name))))
 				g.Expect(envValue(c, "TERRASEED_TERRAFORMER_POD_LABELS")).To(Equal("networking.gardener.cloud/to-dns=allowed," +
 					"networking.gardener.cloud/to-private-networks=allowed,networking.gardener.cloud/to-public-networks=allowed," +
 					"networking.gardener.cloud/to-runtime-apiserver=allowed"))
