@@ -6,9 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -172,6 +174,15 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	victim := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "victim"}}
 	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
 	g.Expect(controller.Delete(ctx, victim)).To(MatchError(ContainSubstring("not in " + other)))
+
+	// Cluster-scoped writes are RBAC's alone, such as its own webhook configuration's.
+	webhooks := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "terraseed-controlplane"}}
+	if err := env.Client.Create(ctx, webhooks); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	g.Expect(controller.Get(ctx, client.ObjectKeyFromObject(webhooks), webhooks)).To(Succeed())
+	webhooks.Annotations = map[string]string{"written-by": release}
+	g.Expect(controller.Update(ctx, webhooks)).To(Succeed(), "the controller's own webhook configuration")
 
 	// Whoever else writes is not held by it.
 	g.Expect(env.Client.Create(ctx, daemonSet(other, "by-an-admin", func(p *corev1.PodSpec) { p.HostNetwork = true }))).To(Succeed())
