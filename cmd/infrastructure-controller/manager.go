@@ -36,6 +36,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
@@ -66,6 +67,9 @@ type managerOptions struct {
 	podCreationTimeout        time.Duration
 	terraformerPodLabels      string
 	terraformerMemoryLimit    string
+	terraformerCPULimit       string
+	terraformerStorageLimit   string
+	maxStateSize              string
 	openTofu                  bool
 	driftInterval             time.Duration
 	maxRuns                   int
@@ -92,7 +96,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
-	flags.StringVar(&o.controlPlaneImages, "controlplane-allowed-images", "registry.k8s.io/", "comma-separated prefixes every container image a control plane renders must start with (the images of the embedded providers are under registry.k8s.io/); empty allows every image")
+	flags.StringVar(&o.controlPlaneImages, "controlplane-allowed-images", "registry.k8s.io/", "comma-separated prefixes every container image a control plane renders must start with (the images of the embedded providers are under registry.k8s.io/); a prefix not ending in /, : or @ stands for itself followed by one of them; empty allows every image")
 	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
 	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
 	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
@@ -107,6 +111,9 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
+	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
+	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
+	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -120,6 +127,11 @@ type resolvedOptions struct {
 	types     []string
 	classes   []extensionsv1alpha1.ExtensionClass
 	executor  executor.Config
+	// imagePrefixes are --controlplane-allowed-images, each ending at a boundary of an
+	// image reference.
+	imagePrefixes []string
+	// maxStateSize is the most bytes a reconcile decodes one state to.
+	maxStateSize int
 }
 
 // resolve parses and checks every option that can be checked without the API server,
@@ -152,12 +164,19 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	if r.providers, r.types, err = o.providerTypes(); err != nil {
 		return nil, err
 	}
+	if r.imagePrefixes, err = controlplane.ParseImagePrefixes(o.controlPlaneImages); err != nil {
+		return nil, fmt.Errorf("--controlplane-allowed-images: %w", err)
+	}
 	if r.webhook, err = o.webhook.build(); err != nil {
 		return nil, err
 	}
 	if r.executor, err = o.executorConfig(); err != nil {
 		return nil, err
 	}
+	if r.maxStateSize, err = o.stateBound(os.Getenv("TERRASEED_MEMORY_LIMIT")); err != nil {
+		return nil, err
+	}
+	r.executor.MaxStateSize = r.maxStateSize
 	return r, nil
 }
 
@@ -284,6 +303,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
+		MaxStateSize:                  r.maxStateSize,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
 	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
@@ -314,11 +334,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOpt
 		Providers: r.providers,
 		Resources: controlplane.NewResourceManager(live),
 	}
-	for _, prefix := range strings.Split(o.controlPlaneImages, ",") {
-		if prefix = strings.TrimSpace(prefix); prefix != "" {
-			actuator.AllowedImages = append(actuator.AllowedImages, prefix)
-		}
-	}
+	actuator.AllowedImages = r.imagePrefixes
 	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, r.classes)
 	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {
 		return nil, err
@@ -375,20 +391,57 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 	return cfg, executorFlagError(cfg.Validate())
 }
 
-// terraformerResources are the requests and the memory limit of terraformer pods.
+// stateBound is --max-state-size, or by default a share of the controller's memory limit
+// (memoryLimit, bytes or a quantity; empty without a limit): half of it for states, each
+// held up to twice (decoded and encoded) by each reconcile and run that reads one at once;
+// never more than the most a state may take, state.MaxStateSize.
+func (o managerOptions) stateBound(memoryLimit string) (int, error) {
+	if o.maxStateSize != "" {
+		q, err := resource.ParseQuantity(o.maxStateSize)
+		if err != nil || q.Sign() <= 0 || q.Value() > state.MaxStateSize {
+			return 0, fmt.Errorf("--max-state-size: %q is no quantity of more than 0 and at most %d (64Mi), the most a state may take", o.maxStateSize, state.MaxStateSize)
+		}
+		return int(q.Value()), nil
+	}
+	if memoryLimit == "" {
+		return state.MaxStateSize, nil
+	}
+	limit, err := resource.ParseQuantity(memoryLimit)
+	if err != nil || limit.Sign() <= 0 {
+		return 0, fmt.Errorf("TERRASEED_MEMORY_LIMIT: %q is no memory quantity (set --max-state-size instead)", memoryLimit)
+	}
+	bound := limit.Value() / 2 / 2 / int64(max(o.concurrency+o.maxRuns, 1))
+	return int(min(max(bound, 1<<20), state.MaxStateSize)), nil
+}
+
+// terraformerResources are the requests and the memory, CPU and ephemeral-storage limits of
+// terraformer pods; an empty flag sets no limit.
 func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, error) {
 	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("100m"),
 		corev1.ResourceMemory: resource.MustParse("256Mi"),
 	}}
-	if o.terraformerMemoryLimit == "" {
-		return resources, nil
+	limits := corev1.ResourceList{}
+	for _, l := range []struct {
+		flag, value, least string
+		name               corev1.ResourceName
+	}{
+		{"--terraformer-memory-limit", o.terraformerMemoryLimit, "256Mi", corev1.ResourceMemory},
+		{"--terraformer-cpu-limit", o.terraformerCPULimit, "100m", corev1.ResourceCPU},
+		{"--terraformer-ephemeral-storage-limit", o.terraformerStorageLimit, "64Mi", corev1.ResourceEphemeralStorage},
+	} {
+		if l.value == "" {
+			continue
+		}
+		limit, err := resource.ParseQuantity(l.value)
+		if err != nil || limit.Cmp(resource.MustParse(l.least)) < 0 {
+			return resources, fmt.Errorf("%s: %q is no quantity of at least %s", l.flag, l.value, l.least)
+		}
+		limits[l.name] = limit
 	}
-	limit, err := resource.ParseQuantity(o.terraformerMemoryLimit)
-	if err != nil || limit.Cmp(resources.Requests[corev1.ResourceMemory]) < 0 {
-		return resources, fmt.Errorf("--terraformer-memory-limit: %q is no quantity of at least the request, 256Mi", o.terraformerMemoryLimit)
+	if len(limits) > 0 {
+		resources.Limits = limits
 	}
-	resources.Limits = corev1.ResourceList{corev1.ResourceMemory: limit}
 	return resources, nil
 }
 

@@ -51,3 +51,39 @@ func TestControlPlaneImageOutsideTheAllowedPrefixesIsRefused(t *testing.T) {
 		g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.k8s.io/pause:3.10"))
 	}).WithTimeout(timeout).Should(Succeed())
 }
+
+// A prefix ends at a boundary of an image reference: registry.k8s.io stands for the
+// registry, never for registry.k8s.io.attacker.example. Prefixes that cannot be images'
+// are refused, naming the flag's entry.
+func TestImagePrefixesAreNormalised(t *testing.T) {
+	g := NewWithT(t)
+	prefixes, err := controlplane.ParseImagePrefixes(" registry.k8s.io, europe-docker.pkg.dev/gardener-project/releases/,example.com/ccm:, ,localhost/pause")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(prefixes).To(Equal([]string{
+		"registry.k8s.io/", "registry.k8s.io:", "registry.k8s.io@",
+		"europe-docker.pkg.dev/gardener-project/releases/",
+		"example.com/ccm:",
+		"localhost/pause/", "localhost/pause:", "localhost/pause@",
+	}))
+	for image, allowed := range map[string]bool{
+		"registry.k8s.io/pause:3.10":                     true,
+		"registry.k8s.io.attacker.example/pause:3.10":    false,
+		"registry.k8s.io:5000/pause:3.10":                true,
+		"registry.k8s.iox/pause":                         false,
+		"example.com/ccm:v1":                             true,
+		"example.com/ccm-evil:v1":                        false,
+		"localhost/pause:3.10":                           true,
+		"localhost/pause@sha256:0123":                    true,
+		"localhost/pauser:1":                             false,
+		"europe-docker.pkg.dev/gardener-project/other/x": false,
+	} {
+		g.Expect(controlplane.ImageAllowed(prefixes, image)).To(Equal(allowed), image)
+	}
+	for _, bad := range []string{"https://registry.k8s.io/", "registry.k8s.io/a b", "registry.k8s.io/'x"} {
+		_, err := controlplane.ParseImagePrefixes("registry.k8s.io/," + bad)
+		g.Expect(err).To(MatchError(ContainSubstring(bad)), bad)
+	}
+	none, err := controlplane.ParseImagePrefixes("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(none).To(BeEmpty(), "no prefixes: every image")
+}

@@ -135,8 +135,9 @@ func (op *operation) restoreState(ctx context.Context, state []byte) error {
 	return nil
 }
 
-// decodeState returns the terraform state kept in .status.state, nil when there is none.
-func decodeState(raw *runtime.RawExtension) ([]byte, error) {
+// decodeState returns the terraform state kept in .status.state, nil when there is none,
+// decoded to at most maxSize bytes (0: the most a state may take).
+func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
 	if raw == nil || len(raw.Raw) == 0 {
 		return nil, nil
 	}
@@ -153,7 +154,7 @@ func decodeState(raw *runtime.RawExtension) ([]byte, error) {
 	if len(kept.TerraformState) == 0 {
 		return nil, nil
 	}
-	state, err := tfstate.Gunzip(bytes.NewReader(kept.TerraformState))
+	state, err := tfstate.GunzipAtMost(bytes.NewReader(kept.TerraformState), maxSize)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("terraformState: %w", err))
 	}

@@ -41,7 +41,7 @@ func (op *operation) restore(ctx context.Context) error {
 	if err := op.checkLocalNamespace(ctx); err != nil {
 		return err
 	}
-	state, err := decodeState(op.infra.Status.State)
+	state, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,9 @@ type Actuator struct {
 	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
 	// that flow into Gardener and the control plane, to the URL it names.
 	AllowOperatorOnlyCredentials bool
+	// MaxStateSize is the most bytes a reconcile decodes a state to (--max-state-size);
+	// 0 is state.MaxStateSize.
+	MaxStateSize int
 	// MaxRuns bounds the terraform runs under way, whatever the reconciles' concurrency;
 	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
 	MaxRuns    int

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 func stateOperation() (*operation, *events.FakeRecorder) {
@@ -35,10 +36,14 @@ func TestLargeStateRoundTripsThroughTheStatus(t *testing.T) {
 	g.Expect(op.keepStateInStatus(state.Bytes())).To(Succeed())
 	g.Expect(op.infra.Status.State).NotTo(BeNil())
 	g.Expect(len(op.infra.Status.State.Raw)).To(BeNumerically("<", maxStatusState))
-	decoded, err := decodeState(op.infra.Status.State)
+	decoded, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded).To(Equal(state.Bytes()))
 	g.Expect(recorder.Events).To(BeEmpty())
+	// A restore decodes it only within what the controller is given.
+	_, err = decodeState(op.infra.Status.State, 1<<20)
+	g.Expect(err).To(MatchError(tfstate.ErrStateOverBound))
+	g.Expect(err).To(MatchError(ContainSubstring("status.state: terraformState: the terraform state exceeds what this controller decodes: the state expands to more than 1048576 bytes (1.0 MiB)")))
 }
 
 // A state that does not fit even compressed is left out of the status, the stale one
@@ -61,6 +66,6 @@ func TestInvalidStateInStatusNamesTheField(t *testing.T) {
 	op, _ := stateOperation()
 	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`))).To(Succeed())
 	op.infra.Status.State.Raw = []byte(strings.Replace(string(op.infra.Status.State.Raw), "InfrastructureState", "Other", 1))
-	_, err := decodeState(op.infra.Status.State)
+	_, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
 	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
 }

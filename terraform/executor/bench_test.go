@@ -193,7 +193,7 @@ func newBareTerraform(b *testing.B, f *fixture, cliConfig string, vars map[strin
 	if vars != nil {
 		t.writeVars(vars)
 	}
-	t.env = append(runEnv(map[string]string{"TF_VAR_kubeconfig": f.kubeconfig}), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1")
+	t.env = append(runEnv(filepath.Join(t.dir, "home"), os.TempDir(), map[string]string{"TF_VAR_kubeconfig": f.kubeconfig}), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1")
 	return t
 }
 

@@ -43,7 +43,7 @@ func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 		"--report-file", reportFileOf(dir),
 	}, runArgs(req, false, 0)...)
 	cmd := exec.Command(testenv.TerraformerBinary(f.t), args...)
-	cmd.Env = runEnv(req.Env)
+	cmd.Env = runEnv(homeOf(dir), os.TempDir(), req.Env)
 	cmd.Stdout, cmd.Stderr = f.output, f.output
 	g.Expect(cmd.Start()).To(Succeed())
 	return cmd, termination

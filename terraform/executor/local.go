@@ -72,9 +72,17 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	if err := e.removeOtherOwners(req.ID); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the run directory: %w", err)
+	for _, d := range []string{dir, homeOf(dir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the run directory: %w", err)
+		}
 	}
+	// A short path: provider plugins put their sockets there, whose paths are bounded.
+	tmp, err := os.MkdirTemp("", "terraseed-run-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the run's temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	// What an earlier run reported is not this run's.
 	if err := os.Remove(reportFileOf(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -99,7 +107,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		AllowDestroy:      req.AllowDestroy,
 		ProgressInterval:  e.ProgressInterval,
 		ReportFile:        reportFileOf(dir),
-		Env:               runEnv(req.Env),
+		Env:               runEnv(homeOf(dir), tmp, req.Env),
 	}
 	if req.Background {
 		t.Nice = BackgroundNice
@@ -208,14 +216,16 @@ func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.j
 // workDirOf is terraform's working directory within a run directory.
 func workDirOf(runDir string) string { return filepath.Join(runDir, "work") }
 
-// runEnv is the terraformer's environment: what a process needs to run, and the
+// homeOf is a run's HOME within its run directory.
+func homeOf(runDir string) string { return filepath.Join(runDir, "home") }
+
+// runEnv is the terraformer's environment: what a process needs to run, the run's own HOME
+// and TMPDIR (provider plugins keep their caches there, not in the controller's), and the
 // request's credentials; never the controller's own environment.
-func runEnv(credentials map[string]string) []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
+func runEnv(home, tmp string, credentials map[string]string) []string {
+	env := []string{"HOME=" + home, "TMPDIR=" + tmp}
+	if v, ok := os.LookupEnv("PATH"); ok {
+		env = append(env, "PATH="+v)
 	}
 	for k, v := range credentials {
 		env = append(env, k+"="+v)

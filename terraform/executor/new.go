@@ -43,7 +43,9 @@ type Config struct {
 	ServiceAccountName string
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
-	CreationTimeout    time.Duration
+	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
+	MaxStateSize    int
+	CreationTimeout time.Duration
 
 	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails
 	// with ErrRunDeadline.
@@ -150,5 +152,6 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		OpenTofu:             cfg.OpenTofu,
 		TerraformPath:        imageTerraform,
 		Resources:            cfg.Resources,
+		MaxStateSize:         cfg.MaxStateSize,
 	}, nil
 }

@@ -56,6 +56,9 @@ type PodExecutor struct {
 	// on; they never replace the labels that identify a run.
 	PodLabels map[string]string
 	Resources corev1.ResourceRequirements
+	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
+	// the run's outputs; 0 is state.MaxStateSize.
+	MaxStateSize int
 	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
 	PluginMirror, PluginCacheDir string
 	Parallelism                  int
@@ -343,11 +346,21 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
 			},
 		},
 	}
+}
+
+// emptyDir is a run pod's volume, bounded by its ephemeral-storage limit: the kubelet
+// evicts a pod whose volume outgrows it.
+func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
+	dir := &corev1.EmptyDirVolumeSource{}
+	if limit, ok := e.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		dir.SizeLimit = ptr.To(limit.DeepCopy())
+	}
+	return dir
 }
 
 func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*run.Result, error) {
@@ -414,7 +427,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 					return nil, err
 				}
 			}
-			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID}.StateStore(e.Client), req.Command)
+			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID, MaxStateSize: e.MaxStateSize}.StateStore(e.Client), req.Command)
 			if err != nil {
 				return nil, err
 			}

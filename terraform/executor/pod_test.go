@@ -160,7 +160,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 		"--termination-message-path", termination, "--terraform", k.f.executor.TerraformPath,
 		"--plugin-mirror", k.f.executor.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Plugins.CacheDir)
 	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
-	cmd.Env = runEnv(nil)
+	cmd.Env = runEnv(homeOf(dir), os.TempDir(), nil)
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}
@@ -458,6 +458,24 @@ func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) 
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// A run pod's CPU, disk and memory are bounded: a provider plugin that spins or fills its
+// volumes is held in its pod, and each emptyDir is bounded by the pod's ephemeral storage.
+func TestRunPodsAreBounded(t *testing.T) {
+	g := NewWithT(t)
+	limits := corev1.ResourceList{
+		corev1.ResourceCPU: resourceQuantity("2"), corev1.ResourceMemory: resourceQuantity("2Gi"), corev1.ResourceEphemeralStorage: resourceQuantity("1Gi"),
+	}
+	e := &PodExecutor{Image: "terraseed/terraformer:test", Resources: corev1.ResourceRequirements{Limits: limits}}
+	req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply}
+	pod := e.podFor(req, req.ID.Labels(), nil)
+	g.Expect(pod.Spec.Containers[0].Resources.Limits).To(Equal(limits))
+	g.Expect(pod.Spec.Volumes).To(HaveLen(2))
+	for _, v := range pod.Spec.Volumes {
+		g.Expect(v.EmptyDir).NotTo(BeNil(), v.Name)
+		g.Expect(v.EmptyDir.SizeLimit).To(HaveValue(Equal(resourceQuantity("1Gi"))), v.Name)
+	}
+}
 
 func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 	g := NewWithT(t)

@@ -33,8 +33,10 @@ func (e *PodExecutor) serviceAccountName() string {
 // Role names every object a run of the namespace reads or writes (its configuration,
 // state and state parts, its variables Secret), and it gains this run's: a run pod
 // executes third-party provider plugins with cloud credentials and reaches no other
-// ConfigMap or Secret of the namespace. Creating ConfigMaps cannot be limited by name
-// (the state and its parts are created by the run), so create is granted for all.
+// ConfigMap or Secret of the namespace. RBAC cannot limit create by name (the state and
+// its parts are created by the run), so create is granted for all, and the chart's
+// admission policy <release>-terraformer-run-objects holds it to the names this Role lets
+// the run update.
 func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error {
 	namespace, name := id.Namespace, e.serviceAccountName()
 	labels := map[string]string{run.LabelPurpose: PurposeTerraformer}

@@ -37,6 +37,9 @@ type RunObjects struct {
 	// Config, Vars and State override the names derived from ID, for runs whose objects
 	// another tool named.
 	Config, Vars, State string
+	// MaxStateSize is the most bytes a state of these objects is decoded to; 0 is
+	// MaxStateSize, the most a state may take.
+	MaxStateSize int
 }
 
 // ConfigName is the ConfigMap holding the terraform files.
@@ -148,7 +151,7 @@ func (o RunObjects) RestoreState(ctx context.Context, c client.Client, state []b
 
 // StateStore returns the store of this run's state.
 func (o RunObjects) StateStore(c client.Client) *StateStore {
-	return &StateStore{Client: c, Objects: o, Limit: DefaultObjectLimit}
+	return &StateStore{Client: c, Objects: o, Limit: DefaultObjectLimit, MaxSize: o.MaxStateSize}
 }
 
 // ReadFiles reads the terraform files and the variables of a run, by file name. A run

@@ -59,6 +59,11 @@ var (
 	ErrInvalidState = errors.New("not a complete terraform state")
 	// ErrLineageMismatch is returned when a state of another lineage would replace the stored one.
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
+	// ErrStaleState is returned when the store holds a newer snapshot of the state than the
+	// one to save: the save is skipped, and that is never silent.
+	ErrStaleState = errors.New("the store holds a newer state")
+	// ErrStateOverBound is returned for a state larger than the store decodes (MaxSize).
+	ErrStateOverBound = errors.New("the terraform state exceeds what this controller decodes")
 	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorruptState = errors.New("the stored state is corrupt")
 	// ErrStateTooLarge is returned for a state larger than MaxStateSize, decoded.
@@ -72,6 +77,9 @@ type StateStore struct {
 	Objects RunObjects
 	// Limit is the most state bytes stored in one object.
 	Limit int
+	// MaxSize is the most bytes a state is decoded to, below MaxStateSize: what the
+	// controller is given per state; 0 is MaxStateSize.
+	MaxSize int
 
 	mu     sync.Mutex
 	known  stateMeta
@@ -79,6 +87,9 @@ type StateStore struct {
 	// last is the object as this store last wrote it: a save starts from it instead of
 	// reading the object again, and a conflict sends it back to reading.
 	last *corev1.ConfigMap
+	// knownVersion is the resourceVersion of the object whose state known is, as this
+	// store wrote or decoded it; an object of another version is decoded again.
+	knownVersion string
 }
 
 // stateMeta is what orders two snapshots of a state.
@@ -130,7 +141,7 @@ func (s *StateStore) read(ctx context.Context, cm *corev1.ConfigMap) ([]byte, er
 		return nil, err
 	}
 	if m, err := parseStateMeta(state); err == nil {
-		s.known = m
+		s.known, s.knownVersion = m, cm.ResourceVersion
 	}
 	return state, nil
 }
@@ -145,7 +156,7 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stale, err := olderOrSame(m, s.known); stale || err != nil {
-		return false, err
+		return false, staleError(err, s.Objects.StateName(), m, s.known)
 	}
 	written := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -158,8 +169,8 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 			return err
 		}
 		if stale, err := olderOrSame(m, stored); stale || err != nil {
-			s.known = stored
-			return err
+			s.known, s.knownVersion = stored, cm.ResourceVersion
+			return staleError(err, cm.Name, m, stored)
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
@@ -171,9 +182,19 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 		return false, err
 	}
 	if written {
-		s.known = m
+		s.known, s.knownVersion = m, s.last.ResourceVersion
 	}
 	return written, nil
+}
+
+// staleError is err, or, for a state older than the stored one, ErrStaleState naming both
+// serials: a skipped save is never silent. The same snapshot again is no error.
+func staleError(err error, name string, next, stored stateMeta) error {
+	if err != nil || next.Serial >= stored.Serial {
+		return err
+	}
+	return fmt.Errorf("%w: ConfigMap %s holds serial %d of lineage %s, the state to save has serial %d",
+		ErrStaleState, name, stored.Serial, stored.Lineage, next.Serial)
 }
 
 // Restore stores a state kept elsewhere (an Infrastructure's .status.state) as the run's
@@ -204,13 +225,13 @@ func (s *StateStore) Restore(ctx context.Context, state []byte) (bool, error) {
 				ErrLineageMismatch, cm.Name, stored.Lineage, stored.Serial, m.Lineage, m.Serial)
 		}
 		if !stored.empty() && stored.Serial >= m.Serial {
-			s.known = stored
+			s.known, s.knownVersion = stored, cm.ResourceVersion
 			return nil
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
-		s.known = m
+		s.known, s.knownVersion = m, s.last.ResourceVersion
 		written = true
 		return nil
 	})
@@ -279,17 +300,16 @@ func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
 	return s.read(ctx, cm)
 }
 
-// storedMeta reads the serial and lineage of the stored state, decoding it only when
-// it was not written by this store (which records them as annotations).
+// storedMeta reads the serial and lineage of the stored state from the state itself,
+// decoding it unless it is the version of the object this store wrote or decoded last. The
+// annotations recording them are never trusted: a run pod may update its state ConfigMap,
+// and a forged serial there would skip every later save.
 func (s *StateStore) storedMeta(ctx context.Context, cm *corev1.ConfigMap) (stateMeta, error) {
 	if cm.ResourceVersion == "" {
 		return stateMeta{}, nil
 	}
-	if lineage, ok := cm.Annotations[AnnotationStateLineage]; ok {
-		serial, err := strconv.ParseInt(cm.Annotations[AnnotationStateSerial], 10, 64)
-		if err == nil {
-			return stateMeta{Version: 4, Serial: serial, Lineage: lineage}, nil
-		}
+	if cm.ResourceVersion == s.knownVersion && !s.known.empty() {
+		return s.known, nil
 	}
 	state, err := s.decode(ctx, cm)
 	if err != nil {
@@ -313,6 +333,9 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 	encoding := cm.Annotations[AnnotationStateEncoding]
 	if encoding == "" {
 		if v, ok := cm.Data[StateKey]; ok && v != "" {
+			if len(v) > s.maxSize() {
+				return nil, s.overBound(cm.Name)
+			}
 			return []byte(v), nil
 		}
 		return nil, nil
@@ -333,40 +356,119 @@ func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, 
 		return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
 			ErrCorruptState, cm.Name, AnnotationStateParts, cm.Annotations[AnnotationStateParts], MaxStateSize, maxParts)
 	}
-	compressed := bytes.NewBuffer(cm.BinaryData[StateKey])
-	for i := 1; i < parts; i++ {
-		part := &corev1.ConfigMap{}
-		name := s.partName(cm.Annotations[AnnotationStateGeneration], i)
-		if err := s.Client.Get(ctx, s.Objects.key(name), part); err != nil {
-			return nil, fmt.Errorf("reading state part %s: %w", name, err)
-		}
-		compressed.Write(part.BinaryData[StateKey])
+	// The parts are read one at a time as the state is decompressed, and the digest is
+	// taken as it is: what is held is the state, not its compressed copy too.
+	compressed := &partsReader{ctx: ctx, store: s, generation: cm.Annotations[AnnotationStateGeneration], parts: parts,
+		current: bytes.NewReader(cm.BinaryData[StateKey]), next: 1}
+	state, sum, err := gunzip(compressed, s.maxSize())
+	switch {
+	case compressed.err != nil:
+		return nil, compressed.err
+	case errors.Is(err, errOverLimit) && s.maxSize() < MaxStateSize:
+		return nil, s.overBound(cm.Name)
+	case errors.Is(err, errOverLimit):
+		err = fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
 	}
-	state, err := Gunzip(compressed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ConfigMap %s: %w", ErrCorruptState, cm.Name, err)
 	}
-	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != digest(state) {
+	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != sum {
 		return nil, fmt.Errorf("%w: ConfigMap %s: digest mismatch", ErrCorruptState, cm.Name)
 	}
 	return state, nil
 }
 
+// maxSize is the most bytes this store decodes a state to.
+func (s *StateStore) maxSize() int {
+	if s.MaxSize > 0 && s.MaxSize < MaxStateSize {
+		return s.MaxSize
+	}
+	return MaxStateSize
+}
+
+func (s *StateStore) overBound(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
+			ErrStateOverBound, s.maxSize(), float64(s.maxSize())/(1<<20))
+	}
+	return fmt.Errorf("%w: ConfigMap %s: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
+		ErrStateOverBound, name, s.maxSize(), float64(s.maxSize())/(1<<20))
+}
+
+// partsReader reads a compressed state from its main object and then its parts, each
+// read from the API server when the one before is used up.
+type partsReader struct {
+	ctx         context.Context
+	store       *StateStore
+	generation  string
+	current     *bytes.Reader
+	next, parts int
+	err         error
+}
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	for {
+		n, err := r.current.Read(p)
+		if err != io.EOF || n > 0 {
+			return n, nil
+		}
+		if r.next >= r.parts {
+			return 0, io.EOF
+		}
+		part := &corev1.ConfigMap{}
+		name := r.store.partName(r.generation, r.next)
+		if err := r.store.Client.Get(r.ctx, r.store.Objects.key(name), part); err != nil {
+			r.err = fmt.Errorf("reading state part %s: %w", name, err)
+			return 0, r.err
+		}
+		r.current, r.next = bytes.NewReader(part.BinaryData[StateKey]), r.next+1
+	}
+}
+
+// errOverLimit is gunzip's: the state expands beyond its limit.
+var errOverLimit = errors.New("over the limit")
+
+// gunzip decompresses a gzipped state of at most limit bytes, refusing with errOverLimit
+// to expand it further, and returns it with its SHA-256, taken as it is read.
+func gunzip(compressed io.Reader, limit int) ([]byte, string, error) {
+	zr, err := gzip.NewReader(compressed)
+	if err != nil {
+		return nil, "", err
+	}
+	h := sha256.New()
+	var state bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(&state, h), io.LimitReader(zr, int64(limit)+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if n > int64(limit) {
+		return nil, "", errOverLimit
+	}
+	return state.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// GunzipAtMost is Gunzip refusing with ErrStateOverBound, naming the figure, to expand the
+// state beyond limit bytes (0: MaxStateSize).
+func GunzipAtMost(compressed io.Reader, limit int) ([]byte, error) {
+	s := &StateStore{MaxSize: limit}
+	state, _, err := gunzip(compressed, s.maxSize())
+	switch {
+	case errors.Is(err, errOverLimit) && s.maxSize() < MaxStateSize:
+		return nil, s.overBound("")
+	case errors.Is(err, errOverLimit):
+		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+	}
+	return state, err
+}
+
 // Gunzip decompresses a gzipped terraform state, refusing with ErrStateTooLarge to
 // expand it beyond MaxStateSize.
 func Gunzip(compressed io.Reader) ([]byte, error) {
-	zr, err := gzip.NewReader(compressed)
-	if err != nil {
-		return nil, err
-	}
-	state, err := io.ReadAll(io.LimitReader(zr, MaxStateSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(state) > MaxStateSize {
+	state, _, err := gunzip(compressed, MaxStateSize)
+	if errors.Is(err, errOverLimit) {
 		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
 	}
-	return state, nil
+	return state, err
 }
 
 func (s *StateStore) objectLimit() int {

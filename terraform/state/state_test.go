@@ -76,9 +76,16 @@ func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
 	_, err := objects.StateStore(env.Client).Save(ctx, newer)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// A second store, as after a restart, knows nothing but what is stored.
+	// A second store, as after a restart, knows nothing but what is stored. An older
+	// snapshot is not written, and that is an error naming both serials, never silent.
 	store := objects.StateStore(env.Client)
 	written, err := store.Save(ctx, stateOf(t, "lineage-a", 4, 100))
+	g.Expect(err).To(MatchError(ErrStaleState))
+	g.Expect(err).To(MatchError(ContainSubstring("serial 5")))
+	g.Expect(err).To(MatchError(ContainSubstring("serial 4")))
+	g.Expect(written).To(BeFalse())
+	// The same snapshot again is nothing lost.
+	written, err = store.Save(ctx, newer)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(written).To(BeFalse())
 	_, err = store.Save(ctx, newer[:len(newer)/2])
@@ -89,6 +96,44 @@ func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
 	stored, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).To(Equal(newer))
+}
+
+// A run pod may update its own state ConfigMap: a compromised one that writes a high serial
+// into the annotations pins nothing, since the serial and lineage are read from the state
+// stored; one that stores a state of a high serial makes every later save an error, not a
+// silent skip.
+func TestAPinnedSerialNeverSilencesLaterSaves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "pinned", Purpose: run.PurposeInfra}}
+	_, err := objects.StateStore(env.Client).Save(ctx, stateOf(t, "lineage-a", 5, 100))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	pin := func(mutate func(cm *corev1.ConfigMap)) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, cm)).To(Succeed())
+		mutate(cm)
+		g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	}
+	pin(func(cm *corev1.ConfigMap) { cm.Annotations[AnnotationStateSerial] = "999999" })
+	next := stateOf(t, "lineage-a", 6, 100)
+	written, err := objects.StateStore(env.Client).Save(ctx, next)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue(), "the annotation is not what is stored")
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(next))
+
+	// A store that wrote the object itself notices it changed since.
+	store := objects.StateStore(env.Client)
+	_, err = store.Save(ctx, stateOf(t, "lineage-a", 7, 100))
+	g.Expect(err).NotTo(HaveOccurred())
+	pinned := stateOf(t, "lineage-a", 1000, 100)
+	pin(func(cm *corev1.ConfigMap) { cm.Data[StateKey] = string(pinned) })
+	written, err = store.Save(ctx, stateOf(t, "lineage-a", 8, 100))
+	g.Expect(err).To(MatchError(ErrStaleState))
+	g.Expect(err).To(MatchError(ContainSubstring("serial 1000")))
+	g.Expect(written).To(BeFalse())
 }
 
 func parts(g Gomega, objects RunObjects) []string {
@@ -181,6 +226,33 @@ func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
 	_, err = objects.StateStore(env.Client).Load(ctx)
 	g.Expect(err).To(MatchError(ErrCorruptState))
 	g.Expect(err.Error()).To(ContainSubstring(AnnotationStateParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
+}
+
+// The controller decodes at most what it is given per state (--max-state-size, from its
+// memory limit), below the 64 MiB a state may take: a larger state is refused before it is
+// held whole, with the figure named; the parts are read one at a time.
+func TestADecodeOverTheControllersBoundIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "bounded", Purpose: run.PurposeInfra}}
+	large := stateOf(t, "lineage-a", 1, 3<<20)
+	_, err := objects.StateStore(env.Client).Save(ctx, large)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	bounded := objects
+	bounded.MaxStateSize = 1 << 20
+	_, err = bounded.StateStore(env.Client).Load(ctx)
+	g.Expect(err).To(MatchError(ErrStateOverBound))
+	g.Expect(err.Error()).To(ContainSubstring("more than 1048576 bytes (1.0 MiB), the most this controller decodes of one state"))
+	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
+	_, err = bounded.ReadState(ctx, env.Client)
+	g.Expect(err).To(MatchError(ErrStateOverBound))
+
+	// Within the bound, the same state reads back whole.
+	bounded.MaxStateSize = 4 << 20
+	stored, err := bounded.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(Equal(large))
 }
 
 // Restore writes a migrated state only over an older snapshot of it or none: a newer

@@ -348,7 +348,7 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 			logf.FromContext(ctx).Info("recoveredLocalState")
 			t.priorResources = holdsResources(local)
 			return nil
-		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch):
+		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch) && !errors.Is(err, state.ErrStaleState):
 			return fmt.Errorf("%w: %w", run.ErrStateNotSaved, err)
 		}
 	}
@@ -677,7 +677,9 @@ func (t *Terraformer) finalSave(ctx context.Context) error {
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 10 * time.Second}
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		_, lastErr = t.store.Save(ctx, saved)
-		if errors.Is(lastErr, state.ErrInvalidState) || errors.Is(lastErr, state.ErrLineageMismatch) {
+		// A newer stored state stays newer: the run fails naming it, its state kept in
+		// StateFallback.
+		if errors.Is(lastErr, state.ErrInvalidState) || errors.Is(lastErr, state.ErrLineageMismatch) || errors.Is(lastErr, state.ErrStaleState) {
 			return false, lastErr
 		}
 		return lastErr == nil, nil

@@ -30,18 +30,10 @@ func TestAWSControlPlaneAppliesAsTheController(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	release := env.Namespace(t)
-	// Cluster-scoped objects get another release name, apart from the other tests'.
-	chart := render(t, release, "--include-crds")
-	for _, o := range chart {
-		if o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "MutatingWebhookConfiguration" {
-			o.SetName("controlplane-" + o.GetName())
-			if o.GetKind() == "ClusterRoleBinding" {
-				o.Object["roleRef"].(map[string]any)["name"] = o.GetName()
-			}
-		}
-		g.Expect(env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
-	}
-	shoot := env.Namespace(t)
+	// Cluster-scoped objects get another release name, apart from the other tests'; the
+	// controller's admission policy is in force.
+	chart := installRenamed(t, "controlplane-", release, "--include-crds")
+	shoot := env.LabelledNamespace(t, shootLabels)
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "cloudprovider"},
 		Data: map[string][]byte{"accessKeyID": []byte("AKIA"), "secretAccessKey": []byte("secret")}})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "other"}})).To(Succeed())
@@ -86,6 +78,26 @@ func TestAWSControlPlaneAppliesAsTheController(t *testing.T) {
 		{"update", "", "secrets", "", shoot, "cloudprovider"},
 		{"get", "", "configmaps", "", shoot, "cloud-provider-config"},
 	})
+
+	// The local control plane too, with its default image, in another shoot namespace.
+	local, err := registry.Provider("local")
+	g.Expect(err).NotTo(HaveOccurred())
+	localShoot := env.LabelledNamespace(t, shootLabels)
+	renderedLocal, err := local.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: &extensionsv1alpha1.ControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Namespace: localShoot, Name: "control-plane"},
+		Spec: extensionsv1alpha1.ControlPlaneSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(
+				`{"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "ControlPlaneConfig"}`)}},
+			Region:    "local-1",
+			SecretRef: corev1.SecretReference{Namespace: localShoot, Name: "cloudprovider"},
+			InfrastructureProviderStatus: &runtime.RawExtension{Raw: []byte(
+				`{"apiVersion": "local.provider.terraseed.io/v1alpha1", "kind": "InfrastructureStatus", "namespace": "infra", "zones": [{"name": "zone-a", "workers": "10.250.0.0/19"}]}`)},
+		},
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = controlplane.NewResourceManager(controller).ApplyAllStaged(ctx, renderedLocal.Objects,
+		ssa.ApplyOptions{Force: true, WaitInterval: 2 * time.Second, WaitTimeout: time.Minute})
+	g.Expect(err).NotTo(HaveOccurred(), "the local control plane applied as the chart's ServiceAccount")
 
 	deployment := &appsv1.Deployment{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "aws-custom-route-controller"}, deployment)).To(Succeed())

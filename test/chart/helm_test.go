@@ -178,13 +178,20 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
-					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/",
-					"--terraformer-memory-limit=2Gi", "--metrics-secure=true"))
-				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--provider-types")))
+					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
+					"--terraformer-memory-limit=2Gi", "--terraformer-cpu-limit=2", "--terraformer-ephemeral-storage-limit=1Gi", "--metrics-secure=true"))
+				// Only the types it is given: aws. The local provider's kubeconfig and
+				// providerConfig.namespace reach any namespace of its target cluster, so it is
+				// never served unless named.
+				g.Expect(c.Args).To(ContainElement("--provider-types=aws"))
+				g.Expect(c.Args).NotTo(ContainElement(And(HavePrefix("--provider-types"), ContainSubstring("local"))))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
+				// The state bound follows the memory limit, through the downward API.
+				g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "TERRASEED_MEMORY_LIMIT"),
+					HaveField("ValueFrom.ResourceFieldRef.Resource", "limits.memory"), HaveField("ValueFrom.ResourceFieldRef.ContainerName", c.Name))))
 				g.Expect(envValue(c, "TERRASEED_TERRAFORMER_POD_LABELS")).To(Equal("networking.gardener.cloud/to-dns=allowed," +
 					"networking.gardener.cloud/to-private-networks=allowed,networking.gardener.cloud/to-public-networks=allowed," +
 					"networking.gardener.cloud/to-runtime-apiserver=allowed"))
@@ -258,6 +265,12 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 		{"executor=kubelet", "executor must be pod or local"},
 		{"logLevel=trace", "logLevel must be debug, info or error"},
 		{"providers.Bad_Type.main\\.tf\\.tpl=x", "is not a provider type"},
+		// The controller serves every provider it knows without --provider-types: the chart
+		// always names them.
+		// Local runs are the controller's processes, with its token: one tenant only.
+		{"executor=local", "executor: local runs terraform and its provider plugins in the controller's pod, with its ServiceAccount token; set singleTenant=true"},
+		{"providerTypes=null", "providerTypes: name at least one provider type to serve"},
+		{"providerTypes={}", "providerTypes: name at least one provider type to serve"},
 	} {
 		_, err := helm(t, "template", "terraseed", chartDir, "--set", c.set)
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring(c.want)), c.set)

@@ -3,7 +3,9 @@ package chart
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -120,7 +122,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "terraseed"}, &corev1.ServiceAccount{})).To(Succeed())
 
 	controller := impersonate(t, release, "terraseed")
-	shoot, other := env.Namespace(t), env.Namespace(t)
+	shoot, other := env.LabelledNamespace(t, shootLabels), env.Namespace(t)
 
 	t.Run("controller", func(t *testing.T) {
 		checkAccess(t, controller, []access{
@@ -210,7 +212,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		g := NewWithT(t)
 		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer"}
 		// Another role (as the ClusterRole of older releases): the binding is replaced.
-		replaced := env.Namespace(t)
+		replaced := env.LabelledNamespace(t, shootLabels)
 		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"}})).To(Succeed())
 		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: replaced, Name: "terraseed-terraformer"},
@@ -218,7 +220,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: replaced, Name: "terraseed-terraformer"}},
 		})).To(Succeed())
 		// The same role, other subjects: the binding is updated.
-		updated := env.Namespace(t)
+		updated := env.LabelledNamespace(t, shootLabels)
 		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: updated, Name: "terraseed-terraformer"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "terraseed-terraformer"},
@@ -243,6 +245,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"get", "", "configmaps", "", shoot, "infra.infra.tf-config"},
 			{"patch", "", "configmaps", "", shoot, "infra.infra.tf-config"},
 			{"update", "", "configmaps", "", shoot, "infra.infra.tf-state"},
+			// Create of any name in RBAC; the admission policy holds it to the run objects.
 			{"create", "", "configmaps", "", shoot, ""},
 			{"update", "", "configmaps", "", shoot, "infra.infra.tf-state.a-1"},
 			{"delete", "", "configmaps", "", shoot, "infra.infra.tf-state.b-3"},
@@ -265,9 +268,23 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			{"create", "", "pods", "", shoot, ""},
 			{"get", "", "serviceaccounts", "", shoot, "terraseed-terraformer"},
 		})
-		// For real: the state object in its namespace, and nothing in another.
+		// RBAC cannot limit create by name: the chart's admission policy holds a run pod to
+		// the names its Role lets it update, the run objects of the namespace's runs. A
+		// compromised provider plugin neither fills etcd with ConfigMaps of its own nor takes
+		// names others expect.
+		refused := "the run pods create only the run objects their Role terraseed-terraformer names, not ConfigMap "
+		g.Eventually(func() error {
+			return terraformer.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "probe"}}, client.DryRunAll)
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring(refused + "probe")))
+		large := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "not-a-run-object"},
+			Data: map[string]string{"filler": strings.Repeat("x", 900<<10)}}
+		g.Expect(terraformer.Create(ctx, large)).To(MatchError(ContainSubstring(refused+"not-a-run-object")), "a ConfigMap of its own")
+		g.Expect(terraformer.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "next.infra.tf-state"}})).
+			To(MatchError(ContainSubstring(refused+"next.infra.tf-state")), "the state of a run the controller has not started")
+		// For real: the state object and a part in its namespace, and nothing in another.
 		state := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-state"}, Data: map[string]string{"terraform.tfstate": "{}"}}
 		g.Expect(terraformer.Create(ctx, state)).To(Succeed())
+		g.Expect(terraformer.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-state.a-1"}})).To(Succeed())
 		elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "infra.infra.tf-state"}}
 		g.Expect(apierrors.IsForbidden(terraformer.Create(ctx, elsewhere))).To(BeTrue())
 		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-vars"}})).To(Succeed())

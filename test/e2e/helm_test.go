@@ -50,8 +50,13 @@ func installChart(ctx context.Context) error {
 		"--set", "logLevel=debug",
 		// The node's images, which the local control plane runs, are under localhost/.
 		"--set", "controlPlane.allowedImages={registry.k8s.io/,localhost/}",
-		// The tests' namespaces are no shoot namespaces of Gardener's: run pods anywhere.
+		// The tests' Infrastructures and ControlPlanes are of the local provider; aws is
+		// served too, for its control-plane webhook.
+		"--set", "providerTypes={aws,local}",
+		// The tests' namespaces are no shoot namespaces of Gardener's: run pods, and the
+		// controller's writes, anywhere.
 		"--set", "terraformer.admissionPolicy.namespaceLabels.gardener\\.cloud/role=null",
+		"--set", "admissionPolicy.namespaceLabels.gardener\\.cloud/role=null",
 		"--wait", "--timeout", "10m")
 	return err
 }

@@ -51,3 +51,31 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{/* A list of strings as a CEL list literal; a value holding a quote or backslash fails. */}}
+{{- define "terraseed.celList" -}}
+{{- $items := list -}}
+{{- range .list -}}
+{{- if or (contains "'" .) (contains "\\" .) -}}
+{{- fail (printf "%s: %q must hold no quote or backslash" $.field .) -}}
+{{- end -}}
+{{- $items = append $items (printf "'%s'" .) -}}
+{{- end -}}
+{{- printf "[%s]" (join ", " $items) -}}
+{{- end -}}
+
+{{/* The image prefixes of controlPlane.allowedImages, each ending at a boundary of an image
+reference: a prefix that does not end in /, : or @ stands for itself followed by one of them,
+so that registry.k8s.io does not admit registry.k8s.io.attacker.example. As
+--controlplane-allowed-images normalises them. */}}
+{{- define "terraseed.imagePrefixes" -}}
+{{- $prefixes := list -}}
+{{- range .Values.controlPlane.allowedImages -}}
+{{- if or (hasSuffix "/" .) (hasSuffix ":" .) (hasSuffix "@" .) -}}
+{{- $prefixes = append $prefixes . -}}
+{{- else if . -}}
+{{- $prefixes = append $prefixes (printf "%s/" .) (printf "%s:" .) (printf "%s@" .) -}}
+{{- end -}}
+{{- end -}}
+{{- include "terraseed.celList" (dict "list" $prefixes "field" "controlPlane.allowedImages") -}}
+{{- end -}}

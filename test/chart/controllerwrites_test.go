@@ -1,0 +1,189 @@
+package chart
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var shootLabels = map[string]string{"gardener.cloud/role": "shoot"}
+
+// installRenamed applies what the chart renders into release, its cluster-scoped objects
+// (ClusterRoles and their bindings, webhook configurations, admission policies and their
+// bindings) renamed with prefix, apart from the other tests' releases, and removed after
+// the test. It waits until the controller's admission policy is in force.
+func installRenamed(t *testing.T, prefix, release string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := render(t, release, args...)
+	for _, o := range objects {
+		renamed := false
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			o.SetName(prefix + o.GetName())
+			renamed = true
+		}
+		switch o.GetKind() {
+		case "ClusterRoleBinding":
+			o.Object["roleRef"].(map[string]any)["name"] = o.GetName()
+		case "ValidatingAdmissionPolicyBinding":
+			o.Object["spec"].(map[string]any)["policyName"] = o.GetName()
+		}
+		g.Expect(env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		if renamed {
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+		}
+	}
+	if find(objects, "ValidatingAdmissionPolicy", prefix+"terraseed-controller-writes") != nil {
+		// In force once the API server loaded it: a ConfigMap outside the shoot namespaces.
+		outside := env.Namespace(t)
+		controller := impersonate(t, release, "terraseed")
+		g.Eventually(func() error {
+			return controller.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: outside, Name: "probe"}}, client.DryRunAll)
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the controller writes only in namespaces labelled")))
+	}
+	return objects
+}
+
+// The controller's ClusterRole writes workloads, ServiceAccounts, Roles, RoleBindings,
+// ConfigMaps, Secrets, ... in every namespace, and kube-controller-manager creates the
+// workloads' pods under its own name. The chart's admission policy holds every write of the
+// controller's ServiceAccount to shoot namespaces and its own, and its pod templates to
+// what a control plane is; tried here object by object as that ServiceAccount.
+func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	release := env.Namespace(t)
+	installRenamed(t, "writes-", release)
+	controller := impersonate(t, release, "terraseed")
+	shoot, other := env.LabelledNamespace(t, shootLabels), env.Namespace(t)
+
+	deployment := func(ns, name string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
+		labels := map[string]string{"app": name}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: "aws-custom-route-controller",
+						Containers:         []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+					},
+				},
+			},
+		}
+		if mutate != nil {
+			mutate(&d.Spec.Template.Spec)
+		}
+		return d
+	}
+	daemonSet := func(ns, name string, mutate func(*corev1.PodSpec)) *appsv1.DaemonSet {
+		d := deployment(ns, name, mutate)
+		return &appsv1.DaemonSet{ObjectMeta: d.ObjectMeta, Spec: appsv1.DaemonSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template}}
+	}
+	security := func(sc *corev1.SecurityContext) func(*corev1.PodSpec) {
+		return func(p *corev1.PodSpec) { p.Containers[0].SecurityContext = sc }
+	}
+
+	// What a control plane is, in a shoot namespace, and the controller's own namespace.
+	g.Expect(controller.Create(ctx, deployment(shoot, "route-controller", nil))).To(Succeed())
+	g.Expect(controller.Create(ctx, deployment(shoot, "without-token", func(p *corev1.PodSpec) {
+		p.ServiceAccountName, p.AutomountServiceAccountToken = "", ptr.To(false)
+	}))).To(Succeed(), "a pod of no ServiceAccount the providers render, without its token")
+	g.Expect(controller.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "cloud-provider-config"}})).To(Succeed())
+	g.Expect(controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: release, Name: "runs-elsewhere"}})).To(Succeed(), "in its own namespace")
+	g.Expect(controller.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "aws-custom-route-controller"}})).To(Succeed())
+
+	for _, c := range []struct {
+		what string
+		obj  client.Object
+		want string
+	}{
+		// Outside the shoot namespaces: whatever the kind.
+		{"a DaemonSet in kube-system", daemonSet("kube-system", "miner", nil), "DaemonSet kube-system/miner: the controller writes only in namespaces labelled gardener.cloud/role=shoot and in its own, " + release + ", not in kube-system"},
+		{"a Deployment in another namespace", deployment(other, "miner", nil), "not in " + other},
+		{"a ConfigMap in another namespace", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "x"}}, "ConfigMap " + other + "/x: the controller writes only in namespaces labelled"},
+		{"a Secret in kube-system", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "x"}}, "not in kube-system"},
+		{"a ServiceAccount in another namespace", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "aws-custom-route-controller"}}, "not in " + other},
+		{"a Role in another namespace", &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "x"}}, "not in " + other},
+		// Pod templates in a shoot namespace.
+		{"a privileged container", daemonSet(shoot, "privileged", security(&corev1.SecurityContext{Privileged: ptr.To(true)})),
+			"DaemonSet " + shoot + "/privileged: spec.template.spec: container main: securityContext: the controller writes no privileged containers"},
+		{"privilege escalation", deployment(shoot, "escalation", security(&corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)})), "container main: securityContext"},
+		{"an added capability", deployment(shoot, "capability", security(&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}})), "container main: securityContext"},
+		{"a privileged init container", deployment(shoot, "init", func(p *corev1.PodSpec) {
+			p.InitContainers = []corev1.Container{{Name: "init", Image: "registry.k8s.io/pause:3.10", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
+		}), "container init: securityContext"},
+		{"the host's network", daemonSet(shoot, "host-network", func(p *corev1.PodSpec) { p.HostNetwork = true }), "spec.template.spec.hostNetwork: the controller writes no pods in the host namespaces"},
+		{"the host's PIDs", deployment(shoot, "host-pid", func(p *corev1.PodSpec) { p.HostPID = true }), "spec.template.spec.hostPID"},
+		{"the host's IPC", deployment(shoot, "host-ipc", func(p *corev1.PodSpec) { p.HostIPC = true }), "spec.template.spec.hostIPC"},
+		{"a hostPath", daemonSet(shoot, "host-path", func(p *corev1.PodSpec) {
+			p.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}), "spec.template.spec.volumes: volume root is a hostPath"},
+		{"a hostPort", deployment(shoot, "host-port", func(p *corev1.PodSpec) {
+			p.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 22, HostPort: 22}}
+		}), "container main: ports: the controller writes no pods with a hostPort"},
+		{"another image", deployment(shoot, "image", func(p *corev1.PodSpec) { p.Containers[0].Image = "example.com/miner:1" }),
+			"spec.template.spec: container main: image is not under a prefix of controlPlane.allowedImages"},
+		{"a registry named like an allowed one", deployment(shoot, "lookalike", func(p *corev1.PodSpec) {
+			p.Containers[0].Image = "registry.k8s.io.attacker.example/pause:3.10"
+		}), "container main: image is not under a prefix"},
+		{"gardenlet's ServiceAccount", deployment(shoot, "gardenlet", func(p *corev1.PodSpec) { p.ServiceAccountName = "gardenlet" }),
+			"spec.template.spec.serviceAccountName: gardenlet is not a ServiceAccount of controlPlane.serviceAccounts"},
+		{"the default ServiceAccount's token", deployment(shoot, "default-token", func(p *corev1.PodSpec) { p.ServiceAccountName = "" }),
+			"serviceAccountName: default is not a ServiceAccount"},
+		{"a projected token", deployment(shoot, "projected", func(p *corev1.PodSpec) {
+			p.ServiceAccountName, p.AutomountServiceAccountToken = "gardener-resource-manager", ptr.To(false)
+			p.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
+		}), "serviceAccountName: gardener-resource-manager is not a ServiceAccount"},
+		// ServiceAccounts and bindings.
+		{"another ServiceAccount", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "gardenlet"}},
+			"ServiceAccount " + shoot + "/gardenlet: the controller writes only the ServiceAccounts"},
+		{"a binding to a user", &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "aws-custom-route-controller"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "aws-custom-route-controller"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}},
+			"subjects: the controller binds only the ServiceAccounts"},
+		{"a binding to another namespace's ServiceAccount", &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "aws-custom-route-controller"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "aws-custom-route-controller"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: other, Name: "aws-custom-route-controller"}}},
+			"subjects: the controller binds only the ServiceAccounts"},
+	} {
+		g.Expect(controller.Create(ctx, c.obj)).To(MatchError(ContainSubstring(c.want)), c.what)
+	}
+
+	// An update is held as a create is: a Deployment made harmless turns privileged.
+	d := &appsv1.Deployment{}
+	g.Expect(controller.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "route-controller"}, d)).To(Succeed())
+	d.Spec.Template.Spec.HostPID = true
+	g.Expect(controller.Update(ctx, d)).To(MatchError(ContainSubstring("spec.template.spec.hostPID")))
+	// Deleting outside the shoot namespaces is a write too.
+	victim := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "victim"}}
+	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
+	g.Expect(controller.Delete(ctx, victim)).To(MatchError(ContainSubstring("not in " + other)))
+
+	// Cluster-scoped writes are RBAC's alone, such as its own webhook configuration's.
+	webhooks := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "terraseed-controlplane"}}
+	if err := env.Client.Create(ctx, webhooks); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	g.Expect(controller.Get(ctx, client.ObjectKeyFromObject(webhooks), webhooks)).To(Succeed())
+	webhooks.Annotations = map[string]string{"written-by": release}
+	g.Expect(controller.Update(ctx, webhooks)).To(Succeed(), "the controller's own webhook configuration")
+
+	// Whoever else writes is not held by it.
+	g.Expect(env.Client.Create(ctx, daemonSet(other, "by-an-admin", func(p *corev1.PodSpec) { p.HostNetwork = true }))).To(Succeed())
+}
