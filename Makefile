@@ -90,7 +90,7 @@ NODE_PACKAGES := ./test/realnode/... ./test/e2e/...
 .PHONY: test
 test: tools verify ## Run every test against real components.
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak)
-	go test $(GO_TEST_FLAGS) $(NODE_PACKAGES)
+	go test $(GO_TEST_FLAGS) -skip '^TestSoak' $(NODE_PACKAGES)
 	cd test/compat && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
@@ -104,8 +104,9 @@ bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N
 	go test -run '^$$' -bench Scale -benchtime 1x -timeout 150m -v ./test/scale/
 
 .PHONY: soak
-soak: run-tools ## SIGKILL the controller and terraform at random while Infrastructures come and go, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).
+soak: tools ## SIGKILL the controller and terraform at random while Infrastructures come and go, with the local executor and with run pods on the node, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).
 	go test -run Soak -count=1 -timeout 60m -v ./test/soak/
+	go test -run '^TestSoak' -count=1 -timeout 60m -v ./test/e2e/
 
 .PHONY: run
 run: run-tools ## Run terraseed on an embedded local control plane.

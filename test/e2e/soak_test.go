@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	tfrun "github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
+)
+
+// soakSettings are TERRASEED_SOAK_OBJECTS (40), TERRASEED_SOAK_DURATION (4m) and
+// TERRASEED_SOAK_KILLS (50), as for test/soak.
+func soakSettings(t *testing.T) (objects int, duration time.Duration, kills int) {
+	objects, duration, kills = 40, 4*time.Minute, 50
+	var err error
+	if v := os.Getenv("TERRASEED_SOAK_OBJECTS"); v != "" {
+		objects, err = strconv.Atoi(v)
+	}
+	if v := os.Getenv("TERRASEED_SOAK_DURATION"); v != "" && err == nil {
+		duration, err = time.ParseDuration(v)
+	}
+	if v := os.Getenv("TERRASEED_SOAK_KILLS"); v != "" && err == nil {
+		kills, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		t.Fatalf("soak settings: %v", err)
+	}
+	return objects, duration, kills
+}
+
+// TestSoakRunPodsKilledAtRandom is test/soak's soak with the pod executor, on the node:
+// while Infrastructures of the local provider are created, have their zones changed and
+// are deleted (and created again under the same name), it SIGKILLs at random terraform in
+// a run pod, a run pod's terraformer (its container dies, and its working directory with
+// it), or the leading controller pod. Then it lets everything settle and checks every
+// object: a live one succeeded with its last spec, has exactly its NetworkPolicies, each
+// listed in its stored state; a deleted one left no policy, no run object and no run pod.
+// `make soak` runs it; `make test` leaves it out.
+func TestSoakRunPodsKilledAtRandom(t *testing.T) {
+	requireNode(t)
+	g := NewWithT(t)
+	n, duration, wantKills := soakSettings(t)
+	waitControllerAvailable(t)
+	s := &podSoak{t: t, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), kubeconfig: adminKubeconfig(t)}
+	for range n {
+		s.shoots = append(s.shoots, newShoot(t, s.kubeconfig))
+		s.zones = append(s.zones, nil)
+	}
+	for i := range n {
+		s.create(i)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.actions(stop) })
+	ends := time.Now().Add(duration)
+	for time.Now().Before(ends) || s.killCount() < wantKills {
+		time.Sleep(time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond)
+		switch r := s.rng.IntN(10); {
+		case r < 5:
+			s.kill("terraform", "/usr/local/bin/terraform")
+		case r < 8:
+			s.kill("terraformer", "/terraformer")
+		default:
+			s.killController()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("soak (run pods): %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %v",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.kills)
+
+	started := time.Now()
+	g.Eventually(func(g Gomega) {
+		for i := range n {
+			s.expectSettled(g, i)
+		}
+	}).WithTimeout(20 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	t.Logf("soak (run pods): settled %s after the last kill", time.Since(started).Round(time.Second))
+	for i := range n {
+		s.expectExact(g, i)
+	}
+}
+
+var soakCIDRs = []string{"10.250.0.0/19", "10.250.32.0/19", "10.250.64.0/19"}
+
+type podSoak struct {
+	t          *testing.T
+	rng        *rand.Rand
+	kubeconfig []byte
+	shoots     []*shoot
+
+	mu sync.Mutex
+	// zones are the zones' worker CIDRs of each live object; nil for a deleted one.
+	zones                       [][]string
+	created, changes, deletions int
+	kills                       map[string]int
+}
+
+func (s *podSoak) killCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := 0
+	for _, n := range s.kills {
+		total += n
+	}
+	return total
+}
+
+func (s *podSoak) killed(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kills == nil {
+		s.kills = map[string]int{}
+	}
+	s.kills[what]++
+}
+
+// kill SIGKILLs one process of a run pod whose command starts with path: the run pods'
+// processes are this machine's, of the run pods' user.
+func (s *podSoak) kill(what, path string) {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if args[0] != path {
+			continue
+		}
+		var stat syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", entry.Name()), &stat) != nil || stat.Uid != 65532 {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) > 0 && syscall.Kill(pids[s.rng.IntN(len(pids))], syscall.SIGKILL) == nil {
+		s.killed(what)
+	}
+}
+
+// killController deletes the leading controller pod at once: its container is SIGKILLed.
+func (s *podSoak) killController() {
+	g := NewWithT(s.t)
+	var name string
+	if err := InterceptGomegaFailure(func() { name = leader(g) }); err != nil {
+		return
+	}
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = releaseNamespace, name
+	if kube.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) == nil {
+		s.killed("controller")
+	}
+}
+
+func (s *podSoak) actions(stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(500+s.rng.IntN(1500)) * time.Millisecond):
+		}
+		i := s.rng.IntN(len(s.shoots))
+		infra := &extensionsv1alpha1.Infrastructure{}
+		err := kube.Get(context.Background(), client.ObjectKeyFromObject(s.shoots[i].infra), infra)
+		switch {
+		case apierrors.IsNotFound(err):
+			s.create(i)
+		case err != nil:
+			s.t.Error(err)
+			return
+		case infra.DeletionTimestamp != nil:
+		case s.rng.IntN(10) < 7:
+			s.change(i, infra)
+		default:
+			s.delete(i, infra)
+		}
+	}
+}
+
+func (s *podSoak) pickZones() []string {
+	zones := slices.Clone(soakCIDRs)
+	s.rng.Shuffle(len(zones), func(a, b int) { zones[a], zones[b] = zones[b], zones[a] })
+	return zones[:1+s.rng.IntN(len(zones))]
+}
+
+func (s *podSoak) create(i int) {
+	zones := s.pickZones()
+	infra := s.shoots[i].infra.DeepCopy()
+	infra.ResourceVersion, infra.UID = "", ""
+	infra.Spec.ProviderConfig = testenv.LocalProviderConfig(zones...)
+	if err := kube.Create(context.Background(), infra); err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones[i] = zones
+	s.created++
+}
+
+func (s *podSoak) change(i int, infra *extensionsv1alpha1.Infrastructure) {
+	zones := s.pickZones()
+	infra.Spec.ProviderConfig = testenv.LocalProviderConfig(zones...)
+	if err := kube.Update(context.Background(), infra); err != nil {
+		if !apierrors.IsConflict(err) {
+			s.t.Error(err)
+		}
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones[i] = zones
+	s.changes++
+}
+
+func (s *podSoak) delete(i int, infra *extensionsv1alpha1.Infrastructure) {
+	if err := kube.Delete(context.Background(), infra, client.Preconditions{UID: &infra.UID}); err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones[i] = nil
+	s.deletions++
+}
+
+func (s *podSoak) expectSettled(g Gomega, i int) {
+	sh := s.shoots[i]
+	infra := &extensionsv1alpha1.Infrastructure{}
+	err := kube.Get(context.Background(), client.ObjectKeyFromObject(sh.infra), infra)
+	if s.zones[i] == nil {
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted", sh.namespace)
+		return
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec", sh.namespace)
+	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
+	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", sh.namespace, infra.Status.LastError)
+}
+
+func (s *podSoak) expectExact(g Gomega, i int) {
+	ctx := context.Background()
+	sh := s.shoots[i]
+	objects := state.RunObjects{ID: tfrun.ID{Namespace: sh.namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
+	policies := sh.networkPolicies(g)
+	if s.zones[i] == nil {
+		g.Expect(policies).To(BeEmpty(), "%s is deleted: its policies are destroyed", sh.namespace)
+		for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+			g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Namespace: sh.namespace, Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), "%s/%s is deleted", sh.namespace, name)
+		}
+		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Namespace: sh.namespace, Name: runPod}, &corev1.Pod{}))).To(BeTrue(), "%s: no run pod", sh.namespace)
+		return
+	}
+	want := []string{"deny-all"}
+	for z := range s.zones[i] {
+		want = append(want, fmt.Sprintf("zone-%d", z))
+	}
+	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies", sh.namespace)
+	stored, err := objects.ReadState(ctx, kube)
+	g.Expect(err).NotTo(HaveOccurred())
+	for z := range s.zones[i] {
+		g.Expect(string(stored)).To(ContainSubstring(fmt.Sprintf(`"name": "zone_%d"`, z)), "%s: the stored state lists zone %d", sh.namespace, z)
+	}
+}
