@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,10 @@ func TestLocalNamespaceOfAnotherInfrastructureIsRefused(t *testing.T) {
 	owned := &corev1.Namespace{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: first.targetNamespace()}, owned)).To(Succeed())
 
+	// Creation times count whole seconds, and within one second the UID decides which
+	// Infrastructure came first: the second one is created in a later second.
+	createdAt := first.get(g).CreationTimestamp.Time
+	time.Sleep(time.Until(createdAt.Add(time.Second)))
 	second := newShoot(t, "10.250.0.0/19")
 	var config map[string]any
 	g.Expect(json.Unmarshal(second.infra.Spec.ProviderConfig.Raw, &config)).To(Succeed())
