@@ -66,7 +66,7 @@ func (c Config) ShutdownTimeout() time.Duration {
 	if c.Kind != KindLocal {
 		return podExecutorShutdown
 	}
-	return LocalStopTimeout + terraformer.DefaultFinalSaveTimeout + 10*time.Second
+	return run.StopBound(LocalStopTimeout)
 }
 
 // Validate names the field of a configuration New cannot build.

@@ -273,10 +273,6 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	return pod, nil
 }
 
-// podStopMargin is what a run pod's grace period leaves beyond the terraformer's stop
-// timeout and final save: the terraformer's own exit.
-const podStopMargin = 10 * time.Second
-
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
@@ -313,9 +309,8 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	} else if stop != run.DefaultStopTimeout {
 		args = append(args, "--stop-timeout", stop.String())
 	}
-	// terraform stops within the stop timeout, killed at its end; the final save follows:
-	// the kubelet must not kill the terraformer before that save.
-	grace := stop + run.DefaultFinalSaveTimeout + podStopMargin
+	// The kubelet must not kill the terraformer before its final save.
+	grace := run.StopBound(stop)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{

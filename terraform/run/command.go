@@ -78,6 +78,13 @@ const OpenTofuVersion = "1.10.10"
 const DefaultStopTimeout = 10 * time.Minute
 
 // DefaultFinalSaveTimeout bounds the retries of a run's last state save after terraform
-// exited. A run stops within its stop timeout and this: what waits for a run to end (a
-// run pod's grace period, the controller's shutdown) waits as long.
+// exited.
 const DefaultFinalSaveTimeout = 2 * time.Minute
+
+// StopBound is how long a run interrupted with the given stop timeout may take to end:
+// terraform stops (or is killed) within the stop timeout, then the final save, and the
+// runner's own exit. What waits for an interrupted run (a run pod's grace period, the
+// controller's shutdown) waits as long.
+func StopBound(stopTimeout time.Duration) time.Duration {
+	return stopTimeout + DefaultFinalSaveTimeout + 10*time.Second
+}
