@@ -2,16 +2,13 @@ package infrastructure_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,21 +23,6 @@ import (
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
 )
-
-// controllerBinary builds cmd/infrastructure-controller once per test process.
-var controllerBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "terraseed-controller-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "infrastructure-controller")
-	build := exec.Command("go", "build", "-o", path, "./cmd/infrastructure-controller")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building cmd/infrastructure-controller: %w\n%s", err, out)
-	}
-	return path, nil
-})
 
 // slowStateWrites is the API server behind a proxy that holds every update of one state
 // ConfigMap for a while before passing it on, as an API server under load does: a save
@@ -84,8 +66,7 @@ func slowStateWrites(t *testing.T, stateName string, delay time.Duration) (kubec
 func TestSIGTERMOfTheControllerMidApplyLosesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	binary, err := controllerBinary()
-	g.Expect(err).NotTo(HaveOccurred())
+	binary := testenv.ControllerBinary(t)
 	s := slowLocalShoot(t, 3, 2)
 	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	// Longer than the 30 s controller-runtime gives runnables to stop by default.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,13 +106,8 @@ type seed struct {
 func newSeed(b *testing.B, n int) *seed {
 	b.Helper()
 	dir := b.TempDir()
-	s := &seed{b: b, binary: filepath.Join(dir, "infrastructure-controller"), kubeconfig: filepath.Join(dir, "kubeconfig"), workDir: filepath.Join(dir, "runs"),
+	s := &seed{b: b, binary: testenv.ControllerBinary(b), kubeconfig: filepath.Join(dir, "kubeconfig"), workDir: filepath.Join(dir, "runs"),
 		prefix: fmt.Sprintf("scale-%d-", time.Now().Unix())}
-	build := exec.Command("go", "build", "-o", s.binary, "./cmd/infrastructure-controller")
-	build.Dir = moduleRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the controller: %v\n%s", err, out)
-	}
 	kubeconfig, err := env.AdminKubeconfig()
 	if err != nil {
 		b.Fatal(err)
@@ -328,9 +322,4 @@ func (c *controllerProcess) rssMiB() float64 {
 	}
 	c.b.Fatal("no VmRSS")
 	return 0
-}
-
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

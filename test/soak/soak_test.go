@@ -126,13 +126,10 @@ func newSoak(t *testing.T, n int) *soak {
 	t.Helper()
 	g := NewWithT(t)
 	dir := t.TempDir()
-	s := &soak{t: t, binary: filepath.Join(dir, "infrastructure-controller"), kubeconfig: filepath.Join(dir, "kubeconfig"),
+	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n)}
-	build := exec.Command("go", "build", "-o", s.binary, "./cmd/infrastructure-controller")
-	build.Dir = filepath.Join("..", "..")
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "building the controller: %s", out)
+	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(s.kubeconfig, s.admin, 0o600)).To(Succeed())

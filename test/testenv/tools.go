@@ -53,39 +53,54 @@ func requireEnvFile(t testing.TB, name string) string {
 	return path
 }
 
-var terraformer struct {
+// built is a command of this module built once per test process.
+type built struct {
+	pkg  string
 	once sync.Once
 	path string
 	err  error
 }
 
+var (
+	terraformer = &built{pkg: "terraformer"}
+	controller  = &built{pkg: "infrastructure-controller"}
+)
+
 // TerraformerBinary builds cmd/terraformer, the entrypoint of run pods, once per test
 // process and returns its path, so that runs in tests start what the image starts.
-func TerraformerBinary(t testing.TB) string {
+func TerraformerBinary(t testing.TB) string { return terraformer.binary(t) }
+
+// ControllerBinary builds cmd/infrastructure-controller once per test process and returns
+// its path, for tests of what the process does as a whole (signals, restarts, kills).
+func ControllerBinary(t testing.TB) string { return controller.binary(t) }
+
+func (b *built) binary(t testing.TB) string {
 	t.Helper()
-	terraformer.once.Do(func() {
-		dir, err := os.MkdirTemp("", "terraseed-terraformer-")
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "terraseed-"+b.pkg+"-")
 		if err != nil {
-			terraformer.err = err
+			b.err = err
 			return
 		}
-		terraformer.path = filepath.Join(dir, "terraformer")
-		build := exec.Command("go", "build", "-o", terraformer.path, "./cmd/terraformer")
+		b.path = filepath.Join(dir, b.pkg)
+		build := exec.Command("go", "build", "-o", b.path, "./cmd/"+b.pkg)
 		build.Dir = moduleRoot()
 		if out, err := build.CombinedOutput(); err != nil {
-			terraformer.err = fmt.Errorf("building cmd/terraformer: %w\n%s", err, out)
+			b.err = fmt.Errorf("building cmd/%s: %w\n%s", b.pkg, err, out)
 		}
 	})
-	if terraformer.err != nil {
-		t.Fatal(terraformer.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return terraformer.path
+	return b.path
 }
 
-// removeBuilt deletes what TerraformerBinary built.
+// removeBuilt deletes what TerraformerBinary and ControllerBinary built.
 func removeBuilt() {
-	if terraformer.path != "" {
-		_ = os.RemoveAll(filepath.Dir(terraformer.path))
+	for _, b := range []*built{terraformer, controller} {
+		if b.path != "" {
+			_ = os.RemoveAll(filepath.Dir(b.path))
+		}
 	}
 }
 
