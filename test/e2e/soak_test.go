@@ -25,26 +25,6 @@ import (
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
-// soakSettings are TERRASEED_SOAK_OBJECTS (40), TERRASEED_SOAK_DURATION (4m) and
-// TERRASEED_SOAK_KILLS (50), as for test/soak.
-func soakSettings(t *testing.T) (objects int, duration time.Duration, kills int) {
-	objects, duration, kills = 40, 4*time.Minute, 50
-	var err error
-	if v := os.Getenv("TERRASEED_SOAK_OBJECTS"); v != "" {
-		objects, err = strconv.Atoi(v)
-	}
-	if v := os.Getenv("TERRASEED_SOAK_DURATION"); v != "" && err == nil {
-		duration, err = time.ParseDuration(v)
-	}
-	if v := os.Getenv("TERRASEED_SOAK_KILLS"); v != "" && err == nil {
-		kills, err = strconv.Atoi(v)
-	}
-	if err != nil {
-		t.Fatalf("soak settings: %v", err)
-	}
-	return objects, duration, kills
-}
-
 // TestSoakRunPodsKilledAtRandom is test/soak's soak with the pod executor, on the node:
 // while Infrastructures of the local provider are created, have their zones changed and
 // are deleted (and created again under the same name), it SIGKILLs at random terraform in
@@ -56,7 +36,7 @@ func soakSettings(t *testing.T) (objects int, duration time.Duration, kills int)
 func TestSoakRunPodsKilledAtRandom(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
-	n, duration, wantKills := soakSettings(t)
+	n, duration, wantKills := testenv.SoakSettings(t)
 	waitControllerAvailable(t)
 	s := &podSoak{t: t, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), kubeconfig: adminKubeconfig(t)}
 	for range n {

@@ -32,27 +32,7 @@ var env *testenv.Environment
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
-// settings of a soak, from the environment: TERRASEED_SOAK_OBJECTS Infrastructures
-// (40), for at least TERRASEED_SOAK_DURATION (4m) and TERRASEED_SOAK_KILLS kills (50).
-func settings(t *testing.T) (objects int, duration time.Duration, kills int) {
-	objects, duration, kills = 40, 4*time.Minute, 50
-	var err error
-	if v := os.Getenv("TERRASEED_SOAK_OBJECTS"); v != "" {
-		objects, err = strconv.Atoi(v)
-	}
-	if v := os.Getenv("TERRASEED_SOAK_DURATION"); v != "" && err == nil {
-		duration, err = time.ParseDuration(v)
-	}
-	if v := os.Getenv("TERRASEED_SOAK_KILLS"); v != "" && err == nil {
-		kills, err = strconv.Atoi(v)
-	}
-	if err != nil {
-		t.Fatalf("soak settings: %v", err)
-	}
-	return objects, duration, kills
-}
-
-// TestRandomKillsLoseNothingAndLeaveNothingBehind runs one controller process with the
+// TestSoakRandomKillsLoseNothingAndLeaveNothingBehind runs one controller process with the
 // local executor against envtest and, while Infrastructures of the "soak" provider are
 // created, have their zones changed and are deleted (and created again under the same
 // name), SIGKILLs at random either a terraform process of a run or the controller itself
@@ -62,7 +42,7 @@ func settings(t *testing.T) (objects int, duration time.Duration, kills int) {
 // directory.
 func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	g := NewWithT(t)
-	n, duration, wantKills := settings(t)
+	n, duration, wantKills := testenv.SoakSettings(t)
 	s := newSoak(t, n)
 	s.start()
 	for i := range n {
