@@ -40,6 +40,8 @@ type RunObjects struct {
 	// MaxStateSize is the most bytes a state of these objects is decoded to; 0 is
 	// MaxStateSize, the most a state may take.
 	MaxStateSize int
+	// Storage is the kind of object the state is kept in; empty is StorageConfigMap.
+	Storage Storage
 }
 
 // ConfigName is the ConfigMap holding the terraform files.
@@ -48,7 +50,7 @@ func (o RunObjects) ConfigName() string { return cmp.Or(o.Config, o.ID.ConfigNam
 // VarsName is the Secret holding the variables.
 func (o RunObjects) VarsName() string { return cmp.Or(o.Vars, o.ID.VarsName()) }
 
-// StateName is the ConfigMap holding the state.
+// StateName is the object (see Storage) holding the state.
 func (o RunObjects) StateName() string { return cmp.Or(o.State, o.ID.StateName()) }
 
 func (o RunObjects) key(name string) client.ObjectKey {
@@ -216,7 +218,7 @@ func (o RunObjects) objects() []client.Object {
 	return []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.ConfigName()}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.VarsName()}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}},
+		o.Storage.newObject(metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}).Object,
 	}
 }
 
@@ -245,13 +247,18 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	if err := o.ID.Validate(); err != nil {
 		return err
 	}
-	objects := append(o.objects(), o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
-	parts := &corev1.ConfigMapList{}
-	if err := c.List(ctx, parts, client.InNamespace(o.ID.Namespace), client.MatchingLabels{LabelStateOf: o.StateName()}); err != nil {
-		return fmt.Errorf("listing state parts: %w", err)
-	}
-	for i := range parts.Items {
-		objects = append(objects, &parts.Items[i])
+	// A state is deleted in either kind of object: a move between the two may have been
+	// cut short.
+	other := o.Storage.Other().newObject(metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}).Object
+	objects := append(o.objects(), other, o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
+	for _, storage := range Storages {
+		parts, err := storage.list(ctx, c, o.ID.Namespace, map[string]string{LabelStateOf: o.StateName()})
+		if err != nil {
+			return fmt.Errorf("listing state parts: %w", err)
+		}
+		for _, part := range parts {
+			objects = append(objects, part.Object)
+		}
 	}
 	for _, obj := range objects {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {

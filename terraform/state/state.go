@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -70,7 +69,7 @@ var (
 	ErrStateTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxStateSize, MaxStateSize>>20)
 )
 
-// StateStore reads and writes a run's state ConfigMap. It remembers the newest state it
+// StateStore reads and writes a run's state object (a ConfigMap or a Secret, see Storage). It remembers the newest state it
 // has seen so that an older snapshot is never written over a newer one.
 type StateStore struct {
 	Client  client.Client
@@ -86,7 +85,7 @@ type StateStore struct {
 	writes int
 	// last is the object as this store last wrote it: a save starts from it instead of
 	// reading the object again, and a conflict sends it back to reading.
-	last *corev1.ConfigMap
+	last *object
 	// knownVersion is the resourceVersion of the object whose state known is, as this
 	// store wrote or decoded it; an object of another version is decoded again.
 	knownVersion string
@@ -124,7 +123,7 @@ func (s *StateStore) Writes() int {
 func (s *StateStore) Load(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cm, err := s.get(ctx)
+	cm, err := s.getEither(ctx)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -135,13 +134,13 @@ func (s *StateStore) Load(ctx context.Context) ([]byte, error) {
 }
 
 // read decodes the state of cm and remembers it as the newest known.
-func (s *StateStore) read(ctx context.Context, cm *corev1.ConfigMap) ([]byte, error) {
+func (s *StateStore) read(ctx context.Context, cm *object) ([]byte, error) {
 	state, err := s.decode(ctx, cm)
 	if err != nil {
 		return nil, err
 	}
-	if m, err := parseStateMeta(state); err == nil {
-		s.known, s.knownVersion = m, cm.ResourceVersion
+	if m, err := parseStateMeta(state); err == nil && cm.storage == s.storage() {
+		s.known, s.knownVersion = m, cm.GetResourceVersion()
 	}
 	return state, nil
 }
@@ -156,7 +155,7 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stale, err := olderOrSame(m, s.known); stale || err != nil {
-		return false, staleError(err, s.Objects.StateName(), m, s.known)
+		return false, staleError(err, s.storage().Kind()+" "+s.Objects.StateName(), m, s.known)
 	}
 	written := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -169,8 +168,8 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 			return err
 		}
 		if stale, err := olderOrSame(m, stored); stale || err != nil {
-			s.known, s.knownVersion = stored, cm.ResourceVersion
-			return staleError(err, cm.Name, m, stored)
+			s.known, s.knownVersion = stored, cm.GetResourceVersion()
+			return staleError(err, cm.kind()+" "+cm.GetName(), m, stored)
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
@@ -182,7 +181,7 @@ func (s *StateStore) Save(ctx context.Context, state []byte) (bool, error) {
 		return false, err
 	}
 	if written {
-		s.known, s.knownVersion = m, s.last.ResourceVersion
+		s.known, s.knownVersion = m, s.last.GetResourceVersion()
 	}
 	return written, nil
 }
@@ -193,7 +192,7 @@ func staleError(err error, name string, next, stored stateMeta) error {
 	if err != nil || next.Serial >= stored.Serial {
 		return err
 	}
-	return fmt.Errorf("%w: ConfigMap %s holds serial %d of lineage %s, the state to save has serial %d",
+	return fmt.Errorf("%w: %s holds serial %d of lineage %s, the state to save has serial %d",
 		ErrStaleState, name, stored.Serial, stored.Lineage, next.Serial)
 }
 
@@ -221,17 +220,17 @@ func (s *StateStore) Restore(ctx context.Context, state []byte) (bool, error) {
 			return err
 		}
 		if !stored.empty() && stored.Lineage != m.Lineage {
-			return fmt.Errorf("%w: ConfigMap %s holds lineage %s (serial %d), the state to restore is of lineage %s (serial %d)",
-				ErrLineageMismatch, cm.Name, stored.Lineage, stored.Serial, m.Lineage, m.Serial)
+			return fmt.Errorf("%w: %s %s holds lineage %s (serial %d), the state to restore is of lineage %s (serial %d)",
+				ErrLineageMismatch, cm.kind(), cm.GetName(), stored.Lineage, stored.Serial, m.Lineage, m.Serial)
 		}
 		if !stored.empty() && stored.Serial >= m.Serial {
-			s.known, s.knownVersion = stored, cm.ResourceVersion
+			s.known, s.knownVersion = stored, cm.GetResourceVersion()
 			return nil
 		}
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
-		s.known, s.knownVersion = m, s.last.ResourceVersion
+		s.known, s.knownVersion = m, s.last.GetResourceVersion()
 		written = true
 		return nil
 	})
@@ -249,66 +248,68 @@ func olderOrSame(next, stored stateMeta) (bool, error) {
 	return next.Serial <= stored.Serial, nil
 }
 
-func (s *StateStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	if err := s.Client.Get(ctx, s.Objects.key(s.Objects.StateName()), cm); err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s: %w", s.Objects.StateName(), err)
-	}
-	return cm, nil
+func (s *StateStore) get(ctx context.Context) (*object, error) {
+	return s.storage().get(ctx, s.Client, s.Objects.key(s.Objects.StateName()))
 }
 
-func (s *StateStore) cachedOrGet(ctx context.Context) (*corev1.ConfigMap, error) {
+func (s *StateStore) cachedOrGet(ctx context.Context) (*object, error) {
 	if s.last != nil {
-		cm := s.last.DeepCopy()
+		cm := s.last.deepCopy()
 		s.last = nil
 		return cm, nil
 	}
 	return s.getOrNew(ctx)
 }
 
-func (s *StateStore) getOrNew(ctx context.Context) (*corev1.ConfigMap, error) {
+func (s *StateStore) getOrNew(ctx context.Context) (*object, error) {
 	cm, err := s.get(ctx)
 	if apierrors.IsNotFound(err) {
-		return &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName())}, nil
+		return s.storage().newObject(s.Objects.meta(s.Objects.StateName())), nil
 	}
 	return cm, err
 }
 
-// Claim returns the stored state, like Load, for a run that owns it: the state ConfigMap
+// Claim returns the stored state, like Load, for a run that owns it: the state object
 // carries the run finalizer afterwards, and is created empty, as Gardener's terraformer
-// does, when it is missing, so that a state can be written back at any time.
+// does, when it is missing, so that a state can be written back at any time. A state kept
+// in the other kind of object is refused (ErrStateNotMoved): a run never starts afresh
+// beside it.
 func (s *StateStore) Claim(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cm, err := s.get(ctx)
+	cm, err := s.getEither(ctx)
+	if err == nil && cm.storage != s.storage() {
+		return nil, fmt.Errorf("%w: %s %s holds it, this run keeps it in a %s", ErrStateNotMoved, cm.kind(), cm.GetName(), s.storage().Kind())
+	}
 	if apierrors.IsNotFound(err) {
-		cm = &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.Objects.StateName()), Data: map[string]string{StateKey: ""}}
+		cm = s.storage().newObject(s.Objects.meta(s.Objects.StateName()))
+		cm.setText(StateKey, "")
 		controllerutil.AddFinalizer(cm, Finalizer)
-		if err = s.Client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		if err = cm.create(ctx, s.Client); apierrors.IsAlreadyExists(err) {
 			cm, err = s.get(ctx)
 		} else if err != nil {
-			err = fmt.Errorf("creating ConfigMap %s: %w", s.Objects.StateName(), err)
+			err = fmt.Errorf("creating %s %s: %w", cm.kind(), s.Objects.StateName(), err)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := claim(ctx, s.Client, cm); err != nil {
+	if err := claim(ctx, s.Client, cm.Object); err != nil {
 		return nil, err
 	}
-	s.last = cm.DeepCopy()
+	s.last = cm.deepCopy()
 	return s.read(ctx, cm)
 }
 
 // storedMeta reads the serial and lineage of the stored state from the state itself,
 // decoding it unless it is the version of the object this store wrote or decoded last. The
-// annotations recording them are never trusted: a run pod may update its state ConfigMap,
+// annotations recording them are never trusted: a run pod may update its state object,
 // and a forged serial there would skip every later save.
-func (s *StateStore) storedMeta(ctx context.Context, cm *corev1.ConfigMap) (stateMeta, error) {
-	if cm.ResourceVersion == "" {
+func (s *StateStore) storedMeta(ctx context.Context, cm *object) (stateMeta, error) {
+	if cm.GetResourceVersion() == "" {
 		return stateMeta{}, nil
 	}
-	if cm.ResourceVersion == s.knownVersion && !s.known.empty() {
+	if cm.GetResourceVersion() == s.knownVersion && !s.known.empty() {
 		return s.known, nil
 	}
 	state, err := s.decode(ctx, cm)
@@ -329,51 +330,51 @@ func (s *StateStore) partName(generation string, i int) string {
 	return fmt.Sprintf("%s.%s-%d", s.Objects.StateName(), generation, i)
 }
 
-func (s *StateStore) decode(ctx context.Context, cm *corev1.ConfigMap) ([]byte, error) {
-	encoding := cm.Annotations[AnnotationStateEncoding]
+func (s *StateStore) decode(ctx context.Context, cm *object) ([]byte, error) {
+	encoding := cm.GetAnnotations()[AnnotationStateEncoding]
 	if encoding == "" {
-		if v, ok := cm.Data[StateKey]; ok && v != "" {
+		if v, ok := cm.text(StateKey); ok && v != "" {
 			if len(v) > s.maxSize() {
-				return nil, s.overBound(cm.Name)
+				return nil, s.overBound(cm.kind() + " " + cm.GetName())
 			}
 			return []byte(v), nil
 		}
 		return nil, nil
 	}
 	if encoding != StateEncodingGzip {
-		return nil, fmt.Errorf("%w: ConfigMap %s: unknown encoding %q", ErrCorruptState, cm.Name, encoding)
+		return nil, fmt.Errorf("%w: %s %s: unknown encoding %q", ErrCorruptState, cm.kind(), cm.GetName(), encoding)
 	}
 	parts := 1
-	if v, ok := cm.Annotations[AnnotationStateParts]; ok {
+	if v, ok := cm.GetAnnotations()[AnnotationStateParts]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q", ErrCorruptState, cm.Name, AnnotationStateParts, v)
+			return nil, fmt.Errorf("%w: %s %s: annotation %s=%q", ErrCorruptState, cm.kind(), cm.GetName(), AnnotationStateParts, v)
 		}
 		parts = n
 	}
 	// gzip grows an incompressible state by a few bytes in a thousand: one part more.
 	if maxParts := MaxStateSize/s.objectLimit() + 2; parts > maxParts {
-		return nil, fmt.Errorf("%w: ConfigMap %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
-			ErrCorruptState, cm.Name, AnnotationStateParts, cm.Annotations[AnnotationStateParts], MaxStateSize, maxParts)
+		return nil, fmt.Errorf("%w: %s %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
+			ErrCorruptState, cm.kind(), cm.GetName(), AnnotationStateParts, cm.GetAnnotations()[AnnotationStateParts], MaxStateSize, maxParts)
 	}
 	// The parts are read one at a time as the state is decompressed, and the digest is
 	// taken as it is: what is held is the state, not its compressed copy too.
-	compressed := &partsReader{ctx: ctx, store: s, generation: cm.Annotations[AnnotationStateGeneration], parts: parts,
-		current: bytes.NewReader(cm.BinaryData[StateKey]), next: 1}
+	compressed := &partsReader{ctx: ctx, store: s, storage: cm.storage, generation: cm.GetAnnotations()[AnnotationStateGeneration], parts: parts,
+		current: bytes.NewReader(cm.binary(StateKey)), next: 1}
 	state, sum, err := gunzip(compressed, s.maxSize())
 	switch {
 	case compressed.err != nil:
 		return nil, compressed.err
 	case errors.Is(err, errOverLimit) && s.maxSize() < MaxStateSize:
-		return nil, s.overBound(cm.Name)
+		return nil, s.overBound(cm.kind() + " " + cm.GetName())
 	case errors.Is(err, errOverLimit):
 		err = fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: ConfigMap %s: %w", ErrCorruptState, cm.Name, err)
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrCorruptState, cm.kind(), cm.GetName(), err)
 	}
-	if want := cm.Annotations[AnnotationStateDigest]; want != "" && want != sum {
-		return nil, fmt.Errorf("%w: ConfigMap %s: digest mismatch", ErrCorruptState, cm.Name)
+	if want := cm.GetAnnotations()[AnnotationStateDigest]; want != "" && want != sum {
+		return nil, fmt.Errorf("%w: %s %s: digest mismatch", ErrCorruptState, cm.kind(), cm.GetName())
 	}
 	return state, nil
 }
@@ -391,7 +392,7 @@ func (s *StateStore) overBound(name string) error {
 		return fmt.Errorf("%w: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
 			ErrStateOverBound, s.maxSize(), float64(s.maxSize())/(1<<20))
 	}
-	return fmt.Errorf("%w: ConfigMap %s: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
+	return fmt.Errorf("%w: %s: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
 		ErrStateOverBound, name, s.maxSize(), float64(s.maxSize())/(1<<20))
 }
 
@@ -400,6 +401,7 @@ func (s *StateStore) overBound(name string) error {
 type partsReader struct {
 	ctx         context.Context
 	store       *StateStore
+	storage     Storage
 	generation  string
 	current     *bytes.Reader
 	next, parts int
@@ -415,13 +417,13 @@ func (r *partsReader) Read(p []byte) (int, error) {
 		if r.next >= r.parts {
 			return 0, io.EOF
 		}
-		part := &corev1.ConfigMap{}
 		name := r.store.partName(r.generation, r.next)
-		if err := r.store.Client.Get(r.ctx, r.store.Objects.key(name), part); err != nil {
+		part, err := r.storage.get(r.ctx, r.store.Client, r.store.Objects.key(name))
+		if err != nil {
 			r.err = fmt.Errorf("reading state part %s: %w", name, err)
 			return 0, r.err
 		}
-		r.current, r.next = bytes.NewReader(part.BinaryData[StateKey]), r.next+1
+		r.current, r.next = bytes.NewReader(part.binary(StateKey)), r.next+1
 	}
 }
 
@@ -489,32 +491,29 @@ func digest(b []byte) string {
 // (see PartNames), so that a run's Role can name every object it may write.
 // It is long because the order of its writes is what keeps the state whole, and it
 // reads best as that one sequence.
-func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []byte, m stateMeta) error {
+func (s *StateStore) write(ctx context.Context, cm *object, state []byte, m stateMeta) error {
 	if len(state) > MaxStateSize {
-		return fmt.Errorf("writing ConfigMap %s: %w: it takes %d bytes", cm.Name, ErrStateTooLarge, len(state))
+		return fmt.Errorf("writing %s %s: %w: it takes %d bytes", cm.kind(), cm.GetName(), ErrStateTooLarge, len(state))
 	}
-	previous, previousParts := cm.Annotations[AnnotationStateGeneration], 1
-	if n, err := strconv.Atoi(cm.Annotations[AnnotationStateParts]); err == nil && n > 1 {
+	annotations := cm.GetAnnotations()
+	previous, previousParts := annotations[AnnotationStateGeneration], 1
+	if n, err := strconv.Atoi(annotations[AnnotationStateParts]); err == nil && n > 1 {
 		previousParts = min(n, MaxStateSize/s.objectLimit()+2)
 	}
 	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
-		delete(cm.Annotations, key)
+		delete(annotations, key)
 	}
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	controllerutil.AddFinalizer(cm, Finalizer)
+	controllerutil.AddFinalizer(cm.Object, Finalizer)
 	if !m.empty() {
-		cm.Annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
-		cm.Annotations[AnnotationStateLineage] = m.Lineage
+		annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
+		annotations[AnnotationStateLineage] = m.Lineage
 	}
 	generation := ""
 	if len(state) <= s.Limit {
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[StateKey] = string(state)
-		delete(cm.BinaryData, StateKey)
+		cm.setText(StateKey, string(state))
 	} else {
 		chunks, err := compressAndSplit(state, s.Limit)
 		if err != nil {
@@ -529,27 +528,24 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 				return err
 			}
 		}
-		delete(cm.Data, StateKey)
-		if cm.BinaryData == nil {
-			cm.BinaryData = map[string][]byte{}
-		}
-		cm.BinaryData[StateKey] = chunks[0]
-		cm.Annotations[AnnotationStateEncoding] = StateEncodingGzip
-		cm.Annotations[AnnotationStateParts] = strconv.Itoa(len(chunks))
-		cm.Annotations[AnnotationStateGeneration] = generation
-		cm.Annotations[AnnotationStateDigest] = digest(state)
+		cm.setBinary(StateKey, chunks[0])
+		annotations[AnnotationStateEncoding] = StateEncodingGzip
+		annotations[AnnotationStateParts] = strconv.Itoa(len(chunks))
+		annotations[AnnotationStateGeneration] = generation
+		annotations[AnnotationStateDigest] = digest(state)
 	}
+	cm.SetAnnotations(annotations)
 	var err error
-	if cm.ResourceVersion == "" {
-		err = s.Client.Create(ctx, cm)
+	if cm.GetResourceVersion() == "" {
+		err = cm.create(ctx, s.Client)
 	} else {
-		err = s.Client.Update(ctx, cm)
+		err = cm.update(ctx, s.Client)
 	}
 	if err != nil {
-		return fmt.Errorf("writing ConfigMap %s: %w", cm.Name, err)
+		return fmt.Errorf("writing %s %s: %w", cm.kind(), cm.GetName(), err)
 	}
 	s.writes++
-	s.last = cm.DeepCopy()
+	s.last = cm.deepCopy()
 	if previous == "" || previous == generation {
 		return nil
 	}
@@ -578,9 +574,9 @@ func (o RunObjects) PartNames() []string {
 
 // LegacyPartNames are the names of the parts of the stored state cm when an older
 // release wrote them, under a generation named by the state's digest; nil otherwise.
-func (o RunObjects) LegacyPartNames(cm *corev1.ConfigMap) []string {
-	generation := cm.Annotations[AnnotationStateGeneration]
-	parts, err := strconv.Atoi(cm.Annotations[AnnotationStateParts])
+func (o RunObjects) LegacyPartNames(cm metav1.Object) []string {
+	generation := cm.GetAnnotations()[AnnotationStateGeneration]
+	parts, err := strconv.Atoi(cm.GetAnnotations()[AnnotationStateParts])
 	if generation == "" || generation == generationA || generation == generationB || err != nil {
 		return nil
 	}
@@ -617,16 +613,13 @@ func compressAndSplit(state []byte, limit int) ([][]byte, error) {
 }
 
 func (s *StateStore) writePart(ctx context.Context, generation string, i int, chunk []byte) error {
-	part := &corev1.ConfigMap{ObjectMeta: s.Objects.meta(s.partName(generation, i))}
-	_, err := controllerutil.CreateOrUpdate(ctx, s.Client, part, func() error {
-		part.Labels[LabelStateOf] = s.Objects.StateName()
-		part.Labels[labelGeneration] = generation
-		part.Data = nil
-		part.BinaryData = map[string][]byte{StateKey: chunk}
-		return nil
+	name := s.partName(generation, i)
+	_, err := s.storage().createOrUpdate(ctx, s.Client, s.Objects.meta(name), func(part *object) {
+		part.SetLabels(mergeMaps(part.GetLabels(), map[string]string{LabelStateOf: s.Objects.StateName(), labelGeneration: generation}))
+		part.setOnly(StateKey, chunk)
 	})
 	if err != nil {
-		return fmt.Errorf("writing state part %s: %w", part.Name, err)
+		return fmt.Errorf("writing state part %s: %w", name, err)
 	}
 	return nil
 }
@@ -636,9 +629,8 @@ const labelGeneration = run.LabelPrefix + "state-generation"
 // deleteParts removes, one by one, the parts of a generation that is no longer current.
 func (s *StateStore) deleteParts(ctx context.Context, generation string, parts int) error {
 	for i := 1; i < parts; i++ {
-		part := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Objects.ID.Namespace, Name: s.partName(generation, i)}}
-		if err := s.Client.Delete(ctx, part); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting stale state part %s: %w", part.Name, err)
+		if err := s.storage().delete(ctx, s.Client, s.Objects.key(s.partName(generation, i))); err != nil {
+			return fmt.Errorf("deleting stale state part: %w", err)
 		}
 	}
 	return nil
