@@ -70,6 +70,7 @@ type managerOptions struct {
 	terraformerCPULimit       string
 	terraformerStorageLimit   string
 	maxStateSize              string
+	stateStorage              string
 	openTofu                  bool
 	driftInterval             time.Duration
 	maxRuns                   int
@@ -114,6 +115,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
 	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
 	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
+	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object an Infrastructure's terraform state is kept in: configmap (as Gardener's terraformer keeps it) or secret (which the view role cannot read and encryption at rest covers); a state kept in the other kind is moved, without a run, before the Infrastructure's next run")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -177,6 +179,9 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 		return nil, err
 	}
 	r.executor.MaxStateSize = r.maxStateSize
+	if r.executor.StateStorage, err = state.ParseStorage("--state-storage", o.stateStorage); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -304,6 +309,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 		MaxStateSize:                  r.maxStateSize,
+		StateStorage:                  r.executor.StateStorage,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
 	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})

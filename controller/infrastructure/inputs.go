@@ -20,7 +20,7 @@ import (
 const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return state.RunObjects{ID: runIDOf(op.infra), MaxStateSize: op.actuator.MaxStateSize}
+	return state.RunObjects{ID: runIDOf(op.infra), MaxStateSize: op.actuator.MaxStateSize, Storage: op.actuator.StateStorage}
 }
 
 // runIDOf is the identity of an Infrastructure's runs.

@@ -49,7 +49,7 @@ func (op *operation) migrate(ctx context.Context) error {
 		var tooLarge *stateTooLargeError
 		if errors.As(err, &tooLarge) {
 			recordStateSize(op.infra, tooLarge.size)
-			return extension.InvalidInput(ReasonStateTooLarge, "status.state: %w; it stays in ConfigMap %s/%s", err, op.infra.Namespace, op.objects().StateName())
+			return extension.InvalidInput(ReasonStateTooLarge, "status.state: %w; it stays in %s %s/%s", err, op.objects().Storage.Kind(), op.infra.Namespace, op.objects().StateName())
 		}
 		if err != nil {
 			return err
@@ -67,9 +67,10 @@ func (op *operation) migrate(ctx context.Context) error {
 // keepStateInStatus puts the state of a successful apply into .status.state, where
 // gardenlet's periodic backup of the shoot's state finds it should the seed be lost. A
 // state too large for the status is left out, so that no stale one stays, and an event
-// says so.
+// says so. A state kept in Secrets stays there: whoever reads Infrastructures must not
+// read it; only a migrate, whose state must travel to the next seed, puts it there.
 func (op *operation) keepStateInStatus(state []byte) error {
-	if len(state) == 0 {
+	if len(state) == 0 || op.actuator.StateStorage == tfstate.StorageSecret {
 		op.infra.Status.State = nil
 		recordStateSize(op.infra, 0)
 		return nil
@@ -80,7 +81,7 @@ func (op *operation) keepStateInStatus(state []byte) error {
 		recordStateSize(op.infra, tooLarge.size)
 		if op.infra.Status.State != nil || op.req.FirstRun {
 			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
-				"The %s: it is kept in ConfigMap %s only", err, op.objects().StateName())
+				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
 		}
 		op.infra.Status.State = nil
 		return nil

@@ -127,6 +127,10 @@ func (op *operation) runOrWait(ctx context.Context, req executor.Request, priori
 			return nil, &runPendingError{ticket: ticket, other: !ticket.Of(req)}
 		}
 	}
+	// A run reads and writes the state in the kind of object this controller keeps it in.
+	if err := op.moveState(ctx); err != nil {
+		return nil, err
+	}
 	if prepare != nil {
 		if err := prepare(ctx); err != nil {
 			return nil, err

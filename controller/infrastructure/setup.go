@@ -21,6 +21,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 const (
@@ -59,6 +60,10 @@ type Actuator struct {
 	// MaxStateSize is the most bytes a reconcile decodes a state to (--max-state-size);
 	// 0 is state.MaxStateSize.
 	MaxStateSize int
+	// StateStorage is the kind of object the states are kept in (--state-storage); a state
+	// kept in the other kind is moved into it before the Infrastructure's next run, or
+	// when it is found up to date.
+	StateStorage state.Storage
 	// MaxRuns bounds the terraform runs under way, whatever the reconciles' concurrency;
 	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
 	MaxRuns    int
@@ -153,9 +158,15 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).reconcile(ctx))
 }
 
-// UpToDate is true when the credentials did not change since the last apply.
+// UpToDate is true when the credentials did not change since the last apply. A state kept
+// in the other kind of object than StateStorage is moved first: a controller restarted with
+// another --state-storage moves every state without a run.
 func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
-	return a.operation(req).upToDate(ctx)
+	op := a.operation(req)
+	if err := op.moveStateBetweenRuns(ctx); err != nil {
+		return false, err
+	}
+	return op.upToDate(ctx)
 }
 
 // Delete destroys the infrastructure.

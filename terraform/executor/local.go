@@ -47,6 +47,8 @@ type LocalExecutor struct {
 	// RunTimeout, when set, bounds a run: then it is stopped as a shutdown stops it
 	// (terraform interrupted, the state saved) and fails with ErrRunDeadline.
 	RunTimeout time.Duration
+	// StateStorage is the kind of object the runs keep their state in.
+	StateStorage state.Storage
 
 	guard runGuard
 }
@@ -90,7 +92,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
 	t := &terraformer.Terraformer{
 		Client:  e.Client,
-		Objects: state.RunObjects{ID: req.ID},
+		Objects: state.RunObjects{ID: req.ID, Storage: e.StateStorage},
 		Command: req.Command,
 		WorkDir: workDirOf(dir),
 		// The working directory outlives the run: a run killed between two saves leaves

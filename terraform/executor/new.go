@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	Resources          corev1.ResourceRequirements
 	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
 	MaxStateSize    int
+	// StateStorage is the kind of object the runs keep their state in; empty is
+	// state.StorageConfigMap.
+	StateStorage state.Storage
 	CreationTimeout time.Duration
 
 	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails
@@ -120,6 +124,7 @@ func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor,
 		BaseDir:       filepath.Join(cfg.WorkDir, "runs"),
 		StopTimeout:   LocalStopTimeout,
 		RunTimeout:    cfg.RunTimeout,
+		StateStorage:  cfg.StateStorage,
 	}, nil
 }
 
@@ -153,5 +158,6 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		TerraformPath:        imageTerraform,
 		Resources:            cfg.Resources,
 		MaxStateSize:         cfg.MaxStateSize,
+		StateStorage:         cfg.StateStorage,
 	}, nil
 }

@@ -59,6 +59,9 @@ type PodExecutor struct {
 	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
 	// the run's outputs; 0 is state.MaxStateSize.
 	MaxStateSize int
+	// StateStorage is the kind of object the runs keep their state in; the run pods'
+	// Role names objects of this kind only.
+	StateStorage state.Storage
 	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
 	PluginMirror, PluginCacheDir string
 	Parallelism                  int
@@ -273,6 +276,11 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 	return pod, nil
 }
 
+// objects are the run objects of id, as the controller reads them.
+func (e *PodExecutor) objects(id run.ID) state.RunObjects {
+	return state.RunObjects{ID: id, MaxStateSize: e.MaxStateSize, Storage: e.StateStorage}
+}
+
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
@@ -297,6 +305,11 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	}
 	if e.TerraformPath != "" {
 		args = append(args, "--terraform", e.TerraformPath)
+	}
+	// Left out for the default, so that a terraformer image of a version without it
+	// still runs.
+	if e.StateStorage == state.StorageSecret {
+		args = append(args, "--state-storage", string(e.StateStorage))
 	}
 	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
 	var deadline *int64
@@ -418,11 +431,11 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 			// The run released the objects it may write; the vars Secret needs the
 			// executor's rights.
 			if req.Command == run.Destroy {
-				if err := (state.RunObjects{ID: req.ID}).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
+				if err := e.objects(req.ID).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
 					return nil, err
 				}
 			}
-			result, err := resultFromState(ctx, state.RunObjects{ID: req.ID, MaxStateSize: e.MaxStateSize}.StateStore(e.Client), req.Command)
+			result, err := resultFromState(ctx, e.objects(req.ID).StateStore(e.Client), req.Command)
 			if err != nil {
 				return nil, err
 			}

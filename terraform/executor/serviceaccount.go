@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/state"
 )
 
 const (
@@ -34,9 +34,9 @@ func (e *PodExecutor) serviceAccountName() string {
 // state and state parts, its variables Secret), and it gains this run's: a run pod
 // executes third-party provider plugins with cloud credentials and reaches no other
 // ConfigMap or Secret of the namespace. RBAC cannot limit create by name (the state and
-// its parts are created by the run), so create is granted for all, and the chart's
-// admission policy <release>-terraformer-run-objects holds it to the names this Role lets
-// the run update.
+// its parts are created by the run), so create is granted for all of the kind the state
+// is kept in, and the chart's admission policy <release>-terraformer-run-objects holds it
+// to the names this Role lets the run update.
 func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error {
 	namespace, name := id.Namespace, e.serviceAccountName()
 	labels := map[string]string{run.LabelPurpose: PurposeTerraformer}
@@ -76,29 +76,39 @@ func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error
 }
 
 // ensureRunRole adds the objects of the run id to the Role name, keeping those of the
-// namespace's other runs.
+// namespace's other runs. The state and its parts are named in the kind of object the
+// runs keep them in (StateStorage) only: with Secrets, no ConfigMap but the configuration.
 func (e *PodExecutor) ensureRunRole(ctx context.Context, id run.ID, name string, labels map[string]string) error {
-	objects := state.RunObjects{ID: id}
+	objects := e.objects(id)
+	resource := objects.Storage.Resource()
 	parts := objects.PartNames()
 	// A state an older release split keeps its parts' names until it is written again.
-	stored := &corev1.ConfigMap{}
+	stored := objects.Storage.Object()
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: objects.StateName()}, stored); err == nil {
 		parts = append(parts, objects.LegacyPartNames(stored)...)
 	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading ConfigMap %s: %w", objects.StateName(), err)
+		return fmt.Errorf("reading %s %s: %w", objects.Storage.Kind(), objects.StateName(), err)
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, role, func() error {
 		role.Labels = mergeLabels(role.Labels, labels)
-		written := slices.Concat([]string{objects.ConfigName(), objects.StateName()}, parts, namesOf(role.Rules, "configmaps", "update"))
-		deleted := slices.Concat(parts, namesOf(role.Rules, "configmaps", "delete"))
-		secrets := slices.Concat([]string{objects.VarsName()}, namesOf(role.Rules, "secrets", "get"))
-		role.Rules = []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update", "patch"}, ResourceNames: sortedSet(written)},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"delete"}, ResourceNames: sortedSet(deleted)},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: sortedSet(secrets)},
+		// The names other runs of the namespace were granted, by what they are: a state
+		// kept in the other kind before is named no more.
+		configs := slices.Concat([]string{objects.ConfigName()}, namesOf(role.Rules, "configmaps", "update", isConfigName))
+		vars := slices.Concat([]string{objects.VarsName()}, namesOf(role.Rules, "secrets", "get", isVarsName))
+		written := slices.Concat([]string{objects.StateName()}, parts, namesOf(role.Rules, resource, "update", isStateName))
+		deleted := slices.Concat(parts, namesOf(role.Rules, resource, "delete", isStateName))
+		rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"create"}}}
+		if resource == "configmaps" {
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update", "patch"}, ResourceNames: sortedSet(slices.Concat(configs, written))})
+		} else {
+			rules = append(rules,
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update", "patch"}, ResourceNames: sortedSet(configs)},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"get", "update", "patch"}, ResourceNames: sortedSet(written)})
 		}
+		role.Rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{resource}, Verbs: []string{"delete"}, ResourceNames: sortedSet(deleted)},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: sortedSet(vars)})
 		return nil
 	}); err != nil {
 		return fmt.Errorf("writing Role %s: %w", name, err)
@@ -106,12 +116,22 @@ func (e *PodExecutor) ensureRunRole(ctx context.Context, id run.ID, name string,
 	return nil
 }
 
-// namesOf collects the resourceNames of the rules granting verb on resource.
-func namesOf(rules []rbacv1.PolicyRule, resource, verb string) []string {
+// The kinds of run object a Role names, by the suffix run.ID gives their names.
+func isConfigName(name string) bool { return strings.HasSuffix(name, ".tf-config") }
+func isVarsName(name string) bool   { return strings.HasSuffix(name, ".tf-vars") }
+func isStateName(name string) bool  { return !isConfigName(name) && !isVarsName(name) }
+
+// namesOf collects the resourceNames of the rules granting verb on resource that keep
+// says to keep.
+func namesOf(rules []rbacv1.PolicyRule, resource, verb string, keep func(string) bool) []string {
 	var names []string
 	for _, rule := range rules {
 		if slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, verb) {
-			names = append(names, rule.ResourceNames...)
+			for _, name := range rule.ResourceNames {
+				if keep(name) {
+					names = append(names, name)
+				}
+			}
 		}
 	}
 	return names

@@ -79,6 +79,9 @@ func (s Storage) Other() Storage {
 	return StorageSecret
 }
 
+// Object is an empty object of this kind, to read a state object into.
+func (s Storage) Object() client.Object { return s.newObject(metav1.ObjectMeta{}).Object }
+
 // object is one stored object of a state: a ConfigMap or a Secret. A Secret has no text
 // data apart from its bytes: both go to its data.
 type object struct {
@@ -263,6 +266,26 @@ func (s *StateStore) getEither(ctx context.Context) (*object, error) {
 		return nil, err
 	}
 	return nil, otherErr
+}
+
+// PendingMove says whether Move has anything to do: the state is kept in the other kind of
+// object, or a move was cut short. It reads the state object alone, and the other kind's
+// only when this kind holds no state.
+func (s *StateStore) PendingMove(ctx context.Context) (bool, error) {
+	current, err := s.get(ctx)
+	switch {
+	case err == nil && current.GetAnnotations()[AnnotationStateMovedFrom] != "":
+		return true, nil
+	case err == nil && !emptyState(current):
+		return false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, err
+	}
+	_, err = s.storage().Other().get(ctx, s.Client, s.Objects.key(s.Objects.StateName()))
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Move moves the state, and its parts, from the other kind of object into this store's,

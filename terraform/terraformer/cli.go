@@ -74,6 +74,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type cliOptions struct {
 	objects                state.RunObjects
 	purpose                string
+	stateStorage           string
 	kubeconfig             string
 	workDir                string
 	terraformPath          string
@@ -113,7 +114,8 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	flags.StringVar(&o.purpose, "purpose", string(run.PurposeInfra), "what the run is for; the object names derive from it")
 	flags.StringVar(&o.objects.Config, "configuration-configmap-name", "", "ConfigMap holding the terraform files (default: <name>.<purpose>.tf-config)")
 	flags.StringVar(&o.objects.Vars, "variables-secret-name", "", "Secret holding the variables (default: <name>.<purpose>.tf-vars)")
-	flags.StringVar(&o.objects.State, "state-configmap-name", "", "ConfigMap holding the state (default: <name>.<purpose>.tf-state)")
+	flags.StringVar(&o.objects.State, "state-configmap-name", "", "object holding the state, a ConfigMap or a Secret (--state-storage) (default: <name>.<purpose>.tf-state)")
+	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object the state is kept in: configmap or secret")
 	flags.StringVar(&o.plugins.Mirror, "plugin-mirror", os.Getenv("TERRAFORM_PROVIDER_MIRROR"), "filesystem mirror of provider plugins")
 	flags.StringVar(&o.plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
 	flags.BoolVar(&o.plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
@@ -126,6 +128,11 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 	if err := o.objects.ID.Validate(); err != nil {
 		return nil, err
 	}
+	storage, err := state.ParseStorage("--state-storage", o.stateStorage)
+	if err != nil {
+		return nil, err
+	}
+	o.objects.Storage = storage
 	c, err := newClientFromKubeconfig(o.kubeconfig)
 	if err != nil {
 		return nil, err

@@ -179,7 +179,8 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
-					"--terraformer-memory-limit=2Gi", "--terraformer-cpu-limit=2", "--terraformer-ephemeral-storage-limit=1Gi", "--metrics-secure=true"))
+					"--terraformer-memory-limit=2Gi", "--terraformer-cpu-limit=2", "--terraformer-ephemeral-storage-limit=1Gi", "--metrics-secure=true",
+					"--state-storage=configmap"))
 				// Only the types it is given: aws. The local provider's kubeconfig and
 				// providerConfig.namespace reach any namespace of its target cluster, so it is
 				// never served unless named.
@@ -235,6 +236,7 @@ func TestTemplate(t *testing.T) {
 			case "providers":
 				g.Expect(c.Image).To(Equal("registry.example.com/terraseed@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
 				g.Expect(c.Args).To(ContainElements("--allow-cross-namespace-secret-refs", "--allow-operator-only-credentials"))
+				g.Expect(c.Args).To(ContainElement("--state-storage=secret"))
 				g.Expect(c.Args).To(ContainElements("--provider-types=local,third", "--concurrency=10",
 					"--terraformer-image=registry.example.com/terraseed-aws:0.1.0-aws", "--providers-dir=/etc/terraseed/providers"))
 				cm := convert[corev1.ConfigMap](t, find(objects, "ConfigMap", "terraseed-providers"))
@@ -264,6 +266,7 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 	for _, c := range []struct{ set, want string }{
 		{"executor=kubelet", "executor must be pod or local"},
 		{"logLevel=trace", "logLevel must be debug, info or error"},
+		{"stateStorage=Secret", `stateStorage must be configmap or secret, not "Secret"`},
 		{"providers.Bad_Type.main\\.tf\\.tpl=x", "is not a provider type"},
 		// The controller serves every provider it knows without --provider-types: the chart
 		// always names them.

@@ -2,6 +2,9 @@ package chart
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,6 +25,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // install applies everything `helm template --include-crds` renders, as helm install would.
@@ -292,6 +296,70 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(terraformer.List(ctx, &corev1.SecretList{}, client.InNamespace(shoot)))).To(BeTrue())
 	})
 
+	// With stateStorage secret the state and its parts are Secrets the run pod reaches by
+	// name, its own only, and no ConfigMap of state at all; the controller grants it with
+	// the chart's rights.
+	t.Run("terraformer with the state in Secrets", func(t *testing.T) {
+		g := NewWithT(t)
+		secrets := env.LabelledNamespace(t, shootLabels)
+		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer", StateStorage: state.StorageSecret}
+		g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
+		terraformer := impersonate(t, secrets, "terraseed-terraformer")
+		checkAccess(t, terraformer, []access{
+			{"get", "", "configmaps", "", secrets, "infra.infra.tf-config"},
+			{"patch", "", "configmaps", "", secrets, "infra.infra.tf-config"},
+			{"get", "", "secrets", "", secrets, "infra.infra.tf-state"},
+			{"update", "", "secrets", "", secrets, "infra.infra.tf-state"},
+			{"patch", "", "secrets", "", secrets, "infra.infra.tf-state"},
+			{"create", "", "secrets", "", secrets, ""},
+			{"update", "", "secrets", "", secrets, "infra.infra.tf-state.b-2"},
+			{"delete", "", "secrets", "", secrets, "infra.infra.tf-state.a-1"},
+			{"get", "", "secrets", "", secrets, "infra.infra.tf-vars"},
+		}, []access{
+			// Another Infrastructure's state in the same namespace.
+			{"get", "", "secrets", "", secrets, "other.infra.tf-state"},
+			{"update", "", "secrets", "", secrets, "other.infra.tf-state"},
+			{"get", "", "secrets", "", secrets, "other.infra.tf-state.a-1"},
+			{"get", "", "secrets", "", secrets, "cloudprovider"},
+			{"list", "", "secrets", "", secrets, ""},
+			{"watch", "", "secrets", "", secrets, ""},
+			{"update", "", "secrets", "", secrets, "infra.infra.tf-vars"},
+			{"delete", "", "secrets", "", secrets, "infra.infra.tf-state"},
+			{"deletecollection", "", "secrets", "", secrets, ""},
+			// No ConfigMap of state: not needed.
+			{"create", "", "configmaps", "", secrets, ""},
+			{"get", "", "configmaps", "", secrets, "infra.infra.tf-state"},
+			{"update", "", "configmaps", "", secrets, "infra.infra.tf-state"},
+			{"delete", "", "configmaps", "", secrets, "infra.infra.tf-state.a-1"},
+			{"get", "", "secrets", "", other, "infra.infra.tf-state"},
+		})
+		refused := "the run pods create only the run objects their Role terraseed-terraformer names, not Secret "
+		g.Eventually(func() error {
+			return terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secrets, Name: "probe"}}, client.DryRunAll)
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring(refused + "probe")))
+		g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secrets, Name: "other.infra.tf-state"}})).
+			To(MatchError(ContainSubstring(refused+"other.infra.tf-state")), "the state of a run the controller has not started")
+		g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secrets, Name: "infra.infra.tf-vars"}})).
+			To(MatchError(ContainSubstring(refused+"infra.infra.tf-vars")), "its variables, which only the controller writes")
+		// For real: the state written through the store as the run pod writes it, split
+		// into parts and back, and another Infrastructure's state refused.
+		objects := state.RunObjects{ID: run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
+		store := objects.StateStore(terraformer)
+		_, err := store.Claim(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		store.Limit = 16 << 10
+		for serial, size := range []int{64 << 10, 100} {
+			written, err := store.Save(ctx, randomState(g, int64(serial+1), size))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(written).To(BeTrue())
+		}
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secrets, Name: "other.infra.tf-state"}})).To(Succeed())
+		otherObjects := objects
+		otherObjects.ID.Name = "other"
+		_, err = otherObjects.StateStore(terraformer).Load(ctx)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	})
+
 	t.Run("a namespace the controller did not bind", func(t *testing.T) {
 		checkAccess(t, impersonate(t, other, "terraseed-terraformer"), nil, []access{
 			{"get", "", "configmaps", "", other, "infra.infra.tf-config"},
@@ -336,4 +404,18 @@ func TestLocalExecutorRBAC(t *testing.T) {
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "terraseed-terraformer"},
 		{"update", "coordination.k8s.io", "leases", "", shoot, "gardener-extension-heartbeat"},
 	})
+}
+
+// randomState is a terraform state of serial with an output of about size random bytes,
+// which gzip cannot shrink.
+func randomState(g Gomega, serial int64, size int) []byte {
+	noise := make([]byte, size*3/4)
+	_, err := rand.Read(noise)
+	g.Expect(err).NotTo(HaveOccurred())
+	doc, err := json.Marshal(map[string]any{
+		"version": 4, "terraform_version": "1.5.7", "serial": serial, "lineage": "lineage-a", "resources": []any{},
+		"outputs": map[string]any{"blob": map[string]any{"value": base64.StdEncoding.EncodeToString(noise), "type": "string"}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return doc
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // use is why a ServiceAccount holds a verb: the code that uses it (a file of this
@@ -70,6 +71,16 @@ var runPodVerbs = map[string]use{
 	"get /secrets (infra.infra.tf-vars)": {"terraform/terraformer", "the run's variables"},
 }
 
+// runPodVerbsInSecrets is runPodVerbs with stateStorage secret: the state and its parts
+// are Secrets, and the only ConfigMap is the configuration.
+var runPodVerbsInSecrets = map[string]use{
+	"get,update,patch /configmaps (infra.infra.tf-config)": {"terraform/terraformer/watch.go", "the configuration read, the progress and plan written to its annotations"},
+	"create /secrets": {"terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
+	"get,update,patch /secrets (infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,…)": {"terraform/state/storage.go", "the state and its parts written as terraform writes them"},
+	"delete /secrets (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":      {"terraform/state/state.go", "parts of a state that shrank"},
+	"get /secrets (infra.infra.tf-vars)": {"terraform/terraformer", "the run's variables"},
+}
+
 // ruleKeys are the entries a Role's rules make, one per resource, as the tables above
 // write them; a long list of names is cut after the first four.
 func ruleKeys(rules []rbacv1.PolicyRule) []string {
@@ -110,8 +121,18 @@ func TestEveryVerbIsUsed(t *testing.T) {
 	role := &rbacv1.Role{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "terraseed-terraformer"}, role)).To(Succeed())
 	g.Expect(ruleKeys(role.Rules)).To(ConsistOf(keysOf(runPodVerbs)), "the run pods' verbs")
+	inSecrets := env.LabelledNamespace(t, shootLabels)
+	e.StateStorage = state.StorageSecret
+	g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: inSecrets, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: inSecrets, Name: "terraseed-terraformer"}, role)).To(Succeed())
+	g.Expect(ruleKeys(role.Rules)).To(ConsistOf(keysOf(runPodVerbsInSecrets)), "the run pods' verbs with the state in Secrets")
+	// A namespace whose runs kept their state in ConfigMaps names none of them once the
+	// state is kept in Secrets.
+	g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: shoot, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "terraseed-terraformer"}, role)).To(Succeed())
+	g.Expect(ruleKeys(role.Rules)).To(ConsistOf(keysOf(runPodVerbsInSecrets)), "the run pods' verbs once the state moved to Secrets")
 
-	for table, uses := range map[string]map[string]use{"controller": controllerVerbs, "run pod": runPodVerbs} {
+	for table, uses := range map[string]map[string]use{"controller": controllerVerbs, "run pod": runPodVerbs, "run pod, state in Secrets": runPodVerbsInSecrets} {
 		for key, u := range uses {
 			_, err := os.Stat(filepath.Join(repoRoot, u.code))
 			g.Expect(err).NotTo(HaveOccurred(), "%s %q: the code that uses it", table, key)
