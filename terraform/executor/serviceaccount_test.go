@@ -153,3 +153,55 @@ func biggerState(g Gomega, stored []byte, serialAdd int64, size int) []byte {
 	g.Expect(err).NotTo(HaveOccurred())
 	return out
 }
+
+// With the state kept in Secrets, a run pod's ServiceAccount reads and writes its own state
+// Secret by name, and neither another Infrastructure's of the same namespace nor any
+// ConfigMap of state. The runs below are made with the ServiceAccount's rights only.
+func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	f.objects.Storage = state.StorageSecret
+	startKubeletWith(f, kubeletOptions{asServiceAccount: true})
+	e := f.podExecutor()
+	e.ServiceAccountName = ""
+	e.ManageServiceAccount = true
+	e.StateStorage = state.StorageSecret
+
+	result, err := e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.Outputs["names"]).To(HaveLen(2))
+	g.Expect(f.items(g)).To(HaveLen(2))
+	key := client.ObjectKey{Namespace: f.namespace, Name: f.objects.StateName()}
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, &corev1.ConfigMap{}))).To(BeTrue(), "no ConfigMap of state")
+	names, _ := f.stateItems(g)
+	g.Expect(names).To(HaveLen(2))
+
+	c, err := client.New(serviceAccountConfig(f.namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	own := &corev1.Secret{}
+	g.Expect(c.Get(ctx, key, own)).To(Succeed())
+	g.Expect(own.Data).To(HaveKey(state.StateKey))
+	g.Expect(c.Update(ctx, own)).To(Succeed())
+	other := state.RunObjects{ID: run.ID{Namespace: f.namespace, Name: "other", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
+	otherState := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: other.StateName()}, Data: map[string][]byte{state.StateKey: []byte("{}")}}
+	g.Expect(env.Client.Create(ctx, otherState)).To(Succeed())
+	forbidden := func(what string, err error) {
+		t.Helper()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
+	}
+	forbidden("get another Infrastructure's state", c.Get(ctx, client.ObjectKeyFromObject(otherState), &corev1.Secret{}))
+	forbidden("update another Infrastructure's state", c.Update(ctx, otherState))
+	_, err = other.StateStore(c).Load(ctx)
+	forbidden("load another Infrastructure's state", err)
+	forbidden("get a ConfigMap of state", c.Get(ctx, key, &corev1.ConfigMap{}))
+	forbidden("create a ConfigMap", c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.StateName()}}))
+	forbidden("list Secrets", c.List(ctx, &corev1.SecretList{}, client.InNamespace(f.namespace)))
+
+	// Another apply and the destroy, as the ServiceAccount.
+	_, err = e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = e.Run(ctx, f.request(run.Destroy))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) { g.Expect(f.items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
+}
