@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,8 +61,16 @@ type actuatorOption func(*infrastructure.Actuator)
 
 func startControllerWith(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int, opts ...actuatorOption) *controllerUnderTest {
 	t.Helper()
+	return startControllerLogging(t, namespace, workDir, config, concurrency, logr.Logger{}, opts...)
+}
+
+// startControllerLogging is startControllerWith logging to log; the zero logger is the
+// tests' shared one.
+func startControllerLogging(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int, log logr.Logger, opts ...actuatorOption) *controllerUnderTest {
+	t.Helper()
 	g := NewWithT(t)
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
+		Logger:                 log,
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
