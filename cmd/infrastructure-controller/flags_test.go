@@ -65,6 +65,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--opentofu", "--terraform="},
 		{"--executor=local", "--concurrency=-1"},
 		{"--webhook-mode=sometimes"},
+		{"--state-storage=etcd"},
 	} {
 		flag, _, _ := strings.Cut(bad[len(bad)-1], "=")
 		// A flag let through starts the manager, which runs until the deadline.
