@@ -54,13 +54,13 @@ func stateObjects(s *shoot, storage state.Storage) state.RunObjects {
 func stateKinds(g Gomega, s *shoot) []string {
 	var kinds []string
 	key := client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").StateName()}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
-		err := env.Client.Get(context.Background(), key, obj)
+	for _, storage := range state.Storages {
+		err := env.Client.Get(context.Background(), key, storage.Object())
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		g.Expect(err).NotTo(HaveOccurred())
-		kinds = append(kinds, map[bool]string{true: "ConfigMap", false: "Secret"}[fmt.Sprintf("%T", obj) == "*v1.ConfigMap"])
+		kinds = append(kinds, storage.Kind())
 	}
 	return kinds
 }
@@ -79,6 +79,7 @@ func TestLifecycleWithTheStateInSecrets(t *testing.T) {
 	startControllerLogging(t, s.namespace, workDir(t), env.Config, 2, zap.New(zap.WriteTo(log), zap.Level(zapcore.DebugLevel)), storingIn(state.StorageSecret, &runs))
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(infra.Status.State).To(BeNil(), "a state kept in Secrets stays out of the status")
 	g.Expect(stateKinds(g, s)).To(Equal([]string{"Secret"}))
 	stored, err := stateObjects(s, state.StorageSecret).ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())

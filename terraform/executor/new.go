@@ -45,10 +45,10 @@ type Config struct {
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
 	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
-	MaxStateSize    int
+	MaxStateSize int
 	// StateStorage is the kind of object the runs keep their state in; empty is
 	// state.StorageConfigMap.
-	StateStorage state.Storage
+	StateStorage    state.Storage
 	CreationTimeout time.Duration
 
 	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails

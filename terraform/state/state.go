@@ -69,8 +69,9 @@ var (
 	ErrStateTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxStateSize, MaxStateSize>>20)
 )
 
-// StateStore reads and writes a run's state object (a ConfigMap or a Secret, see Storage). It remembers the newest state it
-// has seen so that an older snapshot is never written over a newer one.
+// StateStore reads and writes a run's state object, a ConfigMap or a Secret (Storage). It
+// remembers the newest state it has seen so that an older snapshot is never written over a
+// newer one.
 type StateStore struct {
 	Client  client.Client
 	Objects RunObjects
