@@ -2,13 +2,11 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,26 +100,35 @@ func (o *object) deepCopy() *object {
 	return &object{Object: o.DeepCopyObject().(client.Object), storage: o.storage}
 }
 
-// text is the plain text held under key.
+// text is the plain text held under key. A ConfigMap's is found in its binary data too,
+// where a copy from a Secret, which keeps no text apart, may have put it.
 func (o *object) text(key string) (string, bool) {
 	switch obj := o.Object.(type) {
 	case *corev1.Secret:
 		v, ok := obj.Data[key]
 		return string(v), ok
 	case *corev1.ConfigMap:
-		v, ok := obj.Data[key]
-		return v, ok
+		if v, ok := obj.Data[key]; ok {
+			return v, ok
+		}
+		v, ok := obj.BinaryData[key]
+		return string(v), ok
 	}
 	return "", false
 }
 
-// binary is the bytes held under key.
+// binary is the bytes held under key, in a ConfigMap's binary data or else its text.
 func (o *object) binary(key string) []byte {
 	switch obj := o.Object.(type) {
 	case *corev1.Secret:
 		return obj.Data[key]
 	case *corev1.ConfigMap:
-		return obj.BinaryData[key]
+		if v, ok := obj.BinaryData[key]; ok {
+			return v
+		}
+		if v, ok := obj.Data[key]; ok {
+			return []byte(v)
+		}
 	}
 	return nil
 }
@@ -157,6 +164,24 @@ func (o *object) setOnly(key string, value []byte) {
 	case *corev1.ConfigMap:
 		obj.Data = nil
 		obj.BinaryData = map[string][]byte{key: value}
+	}
+}
+
+// copyData takes every key of from, an object of either kind: a ConfigMap's text as text,
+// anything else as bytes.
+func (o *object) copyData(from *object) {
+	switch src := from.Object.(type) {
+	case *corev1.Secret:
+		for key, value := range src.Data {
+			o.setBinary(key, value)
+		}
+	case *corev1.ConfigMap:
+		for key, value := range src.Data {
+			o.setText(key, value)
+		}
+		for key, value := range src.BinaryData {
+			o.setBinary(key, value)
+		}
 	}
 }
 
@@ -288,10 +313,11 @@ func (s *StateStore) PendingMove(ctx context.Context) (bool, error) {
 	return err == nil, err
 }
 
-// Move moves the state, and its parts, from the other kind of object into this store's,
-// when the other kind holds it: the new objects are written and read back whole before the
-// old ones are deleted, so that at any time one of the two holds the whole state, and a
-// move cut short is finished by the next. It runs no terraform, and must not run while a
+// Move moves the state, and every object kept beside it (its parts, whatever carries the
+// label LabelStateOf naming it), from the other kind of object into this store's, when the
+// other kind holds it: the new objects are written and read back whole before the old ones
+// are deleted, so that at any time one of the two holds the whole state, and a move cut
+// short is finished by the next. It runs no terraform, and must not run while a
 // run writes the state. Move reports whether it moved or finished a move.
 func (s *StateStore) Move(ctx context.Context) (bool, error) {
 	s.mu.Lock()
@@ -320,23 +346,17 @@ func (s *StateStore) Move(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("moving the state from %s %s: %w", old.kind(), old.GetName(), err)
 	}
-	generation, parts := old.GetAnnotations()[AnnotationStateGeneration], 1
-	if old.GetAnnotations()[AnnotationStateEncoding] != "" {
-		if parts, err = strconv.Atoi(cmp.Or(old.GetAnnotations()[AnnotationStateParts], "1")); err != nil {
-			return false, fmt.Errorf("%w: %s %s: annotation %s", ErrCorruptState, old.kind(), old.GetName(), AnnotationStateParts)
-		}
+	beside, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelStateOf: key.Name})
+	if err != nil {
+		return false, err
 	}
-	for i := 1; i < parts; i++ {
-		name := s.partName(generation, i)
-		part, err := from.get(ctx, s.Client, s.Objects.key(name))
-		if err != nil {
-			return false, err
-		}
-		if _, err := to.createOrUpdate(ctx, s.Client, metav1.ObjectMeta{Namespace: key.Namespace, Name: name}, func(o *object) {
-			o.SetLabels(maps.Clone(part.GetLabels()))
-			o.setOnly(StateKey, part.binary(StateKey))
+	for _, o := range beside {
+		if _, err := to.createOrUpdate(ctx, s.Client, metav1.ObjectMeta{Namespace: key.Namespace, Name: o.GetName()}, func(copied *object) {
+			copied.SetLabels(mergeMaps(copied.GetLabels(), o.GetLabels()))
+			copied.SetAnnotations(mergeMaps(copied.GetAnnotations(), o.GetAnnotations()))
+			copied.copyData(o)
 		}); err != nil {
-			return false, fmt.Errorf("writing state part %s %s: %w", to.Kind(), name, err)
+			return false, fmt.Errorf("writing %s %s: %w", to.Kind(), o.GetName(), err)
 		}
 	}
 	moved := to.newObject(s.Objects.meta(s.Objects.StateName()))
@@ -375,8 +395,8 @@ func (s *StateStore) Move(ctx context.Context) (bool, error) {
 	return true, s.finishMove(ctx, moved, from)
 }
 
-// finishMove deletes the state, and its parts, kept in the kind from, and then the mark
-// of the move on moved.
+// finishMove deletes the state, and everything kept beside it, in the kind from, and then
+// the mark of the move on moved.
 func (s *StateStore) finishMove(ctx context.Context, moved *object, from Storage) error {
 	key := s.Objects.key(s.Objects.StateName())
 	if old, err := from.get(ctx, s.Client, key); err == nil {

@@ -94,6 +94,10 @@ func TestStateMovesBetweenKinds(t *testing.T) {
 			store.Limit = 64 << 10
 			_, err := store.Save(ctx, state)
 			g.Expect(err).NotTo(HaveOccurred())
+			// An object kept beside the state, labelled as its, travels with it.
+			beside := inConfigMap.StateName() + ".beside"
+			besideData := []byte{0x1f, 0x8b, 0xff, 0x00}
+			g.Expect(StorageConfigMap.createOrUpdateAs(ctx, inConfigMap, beside, besideData)).To(Succeed())
 
 			// Before the move, a reader of either kind finds it; a run keeping it in a
 			// Secret is refused rather than starting from nothing.
@@ -116,6 +120,10 @@ func TestStateMovesBetweenKinds(t *testing.T) {
 				loaded, err := to.StateStore(env.Client).Claim(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(loaded).To(Equal(state))
+				kept, err := to.Storage.get(ctx, env.Client, to.key(beside))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(kept.binary("blob")).To(Equal(besideData))
+				g.Expect(kept.GetLabels()).To(HaveKeyWithValue(LabelStateOf, to.StateName()))
 				main, err := to.Storage.get(ctx, env.Client, to.key(to.StateName()))
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(main.GetAnnotations()).NotTo(HaveKey(AnnotationStateMovedFrom))
@@ -202,4 +210,14 @@ func TestMoveCutShortLeavesAReadableState(t *testing.T) {
 		g.Expect(loaded).To(Equal(state))
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, inConfigMap.key(inConfigMap.StateName()), &corev1.ConfigMap{}))).To(BeTrue())
 	}
+}
+
+// createOrUpdateAs writes data under "blob" into the object name of this kind, labelled as
+// kept beside the state of objects.
+func (s Storage) createOrUpdateAs(ctx context.Context, objects RunObjects, name string, data []byte) error {
+	_, err := s.createOrUpdate(ctx, env.Client, objects.meta(name), func(o *object) {
+		o.SetLabels(mergeMaps(o.GetLabels(), map[string]string{LabelStateOf: objects.StateName()}))
+		o.setBinary("blob", data)
+	})
+	return err
 }
