@@ -330,12 +330,15 @@ func (s *StateStore) Move(ctx context.Context) (bool, error) {
 		current = nil
 	case err != nil:
 		return false, err
-	case current.GetAnnotations()[AnnotationStateMovedFrom] != "":
-		return true, s.finishMove(ctx, current, from)
-	case !emptyState(current):
+	case current.GetAnnotations()[AnnotationStateMovedFrom] == "" && !emptyState(current):
 		return false, nil
 	}
+	// Until a move is marked finished, the old object is the state: a controller of the
+	// other setting may have written it since. A move cut short is copied again.
 	old, err := from.get(ctx, s.Client, key)
+	if apierrors.IsNotFound(err) && current != nil && current.GetAnnotations()[AnnotationStateMovedFrom] != "" {
+		return true, s.finishMove(ctx, current, from)
+	}
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -362,6 +365,12 @@ func (s *StateStore) Move(ctx context.Context) (bool, error) {
 	moved := to.newObject(s.Objects.meta(s.Objects.StateName()))
 	if current != nil {
 		moved = current
+		// What the copy it is replaced with does not say must not stay.
+		annotations := moved.GetAnnotations()
+		for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
+			delete(annotations, key)
+		}
+		moved.SetAnnotations(annotations)
 	}
 	moved.SetLabels(mergeMaps(moved.GetLabels(), old.GetLabels()))
 	moved.SetAnnotations(mergeMaps(moved.GetAnnotations(), old.GetAnnotations()))

@@ -221,3 +221,42 @@ func (s Storage) createOrUpdateAs(ctx context.Context, objects RunObjects, name 
 	})
 	return err
 }
+
+// A move cut short, then a state written by a controller of the old setting, then the
+// move again: the newer state is moved, never the copy the first move left.
+func TestAMoveCutShortAndResumedLaterTakesTheNewerState(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	inConfigMap := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "resumed", Purpose: run.PurposeInfra}}
+	inSecret := inConfigMap
+	inSecret.Storage = StorageSecret
+	older := stateOf(t, "lineage-a", 3, 300<<10)
+	store := inConfigMap.StateStore(env.Client)
+	store.Limit = 64 << 10
+	_, err := store.Save(ctx, older)
+	g.Expect(err).NotTo(HaveOccurred())
+	// Cut short after the copy, before the ConfigMap went: the first delete fails.
+	watching, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	errCrash := errors.New("the controller died here")
+	dying := interceptor.NewClient(watching, interceptor.Funcs{
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return errCrash },
+	})
+	_, err = inSecret.StateStore(dying).Move(ctx)
+	g.Expect(err).To(MatchError(errCrash))
+	g.Expect(stored(g, inSecret, StorageSecret)).NotTo(BeEmpty())
+
+	// A controller still keeping states in ConfigMaps applies, writing a smaller state.
+	newer := stateOf(t, "lineage-a", 4, 1000)
+	written, err := inConfigMap.StateStore(env.Client).Save(ctx, newer)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(BeTrue())
+
+	moved, err := inSecret.StateStore(env.Client).Move(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(moved).To(BeTrue())
+	g.Expect(stored(g, inSecret, StorageConfigMap)).To(BeEmpty())
+	loaded, err := inSecret.StateStore(env.Client).Claim(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loaded).To(Equal(newer))
+}
