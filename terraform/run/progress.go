@@ -2,8 +2,11 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +74,30 @@ type Change struct {
 type PlanSummary struct {
 	Changes []Change `json:"changes,omitempty"`
 	Drift   []Change `json:"drift,omitempty"`
+}
+
+// PlanDigestValue is what a plan's digest looks like.
+var PlanDigestValue = regexp.MustCompile(`^sha256:[0-9a-f]{16}$`)
+
+// Digest identifies the plan by the changes it makes: each resource's address, type and
+// action, in a fixed order. Two plans of one digest create, change, replace and destroy
+// the same resources; which attributes an update changes is not part of it.
+func (p *PlanSummary) Digest() string {
+	var changes []string
+	if p != nil {
+		for _, c := range p.Changes {
+			if c.Action == "noop" || c.Action == "read" {
+				continue
+			}
+			changes = append(changes, fmt.Sprintf("%s\x00%s\x00%s", c.Address, c.Type, c.Action))
+		}
+	}
+	slices.Sort(changes)
+	h := sha256.New()
+	for _, c := range changes {
+		fmt.Fprintf(h, "%d\x00%s\x00", len(c), c)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // HasChanges is true when the plan changes a resource.

@@ -65,6 +65,9 @@ type Terraformer struct {
 	// AllowDestroy is set; the run then fails with ErrDestroyProtected before changing anything.
 	ProtectedTypes []string
 	AllowDestroy   bool
+	// AllowDestroyPlan, when set, lets exactly the plan of this digest destroy or replace
+	// protected resources: the apply then applies the very plan it checked.
+	AllowDestroyPlan string
 	// ProgressInterval is how often at most the progress is written; DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
 	// ReportFile, when set, receives the progress and the plan instead of the annotations
@@ -627,9 +630,12 @@ func (t *Terraformer) apply(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
-		t.tracker.publishPlan(false)
-		return run.ProtectedError(hits)
+	if plan := t.tracker.Plan(); len(plan.Destroys(t.ProtectedTypes)) > 0 {
+		if digest := plan.Digest(); t.AllowDestroyPlan != digest {
+			t.tracker.publishPlan(false)
+			return run.ProtectedError(plan, t.AllowDestroyPlan, t.ProtectedTypes)
+		}
+		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", t.AllowDestroyPlan)
 	}
 	t.tracker.publishPlan(changes)
 	if !changes {
