@@ -301,7 +301,7 @@ func TestADriftPlanBehindASteadyStreamOfReconcilesRunsWithinItsAgingAndOneRun(t 
 		ticket, known := s.Lookup(drift.ID)
 		waited = time.Since(submitted)
 		return !known || ticket.Phase != PhaseWaiting
-	}).WithTimeout(5 * time.Second).WithPolling(time.Millisecond).Should(BeTrue(), "the drift plan started")
+	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(BeTrue(), "the drift plan started")
 	g.Expect(waited).To(BeNumerically(">=", aging), "before it aged, the reconciles went first")
 	// The bound, with room for this machine's scheduling of goroutines.
 	g.Expect(waited).To(BeNumerically("<", aging+runTime+200*time.Millisecond))
