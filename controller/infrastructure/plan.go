@@ -119,7 +119,7 @@ func (op *operation) afterApply(ctx context.Context, plan *run.PlanSummary) erro
 	if plan != nil {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
 			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonPlanApplied,
-			Message: fmt.Sprintf("applied plan %s: %s", plan.Digest(), plan.Summary(addressesListed)), LastUpdateTime: now, LastTransitionTime: now,
+			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
 	if op.actuator.DriftInterval > 0 {
@@ -134,6 +134,13 @@ func (op *operation) afterApply(ctx context.Context, plan *run.PlanSummary) erro
 		}
 	}
 	return nil
+}
+
+func appliedMessage(plan *run.PlanSummary) string {
+	if plan.Digest == "" {
+		return "applied: " + plan.Summary(addressesListed)
+	}
+	return fmt.Sprintf("applied plan %s: %s", plan.Digest, plan.Summary(addressesListed))
 }
 
 // refused records an apply the destroy guard stopped, with the digest of its plan, says

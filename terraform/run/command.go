@@ -66,7 +66,7 @@ func ProtectedError(plan *PlanSummary, allowed string, protected []string) *Erro
 	for i, h := range hits {
 		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
 	}
-	digest := plan.Digest()
+	digest := plan.Digest
 	message := fmt.Sprintf("%s: %s; nothing was changed", ErrDestroyProtected, listed(described, 20))
 	if allowed != "" {
 		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: it changes other resources or changes them otherwise", message, allowed, digest)
