@@ -73,7 +73,7 @@ type tracker struct {
 	plan     run.PlanSummary
 	// configuration is the digest of the files and variables the plans are made of.
 	configuration string
-	output   output
+	output        output
 	// planDue is set when the plan is to be published, planPublished after.
 	planDue, planPublished bool
 	// running are the changes under way, in the order they started.
