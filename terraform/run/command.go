@@ -69,7 +69,7 @@ func ProtectedError(plan *PlanSummary, allowed string, protected []string) *Erro
 	digest := plan.Digest
 	message := fmt.Sprintf("%s: %s; nothing was changed", ErrDestroyProtected, listed(described, 20))
 	if allowed != "" {
-		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: it changes other resources or changes them otherwise", message, allowed, digest)
+		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: its configuration or its changes differ", message, allowed, digest)
 	}
 	return &Error{Command: string(Apply), Message: message, Protected: true, PlanDigest: digest, Err: ErrDestroyProtected}
 }

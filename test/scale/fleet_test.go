@@ -84,6 +84,16 @@ func BenchmarkScaleFleet(b *testing.B) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		throttled := s.fleetCreateMedian("throttled", "account-b", "")
+		slots := c.budgetSlots()
+		b.Logf("slots per budget while account a is throttled: %v", slots)
+		least := fleetRunsPerAccount
+		for _, n := range slots {
+			least = min(least, n)
+		}
+		b.ReportMetric(float64(least), "throttled-account-slots")
+		if least >= fleetRunsPerAccount {
+			b.Errorf("no account backed off: %v", slots)
+		}
 		b.ReportMetric(throttled.Seconds(), "throttled-neighbour-create-s")
 		b.ReportMetric(throttled.Seconds()/idle.Seconds(), "create-throttled/idle")
 		b.ReportMetric(c.metric("terraseed_terraform_throttled_runs_total", nil), "throttled-runs")
@@ -186,6 +196,23 @@ func (s *seed) startFleet() *controllerProcess {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// budgetSlots are the slots each budget key has now.
+func (c *controllerProcess) budgetSlots() map[string]int {
+	families, err := c.families()
+	if err != nil {
+		c.b.Fatal(err)
+	}
+	slots := map[string]int{}
+	for _, m := range families["terraseed_terraform_budget_slots"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "budget" {
+				slots[l.GetValue()] = int(m.GetGauge().GetValue())
+			}
+		}
+	}
+	return slots
 }
 
 // sampleBudgets reads the runs under way per budget key from the metrics every period
