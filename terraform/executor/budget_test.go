@@ -86,6 +86,12 @@ func startScheduler(t *testing.T, s *Scheduler) {
 		cancel()
 		<-done
 	})
+	// Runs submitted before the start wait for it: the tests count on them starting at once.
+	NewWithT(t).Eventually(func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.ctx != nil
+	}).Should(BeTrue())
 }
 
 func budgetRequest(name, budget, project string) Request {
@@ -193,10 +199,11 @@ func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 	runs.fail = func(Request) error { return throttling }
 	backoffs := make(chan Backoff, 10)
 	s := &Scheduler{Executor: runs, MaxRuns: 2, RunsPerAccount: 2, ThrottlePause: 50 * time.Millisecond, MaxThrottlePause: 150 * time.Millisecond,
-		Throttled: func(_ run.ID, b Backoff) { backoffs <- b }}
+		Throttled: func(_ run.ID, b Backoff) { backoffs <- b },
+		Throttles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttles"}, []string{"budget"})}
 	startScheduler(t, s)
 	var got []Backoff
-	for i := range 4 {
+	for i := range 3 {
 		req := budgetRequest(fmt.Sprintf("a%d", i), a, "p")
 		req.Throttled = isThrottling
 		g.Expect(s.Submit(ctx, req, PriorityReconcile)).To(Succeed())
@@ -211,8 +218,15 @@ func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 		{Budget: a, Slots: 1, Pause: 50 * time.Millisecond},
 		{Budget: a, Slots: 1, Pause: 100 * time.Millisecond},
 		{Budget: a, Slots: 1, Pause: 150 * time.Millisecond},
-		{Budget: a, Slots: 1, Pause: 150 * time.Millisecond},
 	}))
+
+	// At one slot and the longest pause, a throttle is counted and not told again.
+	req := budgetRequest("a3", a, "p")
+	req.Throttled = isThrottling
+	g.Expect(s.Submit(ctx, req, PriorityReconcile)).To(Succeed())
+	g.Eventually(func() int { return len(runs.ended()) }).WithTimeout(5 * time.Second).Should(Equal(4))
+	g.Consistently(backoffs).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+	g.Expect(testutil.ToFloat64(s.Throttles.WithLabelValues(a))).To(BeEquivalentTo(4))
 }
 
 func countOf(reqs []Request, budget string) int {

@@ -122,7 +122,8 @@ type Scheduler struct {
 	// doubles with each throttle in a row up to MaxThrottlePause. Defaults when zero.
 	ThrottlePause    time.Duration
 	MaxThrottlePause time.Duration
-	// Throttled, when set, is called when a throttled run made its account's budget back off.
+	// Throttled, when set, is called when a throttled run made its account's budget back
+	// off further: fewer slots, or a longer pause.
 	Throttled func(id run.ID, backoff Backoff)
 	// BudgetRuns, when set, is kept at the runs of each budget key by state ("running",
 	// "waiting"); BudgetSlots at the slots a budget has now; Throttles counts the
@@ -492,6 +493,7 @@ func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
 	now := s.clock()
 	switch {
 	case err != nil && t.req.Throttled != nil && t.req.Throttled(err):
+		slots, pause := b.slots, b.pause
 		b.slots = max(1, b.slots/2)
 		b.pause = min(cmp.Or(s.MaxThrottlePause, DefaultMaxThrottlePause), max(cmp.Or(s.ThrottlePause, DefaultThrottlePause), 2*b.pause))
 		if until := now.Add(b.pause); until.After(b.pausedUntil) {
@@ -508,7 +510,9 @@ func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
 		if s.Throttles != nil {
 			s.Throttles.WithLabelValues(key).Inc()
 		}
-		return Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, true
+		// Told only when the backoff deepened: at one slot and the longest pause, more
+		// throttles change nothing to tell.
+		return Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, b.slots != slots || b.pause != pause
 	case err == nil && b.slots < s.fullBudget():
 		b.slots++
 	case err == nil:
