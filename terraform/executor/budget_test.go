@@ -152,7 +152,8 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	}
 	var backoffs []Backoff
 	var mu sync.Mutex
-	s := &Scheduler{Executor: runs, MaxRuns: 8, RunsPerAccount: 4, ThrottlePause: time.Second,
+	const pause = 2 * time.Second
+	s := &Scheduler{Executor: runs, MaxRuns: 8, RunsPerAccount: 4, ThrottlePause: pause,
 		Throttled: func(_ run.ID, b Backoff) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -167,7 +168,7 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	g.Expect(s.Submit(ctx, throttled, PriorityReconcile)).To(Succeed())
 	g.Eventually(func() float64 { return testutil.ToFloat64(s.Throttles.WithLabelValues(a)) }).WithTimeout(5 * time.Second).Should(BeEquivalentTo(1))
 	mu.Lock()
-	g.Expect(backoffs).To(Equal([]Backoff{{Budget: a, Slots: 2, Pause: time.Second}}), "half the slots, and a pause")
+	g.Expect(backoffs).To(Equal([]Backoff{{Budget: a, Slots: 2, Pause: pause}}), "half the slots, and a pause")
 	mu.Unlock()
 	g.Expect(testutil.ToFloat64(s.BudgetSlots.WithLabelValues(a))).To(BeEquivalentTo(2))
 
@@ -180,11 +181,11 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	ticket, _ := s.Lookup(budgetRequest("a0", a, "p").ID)
 	g.Expect(ticket.OverBudget).To(BeTrue())
 	g.Eventually(func() int { return countOf(runs.ended(), b) }).WithTimeout(5 * time.Second).Should(Equal(6))
-	g.Expect(time.Since(paused)).To(BeNumerically("<", time.Second), "b's runs never waited for a's pause")
+	g.Expect(time.Since(paused)).To(BeNumerically("<", pause), "b's runs never waited for a's pause")
 	g.Expect(countOf(runs.started(), a)).To(Equal(1), "none of a's runs started during its pause")
 
 	g.Eventually(func() int { return countOf(runs.ended(), a) }).WithTimeout(10 * time.Second).Should(Equal(7))
-	g.Expect(time.Since(paused)).To(BeNumerically(">=", time.Second))
+	g.Expect(time.Since(paused)).To(BeNumerically(">=", pause-100*time.Millisecond), "a's runs waited for the pause, which began at the throttle's end")
 	g.Expect(runs.highestOf(a)).To(BeNumerically("<=", 4))
 	// Each success gave a slot back: the budget is whole again.
 	g.Expect(testutil.ToFloat64(s.BudgetSlots.WithLabelValues(a))).To(BeEquivalentTo(4))
@@ -317,6 +318,7 @@ func TestADriftPlanBehindASteadyStreamOfReconcilesRunsWithinItsAgingAndOneRun(t 
 		return !known || ticket.Phase != PhaseWaiting
 	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(BeTrue(), "the drift plan started")
 	g.Expect(waited).To(BeNumerically(">=", aging), "before it aged, the reconciles went first")
-	// The bound, with room for this machine's scheduling of goroutines.
-	g.Expect(waited).To(BeNumerically("<", aging+runTime+200*time.Millisecond))
+	// The bound, with room for a loaded machine's scheduling of goroutines; without the
+	// aging the plan never starts while the stream goes on.
+	g.Expect(waited).To(BeNumerically("<", aging+runTime+500*time.Millisecond))
 }
