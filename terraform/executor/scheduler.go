@@ -141,7 +141,6 @@ type Scheduler struct {
 	// projectRuns counts the runs under way per priority and project, for the turns.
 	projectRuns map[projectKey]int
 	runs        sync.WaitGroup
-	now         func() time.Time
 }
 
 type projectKey struct {
@@ -339,12 +338,7 @@ func (s *Scheduler) driftSlots() int {
 
 func (s *Scheduler) driftAging() time.Duration { return cmp.Or(s.DriftAging, DefaultDriftAging) }
 
-func (s *Scheduler) clock() time.Time {
-	if s.now != nil {
-		return s.now()
-	}
-	return time.Now()
-}
+func (s *Scheduler) clock() time.Time { return time.Now() }
 
 // rank orders the waiting runs: by priority, except that a drift plan that waited
 // DriftAging ranks between creations and reconciles, so that a steady stream of
