@@ -38,7 +38,27 @@ type Manifest struct {
 	ProtectedResources []string `json:"protectedResources,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
+	// Account says what identifies the cloud account a run calls, for the run budget of
+	// each account and region; none: the runs have no budget but the seed's.
+	Account *Account `json:"account,omitempty"`
+	// Throttling are regular expressions of the provider's error texts that say the cloud
+	// throttled its calls, besides the ones every provider shares.
+	Throttling []string `json:"throttling,omitempty"`
+	// Parallelism is terraform's -parallelism for the provider's runs; none: the
+	// controller's (--parallelism), or terraform's default.
+	Parallelism *int `json:"parallelism,omitempty"`
 }
+
+// Account names the credentials keys whose values identify a cloud account, such as AWS's
+// access key ID, never a secret: they are hashed, with the provider type and the
+// Infrastructure's region, into the budget key.
+type Account struct {
+	Credentials []string `json:"credentials"`
+}
+
+// MaxParallelism bounds provider.yaml's parallelism: more concurrent calls per run only
+// spend an account's API budget faster.
+const MaxParallelism = 100
 
 // Credential maps one key of the credentials secret to the environment of terraform.
 type Credential struct {
@@ -125,6 +145,7 @@ type Provider struct {
 	schema       *jsonschema.Schema
 	templates    map[string]string // output file name -> template text
 	mutations    *Mutations
+	throttling   []*regexp.Regexp
 }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
@@ -161,6 +182,15 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
 	if err := p.Manifest.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if err := p.Manifest.checkAccount(); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if p.throttling, err = p.Manifest.checkThrottling(); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if err := p.Manifest.checkParallelism(); err != nil {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
 

@@ -49,6 +49,8 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--max-runs=0"},
 		{"--drift-share=1.5"},
 		{"--drift-share=0"},
+		{"--runs-per-account=-1"},
+		{"--drift-aging=0s"},
 		{"--concurrency=0"},
 		{"--run-timeout=-1h"},
 		{"--pod-creation-timeout=-1s"},

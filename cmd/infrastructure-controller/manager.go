@@ -75,6 +75,8 @@ type managerOptions struct {
 	driftInterval             time.Duration
 	maxRuns                   int
 	driftShare                float64
+	driftAging                time.Duration
+	runsPerAccount            int
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
@@ -88,6 +90,8 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.IntVar(&o.concurrency, "concurrency", 10, "objects reconciled at once; a reconcile never waits for a terraform run")
 	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
 	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
+	flags.DurationVar(&o.driftAging, "drift-aging", executor.DefaultDriftAging, "how long a drift plan waits before it goes ahead of every reconcile (never ahead of deletions and creations)")
+	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per cloud account and region (as the provider's provider.yaml identifies an account); 0: bounded by --max-runs alone")
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -146,6 +150,12 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	if o.maxRuns < 1 {
 		return nil, fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
+	}
+	if o.runsPerAccount < 0 {
+		return nil, fmt.Errorf("--runs-per-account: %d is negative; 0 bounds the runs of an account by --max-runs alone", o.runsPerAccount)
+	}
+	if o.driftAging <= 0 {
+		return nil, fmt.Errorf("--drift-aging: %s must be positive", o.driftAging)
 	}
 	if o.driftShare <= 0 || o.driftShare > 1 {
 		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
@@ -305,6 +315,9 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
 		DriftShare:    o.driftShare,
+		DriftAging:    o.driftAging,
+
+		RunsPerAccount: o.runsPerAccount,
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,

@@ -49,10 +49,18 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = op.runOrWait(ctx, executor.Request{
+	req := executor.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
-	}, executor.PriorityDelete, op.ensureConfig)
+	}
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err == nil {
+		req = op.withFleet(req, provider)
+	}
+	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, op.ensureConfig)
+	if provider != nil {
+		return throttledError(provider, err)
+	}
 	return err
 }
 

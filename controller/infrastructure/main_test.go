@@ -111,7 +111,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 			StopTimeout:   time.Minute,
 			Output:        output,
 		},
-	}, []string{"local", "slow", "slowlocal", "guarded", "zonal"}, nil)
+	}, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling"}, nil)
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

@@ -39,6 +39,18 @@ var (
 		Name: "terraseed_terraform_runs_waiting",
 		Help: "Terraform runs waiting for a run slot, by priority (delete, create, reconcile, drift).",
 	}, []string{"priority"})
+	budgetRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_budget_runs",
+		Help: "Terraform runs of a cloud account and region by state (running, waiting); budget is a short hash of the account and region, never a credential.",
+	}, []string{"budget", "state"})
+	budgetSlots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_budget_slots",
+		Help: "Terraform runs a cloud account and region may have under way now: runsPerAccount, fewer while it backs off after the cloud throttled it.",
+	}, []string{"budget"})
+	throttledRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terraseed_terraform_throttled_runs_total",
+		Help: "Terraform runs that failed because the cloud throttled the calls of their account and region.",
+	}, []string{"budget"})
 )
 
 // The gauges below are kept per Infrastructure, labelled by its namespace and name: what
@@ -77,7 +89,7 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting,
+	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting, budgetRuns, budgetSlots, throttledRuns,
 		failedRuns, driftState, stateBytes, stateLimitBytes)
 	stateLimitBytes.Set(maxStatusState)
 }

@@ -41,18 +41,75 @@ const (
 	ReasonInSync           = "NoChanges"
 	ReasonDrifted          = "Drifted"
 	ReasonCheckFailed      = "CheckFailed"
+	// ReasonDeprecatedAllowDestroy is the event of an apply that allow-destroy=true allowed.
+	ReasonDeprecatedAllowDestroy = "DeprecatedAllowDestroy"
 )
 
 // addressesListed bounds how many addresses a condition message names per kind.
 const addressesListed = 25
 
 // applyRequest is the apply of this operation: with the provider's protected types, and
-// allowed to destroy them when the annotation says so.
-func (op *operation) applyRequest(protected []string, env map[string]string) executor.Request {
-	_, allow := op.infra.Annotations[AnnotationAllowDestroy]
+// allowed to destroy them as the annotation says.
+func (op *operation) applyRequest(protected []string, env map[string]string) (executor.Request, error) {
+	allow, err := op.allowDestroy(time.Now())
+	if err != nil {
+		return executor.Request{}, err
+	}
 	return executor.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: env,
-		ProtectedTypes: protected, AllowDestroy: allow, Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+		ProtectedTypes: protected, AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
+		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+	}, nil
+}
+
+// destroyPermission is what the allow-destroy annotation allows.
+type destroyPermission struct {
+	// any is the deprecated "true": any plan.
+	any bool
+	// plan is the digest of the one plan allowed.
+	plan string
+	// expired is when a permission for plan ended, if it did.
+	expired *time.Time
+	// expiredPlan is the plan of a permission that expired.
+	expiredPlan string
+}
+
+// allowDestroy reads the allow-destroy annotation: "true" (any plan, deprecated), or the
+// digest of the plan allowed, optionally followed by ",expires=<RFC 3339 time>".
+func (op *operation) allowDestroy(now time.Time) (destroyPermission, error) {
+	value, ok := op.infra.Annotations[AnnotationAllowDestroy]
+	if !ok {
+		return destroyPermission{}, nil
+	}
+	if value == "true" {
+		return destroyPermission{any: true}, nil
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationAllowDestroy)
+	digest, rest, hasExpiry := strings.Cut(value, ",")
+	if !run.PlanDigestValue.MatchString(digest) {
+		return destroyPermission{}, extension.InvalidInput(ReasonInvalidConfiguration,
+			"%s: %q is neither the digest of a plan (sha256:<16 hex digits>, as the LastPlan condition names it) optionally followed by \",expires=<RFC 3339 time>\", nor true", field, value)
+	}
+	if !hasExpiry {
+		return destroyPermission{plan: digest}, nil
+	}
+	stamp, ok := strings.CutPrefix(rest, "expires=")
+	expires, err := time.Parse(time.RFC3339, stamp)
+	if !ok || err != nil {
+		return destroyPermission{}, extension.InvalidInput(ReasonInvalidConfiguration,
+			"%s: %q after the digest is not expires=<RFC 3339 time>, such as expires=2030-01-02T15:04:05Z", field, rest)
+	}
+	if !now.Before(expires) {
+		return destroyPermission{expired: &expires, expiredPlan: digest}, nil
+	}
+	return destroyPermission{plan: digest}, nil
+}
+
+// allowedOnce tells in an event that the deprecated allow-destroy=true allowed an apply.
+func (op *operation) allowedOnce(req executor.Request) {
+	if req.AllowDestroy && op.actuator.Recorder != nil {
+		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonDeprecatedAllowDestroy, "Reconcile",
+			"%s=true allows any plan and is deprecated: set it to the digest of the plan to allow, which the LastPlan condition names", AnnotationAllowDestroy)
 	}
 }
 
@@ -62,7 +119,7 @@ func (op *operation) afterApply(ctx context.Context, plan *run.PlanSummary) erro
 	if plan != nil {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
 			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonPlanApplied,
-			Message: "applied: " + plan.Summary(addressesListed), LastUpdateTime: now, LastTransitionTime: now,
+			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
 	if op.actuator.DriftInterval > 0 {
@@ -79,15 +136,29 @@ func (op *operation) afterApply(ctx context.Context, plan *run.PlanSummary) erro
 	return nil
 }
 
-// refused records an apply the destroy guard stopped, with an event naming what it would
-// have destroyed, and says how to allow it.
+func appliedMessage(plan *run.PlanSummary) string {
+	if plan.Digest == "" {
+		return "applied: " + plan.Summary(addressesListed)
+	}
+	return fmt.Sprintf("applied plan %s: %s", plan.Digest, plan.Summary(addressesListed))
+}
+
+// refused records an apply the destroy guard stopped, with the digest of its plan, says
+// why a permission did not allow it, and how to allow exactly this plan.
 func (op *operation) refused(err error) error {
 	var runErr *run.Error
 	if !errors.Is(err, run.ErrDestroyProtected) || !errors.As(err, &runErr) {
 		return err
 	}
 	now := metav1.Now()
-	message := fmt.Sprintf("%s; to allow it once, annotate the Infrastructure with %s=true", runErr.Message, AnnotationAllowDestroy)
+	message := runErr.Message
+	if allow, _ := op.allowDestroy(now.Time); allow.expired != nil {
+		message = fmt.Sprintf("%s; the permission for plan %s expired at %s", message, allow.expiredPlan, allow.expired.Format(time.RFC3339))
+	}
+	if runErr.PlanDigest != "" {
+		message = fmt.Sprintf("%s; plan %s: to allow exactly this plan once, annotate the Infrastructure with %s=%s (optionally followed by ,expires=<RFC 3339 time>)",
+			message, runErr.PlanDigest, AnnotationAllowDestroy, runErr.PlanDigest)
+	}
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
 		Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonDestroyProtected,
 		Message: message, LastUpdateTime: now, LastTransitionTime: now,
@@ -98,7 +169,7 @@ func (op *operation) refused(err error) error {
 	return &extension.Error{
 		Reason: ReasonDestroyProtected, Terminal: true,
 		Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
-		Err:   fmt.Errorf("%w; to allow it once, annotate the Infrastructure with %s=true", err, AnnotationAllowDestroy),
+		Err:   fmt.Errorf("terraform apply: %s", message),
 	}
 }
 
@@ -200,9 +271,10 @@ func (op *operation) plan(ctx context.Context) (*run.PlanSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	result, err := op.runOrWait(ctx, executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Background: true}, executor.PriorityDrift, nil)
+	req := op.withFleet(executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Background: true}, provider)
+	result, err := op.runOrWait(ctx, req, executor.PriorityDrift, nil)
 	if err != nil {
-		return nil, err
+		return nil, throttledError(provider, err)
 	}
 	if result.Plan == nil {
 		return nil, errors.New("the plan run reported no plan")

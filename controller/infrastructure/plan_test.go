@@ -80,7 +80,7 @@ func TestDestroyGuardStopsAReplacementOfAProtectedResource(t *testing.T) {
 	plan := condition(infra, infrastructure.ConditionLastPlan)
 	g.Expect(plan).NotTo(BeNil())
 	g.Expect(plan.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
-	g.Expect(plan.Message).To(Equal("applied: 1 to add (terraform_data.network), 0 to change, 0 to replace, 0 to destroy"))
+	g.Expect(plan.Message).To(MatchRegexp(`^applied plan sha256:[0-9a-f]{16}: 1 to add \(terraform_data\.network\), 0 to change, 0 to replace, 0 to destroy$`))
 
 	// In place: not guarded.
 	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = guardedConfig("10.0.0.0/16", "b") })
@@ -88,7 +88,7 @@ func TestDestroyGuardStopsAReplacementOfAProtectedResource(t *testing.T) {
 		current := s.get(g)
 		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
 		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
-		g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add, 1 to change (terraform_data.network)"))
+		g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(MatchRegexp(`^applied plan sha256:[0-9a-f]{16}: 0 to add, 1 to change \(terraform_data\.network\)`))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 
 	// A replacement: refused, terminally, naming the address.
@@ -119,6 +119,8 @@ func TestDestroyGuardStopsAReplacementOfAProtectedResource(t *testing.T) {
 		g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(ContainSubstring("1 to replace (terraform_data.network)"))
 		g.Expect(current.Annotations).NotTo(HaveKey(infrastructure.AnnotationAllowDestroy))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, s.namespace, s.infra.Name) }).
+		WithTimeout(30*time.Second).Should(ContainElement(infrastructure.ReasonDeprecatedAllowDestroy), "true is deprecated, and an event says so")
 
 	// Another replacement needs another permission.
 	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = guardedConfig("10.2.0.0/16", "b") })

@@ -99,13 +99,21 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	if err != nil {
 		return err
 	}
-	req := op.applyRequest(provider.Manifest.ProtectedResources, env)
+	req, err := op.applyRequest(provider.Manifest.ProtectedResources, env)
+	if err != nil {
+		return err
+	}
+	req = op.withFleet(req, provider)
 	req.Digest = configDigest(rendered.Files, rendered.TFVarsJSON, req)
 	result, err := op.runOrWait(ctx, req, op.priority(), func(ctx context.Context) error {
-		return op.prepareApply(ctx, secret, env, rendered, restored)
+		if err := op.prepareApply(ctx, secret, env, rendered, restored); err != nil {
+			return err
+		}
+		op.allowedOnce(req)
+		return nil
 	})
 	if err != nil {
-		return op.refused(err)
+		return throttledError(provider, op.refused(err))
 	}
 	outputs, err := op.keepSensitiveOutputs(ctx, provider, result.State)
 	if err != nil {
@@ -167,5 +175,9 @@ func configDigest(files map[string]string, vars []byte, req executor.Request) st
 	}
 	fmt.Fprintf(h, "vars\x00%d\x00%s\x00", len(vars), vars)
 	fmt.Fprintf(h, "guard\x00%s\x00%t", strings.Join(req.ProtectedTypes, ","), req.AllowDestroy)
+	// Only when set: the digests of runs under way from before plans could be allowed stay.
+	if req.AllowDestroyPlan != "" {
+		fmt.Fprintf(h, "\x00%s", req.AllowDestroyPlan)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

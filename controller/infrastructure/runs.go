@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +43,8 @@ func (e *runPendingError) Error() string {
 		return fmt.Sprintf("stopping the terraform %s under way; its state is saved first", e.ticket.Command)
 	case e.ticket.Command == "":
 		return "waiting for the terraform run an earlier controller process started to end"
+	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.OverBudget:
+		return "waiting for its cloud account's run budget: as many runs of the account in this region as may run at once are under way, or the account pauses after the cloud throttled it"
 	case e.ticket.Phase == executor.PhaseWaiting:
 		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
 	case e.other:
@@ -64,20 +67,27 @@ func (e *runPendingError) recheck() time.Duration {
 // finished runs reconcile their Infrastructure again.
 type runs struct {
 	*executor.Scheduler
-	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	mu       sync.Mutex
+	queue    workqueue.TypedRateLimitingInterface[reconcile.Request]
+	recorder events.EventRecorder
 }
 
 // setupRuns makes the run scheduler of the actuator and returns the source of the
 // reconciles that the ends of runs ask for.
 func (a *Actuator) setupRuns(mgr ctrl.Manager) (source.Source, error) {
-	r := &runs{}
+	r := &runs{recorder: a.Recorder}
 	r.Scheduler = &executor.Scheduler{
-		Executor:   measured{a.Executor},
-		MaxRuns:    a.MaxRuns,
-		DriftShare: a.DriftShare,
-		Waiting:    runsWaiting,
-		Finished:   r.finished,
+		Executor:       measured{a.Executor},
+		MaxRuns:        a.MaxRuns,
+		DriftShare:     a.DriftShare,
+		DriftAging:     a.DriftAging,
+		RunsPerAccount: a.RunsPerAccount,
+		Waiting:        runsWaiting,
+		Finished:       r.finished,
+		Throttled:      r.throttledEvent,
+		BudgetRuns:     budgetRuns,
+		BudgetSlots:    budgetSlots,
+		Throttles:      throttledRuns,
 	}
 	if err := mgr.Add(r.Scheduler); err != nil {
 		return nil, err

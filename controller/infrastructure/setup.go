@@ -68,6 +68,11 @@ type Actuator struct {
 	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
 	MaxRuns    int
 	DriftShare float64
+	// DriftAging is how long a drift plan waits before it ranks ahead of reconciles;
+	// RunsPerAccount bounds the runs under way per cloud account and region (see
+	// executor.Scheduler).
+	DriftAging     time.Duration
+	RunsPerAccount int
 
 	runs *runs
 }

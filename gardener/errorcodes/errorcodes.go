@@ -50,7 +50,7 @@ var patterns = sync.OnceValue(func() []pattern {
 		{extensionsv1alpha1.ErrorInfraUnauthenticated, regexp.MustCompile(`(?i)(InvalidAuthenticationTokenTenant|Authentication failed|AuthFailure|invalid character|invalid_client|query returned no results|InvalidAccessKeyId|cannot fetch token|InvalidSecretAccessKey|InvalidSubscriptionId|provide credentials|certificate signed by unknown authority|x509: certificate|tls: failed to verify certificate|: Unauthorized\b)`)},
 		{extensionsv1alpha1.ErrorInfraUnauthorized, regexp.MustCompile(`(?i)(Unauthorized|InvalidClientTokenId|SignatureDoesNotMatch|AuthorizationFailed|invalid_grant|Authorization Profile was not found|no active subscriptions|UnauthorizedOperation|not authorized|AccessDenied|OperationNotAllowed|Error 403|SERVICE_ACCOUNT_ACCESS_DENIED|is forbidden: User)`)},
 		{extensionsv1alpha1.ErrorInfraQuotaExceeded, regexp.MustCompile(`(?i)((?:^|[^t]|(?:[^s]|^)t|(?:[^e]|^)st|(?:[^u]|^)est|(?:[^q]|^)uest|(?:[^e]|^)quest|(?:[^r]|^)equest)LimitExceeded|Quotas|Quota.*exceeded|exceeded quota|Quota has been met|QUOTA_EXCEEDED|Maximum number of ports exceeded|VolumeSizeExceedsAvailableQuota)`)},
-		{extensionsv1alpha1.ErrorInfraRateLimitsExceeded, regexp.MustCompile(`(?i)(RequestLimitExceeded|Throttling|Too many requests)`)},
+		{extensionsv1alpha1.ErrorInfraRateLimitsExceeded, regexp.MustCompile(`(?i)(RequestLimitExceeded|Throttling|Too many requests|TooManyRequests|(?:status code|StatusCode|HTTP(?:/[0-9.]+)?)[: ]+429\b)`)},
 		{extensionsv1alpha1.ErrorInfraDependencies, regexp.MustCompile(`(?i)(PendingVerification|Access Not Configured|accessNotConfigured|DependencyViolation|OptInRequired|DeleteConflict|Conflict|inactive billing state|is already being used|InUseSubnetCannotBeDeleted|VnetInUse|InUseRouteTableCannotBeDeleted|timeout while waiting for state to become|InvalidCidrBlock|already busy for|InsufficientFreeAddressesInSubnet|InternalServerError|internal server error|A resource with the ID|already exists)`)},
 		{extensionsv1alpha1.ErrorRetryableInfraDependencies, regexp.MustCompile(`(?i)(RetryableError|connection refused|i/o timeout|no such host|TLS handshake timeout)`)},
 		{extensionsv1alpha1.ErrorInfraResourcesDepleted, regexp.MustCompile(`(?i)(not available in the current hardware cluster|InsufficientInstanceCapacity|SkuNotAvailable|ZonalAllocationFailed|out of stock)`)},
@@ -58,6 +58,12 @@ var patterns = sync.OnceValue(func() []pattern {
 		{extensionsv1alpha1.ErrorRetryableConfigurationProblem, regexp.MustCompile(`(?i)(is misconfigured and requires zero voluntary evictions|SDK.CanNotResolveEndpoint|The requested configuration is currently not supported)`)},
 	}
 })
+
+// Throttled says whether one of terraform's error blocks says the cloud throttled its
+// calls (Gardener's rate-limit code, which is retried).
+func Throttled(blocks []string) bool {
+	return slices.Contains(Classify(blocks), extensionsv1alpha1.ErrorInfraRateLimitsExceeded)
+}
 
 // Classify returns the Gardener error codes of terraform's error blocks, each a summary
 // and its detail on one line, in a fixed order.

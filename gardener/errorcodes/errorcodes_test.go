@@ -32,3 +32,23 @@ func TestWhatNoPatternMatchesHasNoCodeAndIsRetried(t *testing.T) {
 	g.Expect(Classify([]string{"interrupted; the state was saved"})).To(BeEmpty())
 	g.Expect(Retryable(nil)).To(BeTrue())
 }
+
+func TestThrottlingOfEveryCloudIsARetryableRateLimit(t *testing.T) {
+	g := NewWithT(t)
+	for _, block := range []string{
+		"creating EC2 VPC: operation error EC2: CreateVpc, https response error StatusCode: 503, RequestID: x, api error RequestLimitExceeded: Request limit exceeded.",
+		"reading IAM Role: Throttling: Rate exceeded",
+		"googleapi: Error 429: TooManyRequests",
+		"unexpected response: HTTP 429 Too Many Requests",
+		"request failed: status code: 429",
+	} {
+		g.Expect(Throttled([]string{block})).To(BeTrue(), block)
+		g.Expect(Retryable(Classify([]string{block}))).To(BeTrue(), block)
+	}
+	for _, block := range []string{
+		"creating subnet subnet-4290: InvalidParameterValue",
+		"listening on :4290: address in use",
+	} {
+		g.Expect(Throttled([]string{block})).To(BeFalse(), block)
+	}
+}

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sync"
@@ -53,6 +55,11 @@ type Request struct {
 	// AllowDestroy is set (see run.ErrDestroyProtected).
 	ProtectedTypes []string
 	AllowDestroy   bool
+	// AllowDestroyPlan, when set, is the digest of the one plan (run.PlanSummary.Digest)
+	// that may destroy or replace protected resources: any other such plan is refused.
+	AllowDestroyPlan string
+	// Parallelism, when set, is terraform's -parallelism for this run, over the executor's.
+	Parallelism int
 	// Progress, when set, is called from another goroutine with each new progress of
 	// the run, at most every few seconds; never after Run returned.
 	Progress func(run.Progress)
@@ -63,6 +70,25 @@ type Request struct {
 	// runs it at a lower CPU priority, so that the runs others wait for, which share the
 	// machine with it, are not slowed down by it.
 	Background bool
+	// Budget is the key of the cloud account (and region) the run calls, a short hash
+	// (BudgetKey): the scheduler holds at most RunsPerAccount runs of one key under way, and
+	// backs the key off when its runs are throttled. Empty: no budget.
+	Budget string
+	// Project is the shoot project the run belongs to: within a priority, the runs of
+	// different projects take turns for the run slots.
+	Project string
+	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
+	Throttled func(error) bool
+}
+
+// BudgetKey is the budget key of the values that identify a cloud account and region: a
+// short hash, so that no credential reaches a metric or a log.
+func BudgetKey(values ...string) string {
+	h := sha256.New()
+	for _, v := range values {
+		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 var (
@@ -83,6 +109,15 @@ func (r Request) Validate() error {
 		if !envName.MatchString(t) {
 			return run.InvalidInput(fmt.Sprintf("protectedTypes[%d]", i), fmt.Sprintf("%q is not a resource type", t))
 		}
+	}
+	if r.Budget != "" && !digestValue.MatchString(r.Budget) {
+		return run.InvalidInput("budget", fmt.Sprintf("%q is not a hex key of at most 63 characters", r.Budget))
+	}
+	if r.AllowDestroyPlan != "" && !run.PlanDigestValue.MatchString(r.AllowDestroyPlan) {
+		return run.InvalidInput("allowDestroyPlan", fmt.Sprintf("%q is not a plan digest", r.AllowDestroyPlan))
+	}
+	if r.Parallelism < 0 {
+		return run.InvalidInput("parallelism", fmt.Sprintf("%d is negative", r.Parallelism))
 	}
 	if r.Digest != "" && !digestValue.MatchString(r.Digest) {
 		return run.InvalidInput("digest", fmt.Sprintf("%q is not a hex digest of at most 63 characters", r.Digest))

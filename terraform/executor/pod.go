@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -300,8 +301,8 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	if e.PluginCacheDir != "" {
 		args = append(args, "--plugin-cache-dir", e.PluginCacheDir)
 	}
-	if e.Parallelism > 0 {
-		args = append(args, "--parallelism", fmt.Sprint(e.Parallelism))
+	if parallelism := cmp.Or(req.Parallelism, e.Parallelism); parallelism > 0 {
+		args = append(args, "--parallelism", fmt.Sprint(parallelism))
 	}
 	if e.TerraformPath != "" {
 		args = append(args, "--terraform", e.TerraformPath)
@@ -559,6 +560,9 @@ func runArgs(req Request, openTofu bool, progressInterval time.Duration) []strin
 	}
 	if req.AllowDestroy {
 		args = append(args, "--allow-destroy")
+	}
+	if req.AllowDestroyPlan != "" {
+		args = append(args, "--allow-destroy-plan", req.AllowDestroyPlan)
 	}
 	if progressInterval > 0 {
 		args = append(args, "--progress-interval", progressInterval.String())

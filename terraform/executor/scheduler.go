@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,16 @@ const DefaultMaxRuns = 5
 // Scheduler.DriftShare is zero.
 const DefaultDriftShare = 0.2
 
+// DefaultDriftAging is how long a drift plan waits before it ranks ahead of reconciles
+// when Scheduler.DriftAging is zero.
+const DefaultDriftAging = 10 * time.Minute
+
+// Defaults of the pause a throttled account's runs take, when the Scheduler's fields are zero.
+const (
+	DefaultThrottlePause    = 15 * time.Second
+	DefaultMaxThrottlePause = 5 * time.Minute
+)
+
 // Phase is where a scheduled run is.
 type Phase string
 
@@ -71,6 +82,11 @@ type Ticket struct {
 	Err    error
 	// Stopping is set once Stop asked the run under way to stop.
 	Stopping bool
+	// Budget is the request's budget key.
+	Budget string
+	// OverBudget is set while the run waits because its account's budget is used up or
+	// paused, not for a slot of the seed.
+	OverBudget bool
 }
 
 // Of is true when the ticket is of the request: the same command on the same configuration.
@@ -95,13 +111,61 @@ type Scheduler struct {
 	Finished func(run.ID)
 	// Waiting, when set, is kept at the number of waiting runs by priority (one label).
 	Waiting *prometheus.GaugeVec
+	// DriftAging is how long a drift plan waits before it ranks ahead of every reconcile
+	// (never ahead of a deletion or creation); DefaultDriftAging when zero.
+	DriftAging time.Duration
+
+	// RunsPerAccount bounds the runs under way of one budget key (a cloud account and
+	// region, Request.Budget); zero bounds them by MaxRuns alone.
+	RunsPerAccount int
+	// ThrottlePause is the first pause of an account whose run the cloud throttled; it
+	// doubles with each throttle in a row up to MaxThrottlePause. Defaults when zero.
+	ThrottlePause    time.Duration
+	MaxThrottlePause time.Duration
+	// Throttled, when set, is called when a throttled run made its account's budget back
+	// off further: fewer slots, or a longer pause.
+	Throttled func(id run.ID, backoff Backoff)
+	// BudgetRuns, when set, is kept at the runs of each budget key by state ("running",
+	// "waiting"); BudgetSlots at the slots a budget has now; Throttles counts the
+	// throttled runs per budget key.
+	BudgetRuns  *prometheus.GaugeVec
+	BudgetSlots *prometheus.GaugeVec
+	Throttles   *prometheus.CounterVec
 
 	mu      sync.Mutex
 	ctx     context.Context
 	tickets map[run.ID]*scheduled
 	seq     uint64
 	running [len(priorityNames)]int
-	runs    sync.WaitGroup
+	budgets map[string]*budget
+	// projectRuns counts the runs under way per priority and project, for the turns.
+	projectRuns map[projectKey]int
+	runs        sync.WaitGroup
+}
+
+type projectKey struct {
+	priority Priority
+	project  string
+}
+
+// Backoff is what a throttle did to its account's budget.
+type Backoff struct {
+	Budget string
+	// Slots is how many runs of the account may now be under way at once.
+	Slots int
+	// Pause is how long none of them starts.
+	Pause time.Duration
+}
+
+// budget is the state of one budget key: its runs, and how far it backed off.
+type budget struct {
+	running, waiting int
+	// slots are the runs that may be under way now: the full budget, or fewer after a throttle.
+	slots int
+	// pause is the last pause; the next throttle in a row doubles it.
+	pause       time.Duration
+	pausedUntil time.Time
+	timer       *time.Timer
 }
 
 type scheduled struct {
@@ -109,6 +173,8 @@ type scheduled struct {
 	req Request
 	log logr.Logger
 	seq uint64
+	// submitted is when the run was submitted: a drift plan's rank grows with its wait.
+	submitted time.Time
 	// stop interrupts the run under way.
 	stop context.CancelFunc
 	// state is the finished run's state, compressed: a ticket waits for the reconcile that
@@ -135,8 +201,8 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) 
 	}
 	s.seq++
 	s.tickets[req.ID] = &scheduled{
-		Ticket: Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: PhaseWaiting},
-		req:    req, log: logf.FromContext(ctx), seq: s.seq,
+		Ticket: Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: PhaseWaiting, Budget: req.Budget},
+		req:    req, log: logf.FromContext(ctx), seq: s.seq, submitted: s.clock(),
 	}
 	s.dispatch()
 	return nil
@@ -150,15 +216,7 @@ func (s *Scheduler) Lookup(id run.ID) (Ticket, bool) {
 	if !ok {
 		return Ticket{}, false
 	}
-	ticket := t.Ticket
-	if ticket.Phase == PhaseWaiting {
-		for _, other := range s.tickets {
-			if other.Phase == PhaseWaiting && before(other, t) {
-				ticket.Ahead++
-			}
-		}
-	}
-	return ticket, true
+	return t.Ticket, true
 }
 
 // Take returns the ticket of the finished run of id, its outcome with the whole state,
@@ -278,25 +336,80 @@ func (s *Scheduler) driftSlots() int {
 	return max(1, int(math.Floor(share*float64(s.maxRuns()))))
 }
 
-func before(a, b *scheduled) bool {
-	return a.Priority < b.Priority || (a.Priority == b.Priority && a.seq < b.seq)
+func (s *Scheduler) driftAging() time.Duration { return cmp.Or(s.DriftAging, DefaultDriftAging) }
+
+func (s *Scheduler) clock() time.Time { return time.Now() }
+
+// rank orders the waiting runs: by priority, except that a drift plan that waited
+// DriftAging ranks between creations and reconciles, so that a steady stream of
+// reconciles never holds it back for longer than that and one run's end.
+func (s *Scheduler) rank(t *scheduled, now time.Time) int {
+	r := 2 * int(t.Priority)
+	if t.Priority == PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
+		r = 2*int(PriorityReconcile) - 1
+	}
+	return r
 }
 
-// dispatch starts waiting runs while slots are free, in the order of priority and
-// submission; a drift plan over its budget lets the runs behind it go first. s.mu is held.
-func (s *Scheduler) dispatch() {
+// ordered is the waiting runs in the order they get a slot: by rank; within one, the
+// projects take turns (a run's turn is how many runs of its project and priority are
+// under way or wait before it), so that one project's many runs do not hold every slot;
+// then in the order they came. s.mu is held.
+func (s *Scheduler) ordered(now time.Time) []*scheduled {
 	var waiting []*scheduled
 	for _, t := range s.tickets {
 		if t.Phase == PhaseWaiting {
 			waiting = append(waiting, t)
 		}
 	}
-	slices.SortFunc(waiting, func(a, b *scheduled) int {
-		if before(a, b) {
-			return -1
-		}
-		return 1
+	slices.SortFunc(waiting, func(a, b *scheduled) int { return cmp.Compare(a.seq, b.seq) })
+	ranks := make(map[*scheduled]int, len(waiting))
+	turns := make(map[*scheduled]int, len(waiting))
+	seen := map[projectKey]int{}
+	for _, t := range waiting {
+		ranks[t] = s.rank(t, now)
+		key := projectKey{t.Priority, t.req.Project}
+		turns[t] = s.projectRuns[key] + seen[key]
+		seen[key]++
+	}
+	slices.SortStableFunc(waiting, func(a, b *scheduled) int {
+		return cmp.Or(cmp.Compare(ranks[a], ranks[b]), cmp.Compare(turns[a], turns[b]))
 	})
+	return waiting
+}
+
+// budgetOf returns the state of a budget key, made with the full budget. s.mu is held.
+func (s *Scheduler) budgetOf(key string) *budget {
+	if s.budgets == nil {
+		s.budgets = map[string]*budget{}
+	}
+	b, ok := s.budgets[key]
+	if !ok {
+		b = &budget{slots: s.fullBudget()}
+		s.budgets[key] = b
+	}
+	return b
+}
+
+// fullBudget is the slots of an account that was not throttled.
+func (s *Scheduler) fullBudget() int {
+	if s.RunsPerAccount > 0 {
+		return s.RunsPerAccount
+	}
+	return s.maxRuns()
+}
+
+// admits says whether a run of the budget may start now.
+func (b *budget) admits(now time.Time) bool {
+	return b.running < b.slots && !now.Before(b.pausedUntil)
+}
+
+// dispatch starts waiting runs while slots are free, in the order of ordered; a drift
+// plan over its share, or a run over its account's budget, lets the runs behind it go
+// first. s.mu is held.
+func (s *Scheduler) dispatch() {
+	now := s.clock()
+	waiting := s.ordered(now)
 	if s.ctx != nil && s.ctx.Err() == nil {
 		busy := 0
 		for _, n := range s.running {
@@ -309,10 +422,27 @@ func (s *Scheduler) dispatch() {
 			if t.Priority == PriorityDrift && s.running[PriorityDrift] >= s.driftSlots() {
 				continue
 			}
+			if t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now) {
+				continue
+			}
 			s.start(t)
 			busy++
 		}
 	}
+	ahead := 0
+	for _, t := range waiting {
+		if t.Phase != PhaseWaiting {
+			continue
+		}
+		t.Ahead = ahead
+		ahead++
+		t.OverBudget = t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now)
+	}
+	s.measure()
+}
+
+// measure keeps the gauges. s.mu is held.
+func (s *Scheduler) measure() {
 	if s.Waiting != nil {
 		var counts [len(priorityNames)]int
 		for _, t := range s.tickets {
@@ -324,12 +454,78 @@ func (s *Scheduler) dispatch() {
 			s.Waiting.WithLabelValues(Priority(p).String()).Set(float64(n))
 		}
 	}
+	for _, b := range s.budgets {
+		b.waiting = 0
+	}
+	for _, t := range s.tickets {
+		if t.Phase == PhaseWaiting && t.req.Budget != "" {
+			s.budgetOf(t.req.Budget).waiting++
+		}
+	}
+	for key, b := range s.budgets {
+		if s.BudgetRuns != nil {
+			s.BudgetRuns.WithLabelValues(key, "running").Set(float64(b.running))
+			s.BudgetRuns.WithLabelValues(key, "waiting").Set(float64(b.waiting))
+		}
+		if s.BudgetSlots != nil {
+			s.BudgetSlots.WithLabelValues(key).Set(float64(b.slots))
+		}
+	}
+}
+
+// ended records the end of a run in its account's budget: a throttled run halves the
+// budget's slots (at least one) and pauses it, twice as long as the last time when the
+// budget had not recovered since; a run that succeeded gives back one slot, and once all
+// are back the next pause starts from ThrottlePause again. s.mu is held.
+func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
+	key := t.req.Budget
+	if key == "" {
+		return Backoff{}, false
+	}
+	b := s.budgetOf(key)
+	b.running--
+	now := s.clock()
+	switch {
+	case err != nil && t.req.Throttled != nil && t.req.Throttled(err):
+		slots, pause := b.slots, b.pause
+		b.slots = max(1, b.slots/2)
+		b.pause = min(cmp.Or(s.MaxThrottlePause, DefaultMaxThrottlePause), max(cmp.Or(s.ThrottlePause, DefaultThrottlePause), 2*b.pause))
+		if until := now.Add(b.pause); until.After(b.pausedUntil) {
+			b.pausedUntil = until
+			if b.timer != nil {
+				b.timer.Stop()
+			}
+			b.timer = time.AfterFunc(b.pause, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.dispatch()
+			})
+		}
+		if s.Throttles != nil {
+			s.Throttles.WithLabelValues(key).Inc()
+		}
+		// Told only when the backoff deepened: at one slot and the longest pause, more
+		// throttles change nothing to tell.
+		return Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, b.slots != slots || b.pause != pause
+	case err == nil && b.slots < s.fullBudget():
+		b.slots++
+	case err == nil:
+		b.pause = 0
+	}
+	return Backoff{}, false
 }
 
 // start runs t in a goroutine of its own. s.mu is held.
 func (s *Scheduler) start(t *scheduled) {
 	t.Phase = PhaseRunning
 	s.running[t.Priority]++
+	if s.projectRuns == nil {
+		s.projectRuns = map[projectKey]int{}
+	}
+	s.projectRuns[projectKey{t.Priority, t.req.Project}]++
+	if t.req.Budget != "" {
+		s.budgetOf(t.req.Budget).running++
+	}
 	s.runs.Add(1)
 	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
 	t.stop = stop
@@ -347,6 +543,12 @@ func (s *Scheduler) start(t *scheduled) {
 		}
 		s.mu.Lock()
 		s.running[t.Priority]--
+		if key := (projectKey{t.Priority, t.req.Project}); s.projectRuns[key] > 1 {
+			s.projectRuns[key]--
+		} else {
+			delete(s.projectRuns, key)
+		}
+		backoff, throttled := s.ended(t, err)
 		// Stopped with the scheduler, the run left what it had for the next leader: no
 		// outcome is recorded. Stopped alone (Stop), it ended for good.
 		shutdown := s.ctx.Err() != nil
@@ -357,6 +559,9 @@ func (s *Scheduler) start(t *scheduled) {
 		}
 		s.dispatch()
 		s.mu.Unlock()
+		if throttled && s.Throttled != nil {
+			s.Throttled(t.req.ID, backoff)
+		}
 		if !shutdown && s.Finished != nil {
 			s.Finished(t.req.ID)
 		}

@@ -57,15 +57,21 @@ type Phases map[string]time.Duration
 // protected type without being allowed to.
 var ErrDestroyProtected = errors.New("the plan destroys or replaces protected resources")
 
-// ProtectedError is the failure of an apply whose plan destroys or replaces the
-// protected resources hits.
-func ProtectedError(hits []Change) *Error {
+// ProtectedError is the failure of an apply whose plan destroys or replaces resources of
+// the protected types; allowed is the digest of the plan that was allowed, if any, which
+// is not this one.
+func ProtectedError(plan *PlanSummary, allowed string, protected []string) *Error {
+	hits := plan.Destroys(protected)
 	described := make([]string, len(hits))
 	for i, h := range hits {
 		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
 	}
+	digest := plan.Digest
 	message := fmt.Sprintf("%s: %s; nothing was changed", ErrDestroyProtected, listed(described, 20))
-	return &Error{Command: string(Apply), Message: message, Protected: true, Err: ErrDestroyProtected}
+	if allowed != "" {
+		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: its configuration or its changes differ", message, allowed, digest)
+	}
+	return &Error{Command: string(Apply), Message: message, Protected: true, PlanDigest: digest, Err: ErrDestroyProtected}
 }
 
 // TerraformVersion is the pinned terraform version: the last MPL release.

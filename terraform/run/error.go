@@ -31,6 +31,8 @@ type Error struct {
 	Invalid bool
 	// Protected is set when the run refused to destroy protected resources (ErrDestroyProtected).
 	Protected bool
+	// PlanDigest is the digest of the plan a Protected run refused (PlanSummary.Digest).
+	PlanDigest string
 	// Phases are the terraform commands the run got to, and how long they took.
 	Phases Phases
 	// Err is the cause, e.g. ErrTerraformFailed or ErrRunInProgress, for errors.Is.

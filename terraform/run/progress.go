@@ -2,8 +2,11 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +74,32 @@ type Change struct {
 type PlanSummary struct {
 	Changes []Change `json:"changes,omitempty"`
 	Drift   []Change `json:"drift,omitempty"`
+	// Digest identifies the plan (PlanDigest): the allow-destroy annotation names it.
+	Digest string `json:"digest,omitempty"`
+}
+
+// PlanDigestValue is what a plan's digest looks like.
+var PlanDigestValue = regexp.MustCompile(`^sha256:[0-9a-f]{16}$`)
+
+// PlanDigest identifies a plan: the configuration it was made of (a digest of the
+// terraform files and variables) and the changes it makes, each resource's address,
+// type and action, in a fixed order. A plan of another configuration, or one that
+// changes other resources or changes them otherwise, has another digest.
+func PlanDigest(configuration string, changes []Change) string {
+	var lines []string
+	for _, c := range changes {
+		if c.Action == "noop" || c.Action == "read" {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s\x00%s\x00%s", c.Address, c.Type, c.Action))
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00", len(configuration), configuration)
+	for _, l := range lines {
+		fmt.Fprintf(h, "%d\x00%s\x00", len(l), l)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // HasChanges is true when the plan changes a resource.

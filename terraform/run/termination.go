@@ -20,6 +20,8 @@ type terminationMessage struct {
 	InProgress bool `json:"inProgress,omitempty"`
 	// Protected marks a run refused because its plan destroys protected resources.
 	Protected bool `json:"protected,omitempty"`
+	// PlanDigest is the digest of the plan a Protected run refused.
+	PlanDigest string `json:"planDigest,omitempty"`
 	// Phases are in seconds.
 	Phases map[string]float64 `json:"phases,omitempty"`
 	// Codes mark the message of a run pod of an earlier version as terraform's error
@@ -67,7 +69,7 @@ func newTerminationMessage(phases Phases, runErr error) terminationMessage {
 	var re *Error
 	switch {
 	case errors.As(runErr, &re):
-		msg = terminationMessage{Command: re.Command, Blocks: re.Blocks, Message: re.Message}
+		msg = terminationMessage{Command: re.Command, Blocks: re.Blocks, Message: re.Message, PlanDigest: re.PlanDigest}
 	case runErr != nil:
 		msg = terminationMessage{Message: runErr.Error()}
 	}
@@ -129,5 +131,5 @@ func (msg terminationMessage) runError() (*Error, bool) {
 	case msg.Protected:
 		cause = ErrDestroyProtected
 	}
-	return &Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, Phases: msg.phases(), Err: cause}, true
+	return &Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, PlanDigest: msg.PlanDigest, Phases: msg.phases(), Err: cause}, true
 }

@@ -87,6 +87,7 @@ type cliOptions struct {
 	openTofu               bool
 	protected              string
 	allowDestroy           bool
+	allowDestroyPlan       string
 	progressInterval       time.Duration
 	reportFile             string
 	plugins                run.Plugins
@@ -106,6 +107,7 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	flags.BoolVar(&o.openTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
 	flags.StringVar(&o.protected, "protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 	flags.BoolVar(&o.allowDestroy, "allow-destroy", false, "let an apply destroy or replace resources of the protected types")
+	flags.StringVar(&o.allowDestroyPlan, "allow-destroy-plan", "", "digest of the one plan that may destroy or replace resources of the protected types")
 	flags.DurationVar(&o.progressInterval, "progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
 	flags.StringVar(&o.reportFile, "report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
 	flags.StringVar(&o.objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
@@ -157,6 +159,7 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 		OpenTofu:         o.openTofu,
 		ProtectedTypes:   splitList(o.protected),
 		AllowDestroy:     o.allowDestroy,
+		AllowDestroyPlan: o.allowDestroyPlan,
 		ProgressInterval: o.progressInterval,
 		ReportFile:       o.reportFile,
 		Plugins:          o.plugins,

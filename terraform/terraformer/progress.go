@@ -71,7 +71,9 @@ type tracker struct {
 	mu       sync.Mutex
 	progress run.Progress
 	plan     run.PlanSummary
-	output   output
+	// configuration is the digest of the files and variables the plans are made of.
+	configuration string
+	output        output
 	// planDue is set when the plan is to be published, planPublished after.
 	planDue, planPublished bool
 	// running are the changes under way, in the order they started.
@@ -229,8 +231,23 @@ func (tr *tracker) changingPhase() string {
 func (tr *tracker) Plan() *run.PlanSummary {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	p := run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift)}
+	p := run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
 	return &p
+}
+
+// digest is the plan's digest; tr.mu is held.
+func (tr *tracker) digest() string {
+	if tr.configuration == "" {
+		return ""
+	}
+	return run.PlanDigest(tr.configuration, tr.plan.Changes)
+}
+
+// setConfiguration records the digest of the configuration the plans are made of.
+func (tr *tracker) setConfiguration(digest string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.configuration = digest
 }
 
 // errorBlocks returns terraform's error diagnostics, each one line.
@@ -284,7 +301,9 @@ func (tr *tracker) flush(ctx context.Context) {
 }
 
 func (tr *tracker) planJSON() string {
-	data, _ := json.Marshal(tr.plan)
+	plan := tr.plan
+	plan.Digest = tr.digest()
+	data, _ := json.Marshal(plan)
 	return string(data)
 }
 

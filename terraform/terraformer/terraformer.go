@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,6 +66,9 @@ type Terraformer struct {
 	// AllowDestroy is set; the run then fails with ErrDestroyProtected before changing anything.
 	ProtectedTypes []string
 	AllowDestroy   bool
+	// AllowDestroyPlan, when set, lets exactly the plan of this digest destroy or replace
+	// protected resources: the apply then applies the very plan it checked.
+	AllowDestroyPlan string
 	// ProgressInterval is how often at most the progress is written; DefaultProgressInterval when zero.
 	ProgressInterval time.Duration
 	// ReportFile, when set, receives the progress and the plan instead of the annotations
@@ -80,6 +84,8 @@ type Terraformer struct {
 	store   *state.StateStore
 	phases  run.Phases
 	tracker *tracker
+	// configuration is the digest of the files and variables of the run, for its plan's digest.
+	configuration string
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
 	cliConfig      string
@@ -130,6 +136,7 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	log.Info("terraformStarted")
 	if t.Command != run.Validate {
 		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report)
+		t.tracker.setConfiguration(t.configuration)
 	}
 	result := &run.Result{}
 	runErr := t.execute(ctx, tf, result)
@@ -321,7 +328,17 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
+	t.configuration = filesDigest(files)
 	return nil
+}
+
+// filesDigest identifies a configuration: its files and variables, by name and content.
+func filesDigest(files map[string][]byte) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // prepareState puts the newest known state into the working directory: the stored one,
@@ -627,9 +644,12 @@ func (t *Terraformer) apply(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
-		t.tracker.publishPlan(false)
-		return run.ProtectedError(hits)
+	if plan := t.tracker.Plan(); len(plan.Destroys(t.ProtectedTypes)) > 0 {
+		if t.AllowDestroyPlan == "" || t.AllowDestroyPlan != plan.Digest {
+			t.tracker.publishPlan(false)
+			return run.ProtectedError(plan, t.AllowDestroyPlan, t.ProtectedTypes)
+		}
+		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", t.AllowDestroyPlan)
 	}
 	t.tracker.publishPlan(changes)
 	if !changes {
