@@ -169,10 +169,13 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	default:
 		log.Info("adoptingRunPod")
 	}
+	// When the pod was asked for, for its spans; unknown for an adopted one.
+	var created time.Time
 	if pod == nil {
 		if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
 			return nil, err
 		}
+		created = time.Now()
 		if pod, err = e.create(ctx, req); err != nil {
 			return nil, err
 		}
@@ -180,7 +183,7 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	}
 	report := annotationsReport(e.Client, req.ID)
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	result, err := e.wait(ctx, pods, req, pod)
+	result, err := e.wait(ctx, pods, req, pod, created)
 	stopProgress()
 	if err != nil {
 		return nil, err
@@ -358,7 +361,7 @@ func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
 	return dir
 }
 
-func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*run.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
 		interval = DefaultPodRecheckInterval
@@ -381,7 +384,9 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod
 			return nil, &run.Error{Command: string(req.Command), Message: "the run pod disappeared", Err: run.ErrTerraformFailed}
 		}
 		if outcome, done := e.outcome(ctx, req, current); done {
-			return outcome()
+			result, err := outcome()
+			observePodRun(terminationMessageOf(current), created, time.Now())
+			return result, err
 		}
 		select {
 		case <-ctx.Done():

@@ -79,6 +79,8 @@ type Terraformer struct {
 
 	store   *state.StateStore
 	phases  run.Phases
+	// terraformStarted is when the run's first terraform command started.
+	terraformStarted time.Time
 	tracker *tracker
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
@@ -90,9 +92,16 @@ type Terraformer struct {
 // Phases is how long each terraform command of the last Run took.
 func (t *Terraformer) Phases() run.Phases { return t.phases }
 
+// TerraformStarted is when the last Run started its first terraform command; zero when
+// it started none.
+func (t *Terraformer) TerraformStarted() time.Time { return t.terraformStarted }
+
 // timed runs one terraform command as the phase of that name.
 func (t *Terraformer) timed(phase string, command func() error) error {
 	started := time.Now()
+	if t.terraformStarted.IsZero() {
+		t.terraformStarted = started
+	}
 	err := command()
 	t.phases[phase] = time.Since(started)
 	return err
@@ -104,7 +113,7 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	if err := t.checkInput(); err != nil {
 		return nil, err
 	}
-	t.phases = run.Phases{}
+	t.phases, t.terraformStarted = run.Phases{}, time.Time{}
 	id := t.Objects.ID
 	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
 	ctx = logf.IntoContext(ctx, log)
