@@ -77,11 +77,11 @@ type Terraformer struct {
 	// providers inherit: a run others need not wait for yields the CPU to those they do.
 	Nice int
 
-	store   *state.StateStore
-	phases  run.Phases
+	store  *state.StateStore
+	phases run.Phases
 	// terraformStarted is when the run's first terraform command started.
 	terraformStarted time.Time
-	tracker *tracker
+	tracker          *tracker
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
 	cliConfig      string
