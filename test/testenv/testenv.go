@@ -30,9 +30,9 @@ type Environment struct {
 	// kubeconfig is a cluster-admin's kubeconfig of an attached control plane.
 	kubeconfig []byte
 	crds       []schema.GroupKind
-	Config *rest.Config
-	Scheme *k8sruntime.Scheme
-	Client client.Client
+	Config     *rest.Config
+	Scheme     *k8sruntime.Scheme
+	Client     client.Client
 }
 
 // CRDDirectory is where the generated CRDs live: the Helm chart's crds directory.
