@@ -69,6 +69,9 @@ type managerOptions struct {
 	terraformerMemoryLimit    string
 	terraformerCPULimit       string
 	terraformerStorageLimit   string
+	// The run pods' placement (pod executor): see executor.Placement.
+	terraformerPriorityClass, terraformerNodeSelector string
+	terraformerTolerations, terraformerSpread         string
 	maxStateSize              string
 	openTofu                  bool
 	driftInterval             time.Duration
@@ -114,6 +117,10 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
 	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
 	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
+	flags.StringVar(&o.terraformerPriorityClass, "terraformer-priority-class-name", "", "priorityClassName of terraformer pods (pod executor)")
+	flags.StringVar(&o.terraformerNodeSelector, "terraformer-node-selector", "", "comma-separated key=value node labels terraformer pods must run on (pod executor)")
+	flags.StringVar(&o.terraformerTolerations, "terraformer-tolerations", "", "tolerations of terraformer pods as a JSON list of Kubernetes tolerations (pod executor)")
+	flags.StringVar(&o.terraformerSpread, "terraformer-topology-spread-constraints", "", "topologySpreadConstraints of terraformer pods as a JSON list; one without a labelSelector spreads the terraformer pods among themselves (pod executor)")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -387,8 +394,31 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 		if cfg.Resources, err = o.terraformerResources(); err != nil {
 			return cfg, err
 		}
+		if cfg.Placement, err = o.terraformerPlacement(); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, executorFlagError(cfg.Validate())
+}
+
+// terraformerPlacement is where terraformer pods may go, each error naming its flag and
+// the field in it.
+func (o managerOptions) terraformerPlacement() (executor.Placement, error) {
+	p := executor.Placement{PriorityClassName: o.terraformerPriorityClass}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("--terraformer-priority-class-name: %w", err)
+	}
+	var err error
+	if p.NodeSelector, err = parseLabels(o.terraformerNodeSelector); err != nil {
+		return p, fmt.Errorf("--terraformer-node-selector: %w", err)
+	}
+	if p.Tolerations, err = executor.ParseTolerations(o.terraformerTolerations); err != nil {
+		return p, fmt.Errorf("--terraformer-tolerations: %w", err)
+	}
+	if p.TopologySpreadConstraints, err = executor.ParseTopologySpreadConstraints(o.terraformerSpread); err != nil {
+		return p, fmt.Errorf("--terraformer-topology-spread-constraints: %w", err)
+	}
+	return p, nil
 }
 
 // stateBound is --max-state-size, or by default a share of the controller's memory limit

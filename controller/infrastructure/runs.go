@@ -42,6 +42,8 @@ func (e *runPendingError) Error() string {
 		return fmt.Sprintf("stopping the terraform %s under way; its state is saved first", e.ticket.Command)
 	case e.ticket.Command == "":
 		return "waiting for the terraform run an earlier controller process started to end"
+	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.NotStarted != "":
+		return fmt.Sprintf("waiting to start again in a moment: %s", e.ticket.NotStarted)
 	case e.ticket.Phase == executor.PhaseWaiting:
 		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
 	case e.other:
