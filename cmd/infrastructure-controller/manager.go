@@ -72,11 +72,11 @@ type managerOptions struct {
 	// The run pods' placement (pod executor): see executor.Placement.
 	terraformerPriorityClass, terraformerNodeSelector string
 	terraformerTolerations, terraformerSpread         string
-	maxStateSize              string
-	openTofu                  bool
-	driftInterval             time.Duration
-	maxRuns                   int
-	driftShare                float64
+	maxStateSize                                      string
+	openTofu                                          bool
+	driftInterval                                     time.Duration
+	maxRuns                                           int
+	driftShare                                        float64
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
