@@ -138,7 +138,10 @@ func BenchmarkScalePods(b *testing.B) {
 		// The same create with each executor in turn: whatever else the machine does
 		// weighs on both alike.
 		l := local.start(time.Hour)
+		idleSpans, localSpans := c.podSpans(), l.podSpans()
 		podCreate, podDelete, localCreate, localDelete := createAndDeleteInTurn(pods, local, "idle")
+		reportPodSpansSince(b, c, idleSpans, "idle-")
+		reportPodSpansSince(b, l, localSpans, "local-idle-")
 		l.stop()
 		b.ReportMetric(podCreate.Seconds(), "idle-create-s")
 		b.ReportMetric(podDelete.Seconds(), "idle-delete-s")
@@ -232,54 +235,74 @@ func createAndDeleteInTurn(a, other *seed, name string) (aCreate, aDelete, other
 	return median(ac), median(ad), median(oc), median(od)
 }
 
+// podSpanMetrics are the histograms of what a run pod costs besides terraform, and of its
+// terraform commands, with the unit each is reported in (seconds, or MiB for memory).
+var podSpanMetrics = []struct {
+	name   string
+	labels map[string]string
+	unit   string
+}{
+	{"terraseed_run_pod_span_seconds", map[string]string{"span": "created_to_terraformer"}, "pod-created-to-terraformer-s"},
+	{"terraseed_run_pod_span_seconds", map[string]string{"span": "terraformer_to_terraform"}, "terraformer-to-terraform-s"},
+	{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "init"}, "terraform-init-s"},
+	{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "apply"}, "terraform-apply-s"},
+	{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "plan"}, "terraform-plan-s"},
+	{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "destroy"}, "terraform-destroy-s"},
+	{"terraseed_run_pod_span_seconds", map[string]string{"span": "ended_to_outcome"}, "pod-ended-to-outcome-s"},
+	{"terraseed_run_pod_peak_memory_bytes", nil, "pod-peak-memory-MiB"},
+}
+
+// histogramSample is the sum and count of histogram samples.
+type histogramSample struct {
+	sum   float64
+	count uint64
+}
+
+// podSpans reads the histograms of podSpanMetrics, in their order.
+func (c *controllerProcess) podSpans() []histogramSample {
+	var samples []histogramSample
+	for _, m := range podSpanMetrics {
+		samples = append(samples, c.histogram(m.name, m.labels))
+	}
+	return samples
+}
+
 // reportPodSpans reports the means of what the controller's run pods cost besides
 // terraform so far, and of their terraform commands.
 func reportPodSpans(b *testing.B, c *controllerProcess, prefix string) {
+	reportPodSpansSince(b, c, make([]histogramSample, len(podSpanMetrics)), prefix)
+}
+
+// reportPodSpansSince is reportPodSpans of the runs since podSpans returned before.
+func reportPodSpansSince(b *testing.B, c *controllerProcess, before []histogramSample, prefix string) {
 	b.Helper()
-	for _, m := range []struct {
-		name   string
-		labels map[string]string
-		unit   string
-	}{
-		{"terraseed_run_pod_span_seconds", map[string]string{"span": "created_to_terraformer"}, "pod-created-to-terraformer-s"},
-		{"terraseed_run_pod_span_seconds", map[string]string{"span": "terraformer_to_terraform"}, "terraformer-to-terraform-s"},
-		{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "init"}, "terraform-init-s"},
-		{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "apply"}, "terraform-apply-s"},
-		{"terraseed_terraform_phase_duration_seconds", map[string]string{"phase": "plan"}, "terraform-plan-s"},
-		{"terraseed_run_pod_span_seconds", map[string]string{"span": "ended_to_outcome"}, "pod-ended-to-outcome-s"},
-	} {
-		if mean, ok := c.histogramMean(m.name, m.labels); ok {
-			b.ReportMetric(mean, prefix+m.unit)
+	for i, now := range c.podSpans() {
+		count := now.count - before[i].count
+		if count == 0 {
+			continue
 		}
-	}
-	if mean, ok := c.histogramMean("terraseed_run_pod_peak_memory_bytes", nil); ok {
-		b.ReportMetric(mean/(1<<20), prefix+"pod-peak-memory-MiB")
+		mean := (now.sum - before[i].sum) / float64(count)
+		if strings.HasSuffix(podSpanMetrics[i].unit, "-MiB") {
+			mean /= 1 << 20
+		}
+		b.ReportMetric(mean, prefix+podSpanMetrics[i].unit)
 	}
 }
 
-// histogramMean is the mean of the samples of the histograms whose labels include the
-// given ones; false when there are none.
-func (c *controllerProcess) histogramMean(name string, labels map[string]string) (float64, bool) {
+// histogram sums the samples of the histograms whose labels include the given ones.
+func (c *controllerProcess) histogram(name string, labels map[string]string) histogramSample {
 	families, err := c.families()
 	if err != nil {
 		c.b.Fatal(err)
 	}
-	family, ok := families[name]
-	if !ok {
-		return 0, false
-	}
-	var sum float64
-	var count uint64
-	for _, m := range family.GetMetric() {
+	var h histogramSample
+	for _, m := range families[name].GetMetric() {
 		if hasLabels(m, labels) {
-			sum += m.GetHistogram().GetSampleSum()
-			count += m.GetHistogram().GetSampleCount()
+			h.sum += m.GetHistogram().GetSampleSum()
+			h.count += m.GetHistogram().GetSampleCount()
 		}
 	}
-	if count == 0 {
-		return 0, false
-	}
-	return sum / float64(count), true
+	return h
 }
 
 func hasLabels(m *dto.Metric, labels map[string]string) bool {
