@@ -624,21 +624,7 @@ func TestNewGivesRunPodsTheConfiguredResources(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// No kubelet here: the pod stays pending, which is all this test looks at.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := built.Run(ctx, f.request(run.Apply))
-		done <- err
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	pod := pendingRunPod(t, f, built)
 	got := pod.Spec.Containers[0].Resources
 	g.Expect(got.Requests.Cpu().String()).To(Equal("100m"))
 	g.Expect(got.Requests.Memory().String()).To(Equal("256Mi"))
@@ -665,21 +651,7 @@ func TestNewPlacesRunPodsAsConfigured(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// No kubelet here: the pod stays pending, which is all this test looks at.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := built.Run(ctx, f.request(run.Apply))
-		done <- err
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	pod := pendingRunPod(t, f, built)
 	g.Expect(pod.Spec.PriorityClassName).To(Equal(class.Name))
 	g.Expect(pod.Spec.Priority).To(HaveValue(BeEquivalentTo(1000)), "the API server resolved the class")
 	g.Expect(pod.Spec.NodeSelector).To(Equal(map[string]string{"pool": "runs"}))
@@ -723,4 +695,25 @@ func TestPlacementErrorsNameTheField(t *testing.T) {
 	tolerations, err := ParseTolerations("")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tolerations).To(BeNil(), "none configured")
+}
+
+// pendingRunPod starts an apply of f with e, and returns its pod once the API server
+// admitted it: no kubelet here, the pod stays pending, and the run ends with the test.
+func pendingRunPod(t *testing.T, f *fixture, e Executor) *corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	pod := &corev1.Pod{}
+	NewWithT(t).Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return pod
 }

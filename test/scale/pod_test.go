@@ -135,9 +135,21 @@ func BenchmarkScalePods(b *testing.B) {
 		time.Sleep(30 * time.Second)
 		b.ReportMetric((c.metric("rest_client_requests_total", nil)-before)/30, "settled-api-requests/s")
 
+		// The same seed with the local executor, settled right after: the throughput of
+		// each executor on the same machine.
+		l := local.start(time.Hour)
+		started = time.Now()
+		for i := range n {
+			local.create(fmt.Sprintf("shoot-%04d", i))
+		}
+		local.waitSettled(n, time.Hour)
+		localSettle := time.Since(started)
+		b.ReportMetric(localSettle.Seconds(), "local-settle-s")
+		b.ReportMetric(float64(n)/localSettle.Hours(), "local-runs/h")
+		b.ReportMetric(settle.Seconds()/localSettle.Seconds(), "settle-pod/local")
+
 		// The same create with each executor in turn: whatever else the machine does
 		// weighs on both alike.
-		l := local.start(time.Hour)
 		idleSpans, localSpans := c.podSpans(), l.podSpans()
 		podCreate, podDelete, localCreate, localDelete := createAndDeleteInTurn(pods, local, "idle")
 		reportPodSpansSince(b, c, idleSpans, "idle-")
