@@ -28,7 +28,7 @@ func TestACreateWhoseRunPodAQuotaRefusesWaitsSayingSo(t *testing.T) {
 	executor.NotStartedRetry = time.Second
 	t.Cleanup(func() { executor.NotStartedRetry = retry })
 
-	s := newShoot(t)
+	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "shoot"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}}}
@@ -46,7 +46,7 @@ func TestACreateWhoseRunPodAQuotaRefusesWaitsSayingSo(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		infra := s.get(g)
 		g.Expect(infra.Status.LastOperation).NotTo(BeNil())
-		g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateProcessing))
+		g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateProcessing), "last operation: %+v, last error: %+v", infra.Status.LastOperation, infra.Status.LastError)
 		g.Expect(infra.Status.LastOperation.Description).To(And(
 			ContainSubstring("waiting to start again in a moment: the run pod is refused by a ResourceQuota"),
 			ContainSubstring("exceeded quota: shoot")))
