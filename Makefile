@@ -99,9 +99,14 @@ bench: tools ## Run the benchmarks.
 	# The executor's benchmarks compare with bare terraform over ten pairs each.
 	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./terraform/executor/
 
+# EXECUTOR=pod runs the benchmark on the real node of test/realnode (root, as the
+# end-to-end tests): run pods of the image assembled from the working tree, side by side
+# with the local executor.
+EXECUTOR ?= local
+
 .PHONY: bench-scale
-bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000).
-	go test -run '^$$' -bench Scale -benchtime 1x -timeout 150m -v ./test/scale/
+bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000; 200 with EXECUTOR=pod, run pods on a real node).
+	TERRASEED_SCALE_EXECUTOR=$(EXECUTOR) go test -run '^$$' -bench '^BenchmarkScale$(if $(filter pod,$(EXECUTOR)),Pods)$$' -benchtime 1x -timeout 150m -v ./test/scale/
 
 .PHONY: soak
 soak: tools ## SIGKILL the controller and terraform at random while Infrastructures come and go, with the local executor and with run pods on the node, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).

@@ -77,6 +77,9 @@ type managerOptions struct {
 	driftShare                float64
 	driftAging                time.Duration
 	runsPerAccount            int
+	// The run pods' placement (pod executor): see executor.Placement.
+	terraformerPriorityClass, terraformerNodeSelector string
+	terraformerTolerations, terraformerSpread         string
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
@@ -120,6 +123,10 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
 	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
 	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object an Infrastructure's terraform state is kept in: configmap (as Gardener's terraformer keeps it) or secret (which the view role cannot read and encryption at rest covers); a state kept in the other kind is moved, without a run, before the Infrastructure's next run")
+	flags.StringVar(&o.terraformerPriorityClass, "terraformer-priority-class-name", "", "priorityClassName of terraformer pods (pod executor)")
+	flags.StringVar(&o.terraformerNodeSelector, "terraformer-node-selector", "", "comma-separated key=value node labels terraformer pods must run on (pod executor)")
+	flags.StringVar(&o.terraformerTolerations, "terraformer-tolerations", "", "tolerations of terraformer pods as a JSON list of Kubernetes tolerations (pod executor)")
+	flags.StringVar(&o.terraformerSpread, "terraformer-topology-spread-constraints", "", "topologySpreadConstraints of terraformer pods as a JSON list; one without a labelSelector spreads the terraformer pods among themselves (pod executor)")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
@@ -406,8 +413,31 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 		if cfg.Resources, err = o.terraformerResources(); err != nil {
 			return cfg, err
 		}
+		if cfg.Placement, err = o.terraformerPlacement(); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, executorFlagError(cfg.Validate())
+}
+
+// terraformerPlacement is where terraformer pods may go, each error naming its flag and
+// the field in it.
+func (o managerOptions) terraformerPlacement() (executor.Placement, error) {
+	p := executor.Placement{PriorityClassName: o.terraformerPriorityClass}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("--terraformer-priority-class-name: %w", err)
+	}
+	var err error
+	if p.NodeSelector, err = parseLabels(o.terraformerNodeSelector); err != nil {
+		return p, fmt.Errorf("--terraformer-node-selector: %w", err)
+	}
+	if p.Tolerations, err = executor.ParseTolerations(o.terraformerTolerations); err != nil {
+		return p, fmt.Errorf("--terraformer-tolerations: %w", err)
+	}
+	if p.TopologySpreadConstraints, err = executor.ParseTopologySpreadConstraints(o.terraformerSpread); err != nil {
+		return p, fmt.Errorf("--terraformer-topology-spread-constraints: %w", err)
+	}
+	return p, nil
 }
 
 // stateBound is --max-state-size, or by default a share of the controller's memory limit

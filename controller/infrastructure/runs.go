@@ -45,6 +45,8 @@ func (e *runPendingError) Error() string {
 		return "waiting for the terraform run an earlier controller process started to end"
 	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.OverBudget:
 		return "waiting for its cloud account's run budget: as many runs of the account in this region as may run at once are under way, or the account pauses after the cloud throttled it"
+	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.NotStarted != "":
+		return fmt.Sprintf("waiting to start again in a moment: %s", e.ticket.NotStarted)
 	case e.ticket.Phase == executor.PhaseWaiting:
 		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
 	case e.other:

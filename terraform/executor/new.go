@@ -44,6 +44,7 @@ type Config struct {
 	ServiceAccountName string
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
+	Placement          Placement
 	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
 	MaxStateSize int
 	// StateStorage is the kind of object the runs keep their state in; empty is
@@ -83,6 +84,9 @@ func (c Config) Validate() error {
 	case KindPod:
 		if c.Image == "" {
 			return run.InvalidInput("image", "is required for the pod executor")
+		}
+		if err := c.Placement.Validate(); err != nil {
+			return run.InvalidInput("placement", err.Error())
 		}
 	default:
 		return run.InvalidInput("kind", fmt.Sprintf("%q is neither %s nor %s", c.Kind, KindPod, KindLocal))
@@ -157,6 +161,7 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		OpenTofu:             cfg.OpenTofu,
 		TerraformPath:        imageTerraform,
 		Resources:            cfg.Resources,
+		Placement:            cfg.Placement,
 		MaxStateSize:         cfg.MaxStateSize,
 		StateStorage:         cfg.StateStorage,
 	}, nil

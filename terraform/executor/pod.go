@@ -57,6 +57,8 @@ type PodExecutor struct {
 	// on; they never replace the labels that identify a run.
 	PodLabels map[string]string
 	Resources corev1.ResourceRequirements
+	// Placement is where run pods may go on a busy seed.
+	Placement Placement
 	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
 	// the run's outputs; 0 is state.MaxStateSize.
 	MaxStateSize int
@@ -164,6 +166,13 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 			return nil, err
 		}
 		pod = nil
+	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[LabelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[LabelDigest] != req.Digest)):
+		// A pod of another run left Pending, with no node yet, ran nothing: this run
+		// replaces it (the deletion of a pod on no node is immediate).
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		pod = nil
 	case pod.Labels[LabelCommand] != string(req.Command):
 		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
 	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
@@ -173,10 +182,13 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	default:
 		log.Info("adoptingRunPod")
 	}
+	// When the pod was asked for, for its spans; unknown for an adopted one.
+	var created time.Time
 	if pod == nil {
 		if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
 			return nil, err
 		}
+		created = time.Now()
 		if pod, err = e.create(ctx, req); err != nil {
 			return nil, err
 		}
@@ -184,7 +196,7 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	}
 	report := annotationsReport(e.Client, req.ID)
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	result, err := e.wait(ctx, pods, req, pod)
+	result, err := e.wait(ctx, pods, req, pod, created)
 	stopProgress()
 	if err != nil {
 		return nil, err
@@ -237,7 +249,26 @@ func (e *PodExecutor) Stop(ctx context.Context, id run.ID) error {
 // finished says whether the pod's container ended. A deletion does not end it: the
 // kubelet stops the container within the grace period and reports the phase it ended in.
 func finished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	_, ok := exited(pod)
+	return ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// exited returns the exit code of the pod's container once it ended. The kubelet reports
+// it as soon as it sees it, and the pod's phase only once it tore the pod's sandbox down,
+// a second or two later: with restart policy Never the terraformer and every process of
+// the run are gone with the container, and its state was saved.
+func exited(pod *corev1.Pod) (int32, bool) {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return 0, false
+	}
+	var code int32
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Terminated == nil {
+			return 0, false
+		}
+		code = max(code, status.State.Terminated.ExitCode)
+	}
+	return code, true
 }
 
 func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {
@@ -265,12 +296,22 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 		}
 		return nil
 	}); err != nil {
+		if refusedByQuota(err) {
+			return nil, &NotStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
+		}
 		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
 	}
 	pod := e.podFor(req, labels, owners)
 	if err := e.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, inProgress(req.Command, run.ErrRunInProgress.Error())
+		}
+		if refusedByQuota(err) {
+			// The credentials wait in no Secret while the run waits.
+			if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("deleting the credentials Secret: %w", err)
+			}
+			return nil, &NotStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
 		}
 		return nil, fmt.Errorf("creating the run pod: %w", err)
 	}
@@ -325,7 +366,7 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	}
 	// The kubelet must not kill the terraformer before its final save.
 	grace := run.StopBound(stop)
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
@@ -360,6 +401,8 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 			},
 		},
 	}
+	e.Placement.apply(&pod.Spec)
+	return pod
 }
 
 // emptyDir is a run pod's volume, bounded by its ephemeral-storage limit: the kubelet
@@ -372,7 +415,7 @@ func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
 	return dir
 }
 
-func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod) (*run.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
 		interval = DefaultPodRecheckInterval
@@ -395,7 +438,9 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod
 			return nil, &run.Error{Command: string(req.Command), Message: "the run pod disappeared", Err: run.ErrTerraformFailed}
 		}
 		if outcome, done := e.outcome(ctx, req, current); done {
-			return outcome()
+			result, err := outcome()
+			observePodRun(terminationMessageOf(current), created, time.Now())
+			return result, err
 		}
 		select {
 		case <-ctx.Done():
@@ -423,7 +468,12 @@ func (e *PodExecutor) livePod(ctx context.Context, key types.NamespacedName, uid
 
 // outcome tells whether the pod's run ended, and then how.
 func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*run.Result, error), bool) {
-	switch current.Status.Phase {
+	phase := current.Status.Phase
+	// A failure waits for the phase, whose reason tells a deadline from other failures.
+	if code, ok := exited(current); ok && code == 0 && phase != corev1.PodFailed {
+		phase = corev1.PodSucceeded
+	}
+	switch phase {
 	case corev1.PodSucceeded:
 		return func() (*run.Result, error) {
 			if err := e.cleanup(ctx, req.ID, current); err != nil {
@@ -452,7 +502,12 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 			return nil, runErr
 		}, true
 	case corev1.PodPending, "":
-		if e.CreationTimeout > 0 && time.Since(current.CreationTimestamp.Time) > e.CreationTimeout {
+		if message, ok := unschedulable(current); ok {
+			return func() (*run.Result, error) {
+				return nil, &NotStartedError{Reason: "the run pod is unschedulable: " + message}
+			}, true
+		}
+		if e.CreationTimeout > 0 && time.Since(pendingSince(current)) > e.CreationTimeout {
 			return func() (*run.Result, error) {
 				if err := e.cleanup(ctx, req.ID, current); err != nil {
 					return nil, err
@@ -462,6 +517,17 @@ func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.
 		}
 	}
 	return nil, false
+}
+
+// pendingSince is when the pod got its node, or was created while it has none: the time
+// it waited for a node is not its start's.
+func pendingSince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return pod.CreationTimestamp.Time
 }
 
 // failure reads why a pod failed: its termination message, else its log.
@@ -514,7 +580,13 @@ func terminationMessageOf(pod *corev1.Pod) string {
 
 // cleanup deletes a finished pod and its credentials.
 func (e *PodExecutor) cleanup(ctx context.Context, id run.ID, pod *corev1.Pod) error {
-	if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	options := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	if _, ok := exited(pod); ok {
+		// Nothing of the run is left to stop: the pod goes at once, not once the kubelet
+		// tore its sandbox down, so that the object's next run can create its pod.
+		options = append(options, client.GracePeriodSeconds(0))
+	}
+	if err := e.Client.Delete(ctx, pod, options...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting the run pod: %w", err)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: id.EnvSecretName()}}

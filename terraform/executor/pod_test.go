@@ -18,9 +18,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -622,23 +624,96 @@ func TestNewGivesRunPodsTheConfiguredResources(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	// No kubelet here: the pod stays pending, which is all this test looks at.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := built.Run(ctx, f.request(run.Apply))
-		done <- err
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	pod := &corev1.Pod{}
-	g.Eventually(func() error {
-		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	pod := pendingRunPod(t, f, built)
 	got := pod.Spec.Containers[0].Resources
 	g.Expect(got.Requests.Cpu().String()).To(Equal("100m"))
 	g.Expect(got.Requests.Memory().String()).To(Equal("256Mi"))
 	g.Expect(got.Limits.Memory().String()).To(Equal("2Gi"))
+}
+
+// Run pods go where the operator's placement says: the API server admits them with the
+// priority class, node selector, tolerations and spread, and a spread without a selector
+// spreads the run pods among themselves.
+func TestNewPlacesRunPodsAsConfigured(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "terraseed-runs-"}, Value: 1000}
+	g.Expect(env.Client.Create(context.Background(), class)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	tolerations, err := ParseTolerations(`[{"key":"dedicated","operator":"Equal","value":"runs","effect":"NoSchedule"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":60}]`)
+	g.Expect(err).NotTo(HaveOccurred())
+	spread, err := ParseTopologySpreadConstraints(`[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
+	g.Expect(err).NotTo(HaveOccurred())
+	placement := Placement{PriorityClassName: class.Name, NodeSelector: map[string]string{"pool": "runs"}, Tolerations: tolerations, TopologySpreadConstraints: spread}
+	built, err := New(context.Background(), env.Client, env.Config, Config{
+		Kind: KindPod, Image: "terraseed/terraformer:test", ServiceAccountName: "terraformer", Placement: placement,
+		CreationTimeout: time.Minute, RunTimeout: time.Minute,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	pod := pendingRunPod(t, f, built)
+	g.Expect(pod.Spec.PriorityClassName).To(Equal(class.Name))
+	g.Expect(pod.Spec.Priority).To(HaveValue(BeEquivalentTo(1000)), "the API server resolved the class")
+	g.Expect(pod.Spec.NodeSelector).To(Equal(map[string]string{"pool": "runs"}))
+	g.Expect(pod.Spec.Tolerations).To(ContainElements(tolerations))
+	g.Expect(pod.Spec.TopologySpreadConstraints).To(HaveLen(1))
+	selector, err := metav1.LabelSelectorAsSelector(pod.Spec.TopologySpreadConstraints[0].LabelSelector)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(selector.Matches(labels.Set(pod.Labels))).To(BeTrue(), "the spread counts the run pods")
+	g.Expect(selector.Matches(labels.Set{"app": "other"})).To(BeFalse(), "and nothing else")
+}
+
+// A placement the API server would refuse, or that could not mean what it says, is
+// refused before any pod, naming the field.
+func TestPlacementErrorsNameTheField(t *testing.T) {
+	g := NewWithT(t)
+	for data, field := range map[string]string{
+		`[{"key":"dedicated","operator":"Equals","value":"runs"}]`:             `tolerations[0].operator "Equals"`,
+		`[{"key":"a"},{"key":"dedicated","operator":"Exists","value":"runs"}]`: `tolerations[1].value "runs"`,
+		`[{"key":"dedicated","value":"no spaces"}]`:                            `tolerations[0].value "no spaces"`,
+		`[{"operator":"Equal","value":"x"}]`:                                   `tolerations[0].operator`,
+		`[{"key":"a","effect":"NoRun"}]`:                                       `tolerations[0].effect "NoRun"`,
+		`[{"key":"a","effect":"NoSchedule","tolerationSeconds":5}]`:            `tolerations[0].tolerationSeconds`,
+		`[{"key":"a","colour":"blue"}]`:                                        `unknown field "colour"`,
+		`{"key":"a"}`:                                                          `not a JSON list`,
+	} {
+		_, err := ParseTolerations(data)
+		g.Expect(err).To(MatchError(ContainSubstring(field)), data)
+	}
+	for data, field := range map[string]string{
+		`[{"maxSkew":0,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}]`:                                                                      `topologySpreadConstraints[0].maxSkew 0`,
+		`[{"maxSkew":1,"topologyKey":"","whenUnsatisfiable":"DoNotSchedule"}]`:                                                                          `topologySpreadConstraints[0].topologyKey ""`,
+		`[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"Never"}]`:                                                                              `topologySpreadConstraints[0].whenUnsatisfiable "Never"`,
+		`[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}}]`: `topologySpreadConstraints[0].labelSelector`,
+	} {
+		_, err := ParseTopologySpreadConstraints(data)
+		g.Expect(err).To(MatchError(ContainSubstring(field)), data)
+	}
+	g.Expect(Placement{PriorityClassName: "Runs_High"}.Validate()).To(MatchError(ContainSubstring(`priorityClassName "Runs_High"`)))
+	g.Expect(Placement{NodeSelector: map[string]string{"pool": "run pods"}}.Validate()).To(MatchError(ContainSubstring(`nodeSelector "pool" value "run pods"`)))
+	g.Expect(Config{Kind: KindPod, Image: "i", Placement: Placement{PriorityClassName: "Runs_High"}}.Validate()).To(MatchError(ContainSubstring("placement: priorityClassName")))
+	tolerations, err := ParseTolerations("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tolerations).To(BeNil(), "none configured")
+}
+
+// pendingRunPod starts an apply of f with e, and returns its pod once the API server
+// admitted it: no kubelet here, the pod stays pending, and the run ends with the test.
+func pendingRunPod(t *testing.T, f *fixture, e Executor) *corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, f.request(run.Apply))
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	pod := &corev1.Pod{}
+	NewWithT(t).Eventually(func() error {
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return pod
 }

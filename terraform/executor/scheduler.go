@@ -45,6 +45,10 @@ func (p Priority) String() string {
 // DefaultMaxRuns bounds the runs under way when Scheduler.MaxRuns is zero.
 const DefaultMaxRuns = 5
 
+// NotStartedRetry is how long a run that could not start (NotStartedError) waits before
+// it starts again, holding no run slot meanwhile.
+var NotStartedRetry = 10 * time.Second
+
 // DefaultDriftShare is the share of the run slots drift plans may take at once when
 // Scheduler.DriftShare is zero.
 const DefaultDriftShare = 0.2
@@ -87,6 +91,9 @@ type Ticket struct {
 	// OverBudget is set while the run waits because its account's budget is used up or
 	// paused, not for a slot of the seed.
 	OverBudget bool
+	// NotStarted says why a waiting run that started could not (NotStartedError): it
+	// starts again after NotStartedRetry.
+	NotStarted string
 }
 
 // Of is true when the ticket is of the request: the same command on the same configuration.
@@ -107,7 +114,8 @@ type Scheduler struct {
 	// DriftShare is the share of MaxRuns that drift plans may hold at once, at least one
 	// slot; DefaultDriftShare when zero.
 	DriftShare float64
-	// Finished, when set, is called with the ID of a run whose outcome can be read.
+	// Finished, when set, is called with the ID of a run whose outcome can be read, or
+	// that waits again because it could not start.
 	Finished func(run.ID)
 	// Waiting, when set, is kept at the number of waiting runs by priority (one label).
 	Waiting *prometheus.GaugeVec
@@ -180,6 +188,8 @@ type scheduled struct {
 	// state is the finished run's state, compressed: a ticket waits for the reconcile that
 	// reads it, and a seed's backlog of them must not hold every state whole.
 	state []byte
+	// notBefore is when a run that could not start may start again.
+	notBefore time.Time
 }
 
 // Submit queues a run; a run already known for its ID is refused: Cancel or Forget it
@@ -288,11 +298,18 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	s.mu.Lock()
 	t, ok := s.tickets[id]
 	if !ok || t.Phase != PhaseRunning {
+		// A run that could not start may have left a pod waiting for a node.
+		leftPod := ok && t.Phase == PhaseWaiting && t.NotStarted != ""
 		if ok && t.Phase == PhaseWaiting {
 			delete(s.tickets, id)
 			s.dispatch()
 		}
 		s.mu.Unlock()
+		if stopper, isStopper := s.Executor.(Stopper); leftPod && isStopper {
+			if err := stopper.Stop(ctx, id); err != nil {
+				return false, fmt.Errorf("stopping the run: %w", err)
+			}
+		}
 		return true, nil
 	}
 	first := !t.Stopping
@@ -419,7 +436,7 @@ func (s *Scheduler) dispatch() {
 			if busy >= s.maxRuns() {
 				break
 			}
-			if t.Priority == PriorityDrift && s.running[PriorityDrift] >= s.driftSlots() {
+			if t.Priority == PriorityDrift && s.running[PriorityDrift] >= s.driftSlots() || t.notBefore.After(now) {
 				continue
 			}
 			if t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now) {
@@ -552,9 +569,19 @@ func (s *Scheduler) start(t *scheduled) {
 		// Stopped with the scheduler, the run left what it had for the next leader: no
 		// outcome is recorded. Stopped alone (Stop), it ended for good.
 		shutdown := s.ctx.Err() != nil
-		if shutdown {
+		waiting, notStarted := notStarted(err)
+		switch {
+		case shutdown:
 			delete(s.tickets, t.req.ID)
-		} else {
+		case notStarted && !t.Stopping:
+			// It waits again, in its place, without a slot.
+			t.Phase, t.NotStarted, t.notBefore = PhaseWaiting, waiting.Reason, s.clock().Add(NotStartedRetry)
+			time.AfterFunc(NotStartedRetry, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.dispatch()
+			})
+		default:
 			t.Phase, t.Result, t.Err, t.state = PhaseDone, result, err, compressed
 		}
 		s.dispatch()

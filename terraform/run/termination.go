@@ -27,6 +27,41 @@ type terminationMessage struct {
 	// Codes mark the message of a run pod of an earlier version as terraform's error
 	// blocks joined, which it wrote instead of the blocks.
 	Codes []string `json:"codes,omitempty"`
+	// Record is when the run pod's terraformer ran, and its container's peak memory.
+	Record *podRecordJSON `json:"record,omitempty"`
+}
+
+// PodRecord is what a run pod's terraformer tells of its own run besides the phases: when
+// it started, started terraform and ended, and the most memory its container used. The
+// executor reads a run pod's overhead from it: the times are the node's clock.
+type PodRecord struct {
+	Started, TerraformStarted, Ended time.Time
+	// PeakMemory is the container's peak memory in bytes, terraform and its providers
+	// included; 0 when the cgroup does not tell.
+	PeakMemory int64
+}
+
+// podRecordJSON is a PodRecord in a termination message: Unix milliseconds, 0 for a time
+// not reached (a run that failed before terraform started).
+type podRecordJSON struct {
+	Started          int64 `json:"started"`
+	TerraformStarted int64 `json:"terraform,omitempty"`
+	Ended            int64 `json:"ended"`
+	PeakMemory       int64 `json:"peakMemory,omitempty"`
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromUnixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 const terminationMessageLimit = 4096
@@ -34,7 +69,16 @@ const terminationMessageLimit = 4096
 // WriteTerminationMessage records at path how a run ended: the phases it ran and, when
 // runErr is not nil, why it failed.
 func WriteTerminationMessage(path string, phases Phases, runErr error) error {
+	return WriteTerminationRecord(path, phases, nil, runErr)
+}
+
+// WriteTerminationRecord is WriteTerminationMessage with the run pod's record, when not nil.
+func WriteTerminationRecord(path string, phases Phases, record *PodRecord, runErr error) error {
 	msg := newTerminationMessage(phases, runErr)
+	if record != nil {
+		msg.Record = &podRecordJSON{Started: unixMilli(record.Started), TerraformStarted: unixMilli(record.TerraformStarted),
+			Ended: unixMilli(record.Ended), PeakMemory: record.PeakMemory}
+	}
 	for {
 		data, err := json.Marshal(msg)
 		if err != nil {
@@ -98,6 +142,18 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *Error, ok bool
 	}
 	runErr, ok = msg.runError()
 	return msg.phases(), runErr, ok
+}
+
+// ParsePodRecord reads the run pod's record of a termination message; false when it
+// holds none (a terraformer of an earlier version, or one killed before it wrote it).
+func ParsePodRecord(data string) (PodRecord, bool) {
+	var msg terminationMessage
+	if err := json.Unmarshal([]byte(data), &msg); err != nil || msg.Record == nil {
+		return PodRecord{}, false
+	}
+	r := msg.Record
+	return PodRecord{Started: fromUnixMilli(r.Started), TerraformStarted: fromUnixMilli(r.TerraformStarted),
+		Ended: fromUnixMilli(r.Ended), PeakMemory: r.PeakMemory}, true
 }
 
 func (msg terminationMessage) phases() Phases {

@@ -74,3 +74,36 @@ func TestTerminationMessagesFitTheKubeletsLimitKeepingTheFirstBlocks(t *testing.
 	g.Expect(re.Blocks).To(Equal(failed.Blocks[:len(re.Blocks)]))
 	g.Expect(len(re.Blocks)).To(BeNumerically(">=", 5))
 }
+
+// A run pod's record goes through the termination message at the millisecond, and a
+// message without one (an earlier terraformer's) says so.
+func TestTerminationMessagesCarryThePodRecord(t *testing.T) {
+	g := NewWithT(t)
+	path := filepath.Join(t.TempDir(), "termination-log")
+	started := time.UnixMilli(1_700_000_000_123)
+	record := PodRecord{Started: started, TerraformStarted: started.Add(180 * time.Millisecond), Ended: started.Add(2 * time.Second), PeakMemory: 93 << 20}
+	g.Expect(WriteTerminationRecord(path, Phases{"init": time.Second}, &record, errors.New("exit status 1"))).To(Succeed())
+	data, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	parsed, ok := ParsePodRecord(string(data))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(parsed.Started.Equal(record.Started)).To(BeTrue())
+	g.Expect(parsed.TerraformStarted.Equal(record.TerraformStarted)).To(BeTrue())
+	g.Expect(parsed.Ended.Equal(record.Ended)).To(BeTrue())
+	g.Expect(parsed.PeakMemory).To(Equal(record.PeakMemory))
+	_, re, ok := ParseTerminationMessage(string(data))
+	g.Expect(ok).To(BeTrue(), "the record leaves the error as it was")
+	g.Expect(re.Message).To(Equal("exit status 1"))
+
+	g.Expect(WriteTerminationRecord(path, nil, &PodRecord{Started: started, Ended: started.Add(time.Second)}, errors.New("no terraform"))).To(Succeed())
+	data, err = os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	parsed, ok = ParsePodRecord(string(data))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(parsed.TerraformStarted.IsZero()).To(BeTrue(), "terraform never started")
+
+	_, ok = ParsePodRecord(`{"phases":{"init":1}}`)
+	g.Expect(ok).To(BeFalse(), "an earlier terraformer's message")
+	_, ok = ParsePodRecord("Error: killed")
+	g.Expect(ok).To(BeFalse(), "the log the kubelet fell back to")
+}

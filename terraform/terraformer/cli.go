@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ const usage = "usage: terraformer {apply|destroy|plan|validate} [flags]"
 // exit code. SIGTERM and SIGINT cancel the run, which relays them to terraform as SIGINT,
 // waits for terraform to stop and saves the state.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	record := &run.PodRecord{Started: time.Now()}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	flags := flag.NewFlagSet("terraformer", flag.ContinueOnError)
@@ -56,14 +58,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	t, err := o.terraformer(ctx, command, stdout, stderr)
 	if err != nil {
-		return o.fail(ctx, nil, err, stderr)
+		return o.fail(ctx, nil, o.finish(record, nil), err, stderr)
 	}
 	started := time.Now()
 	result, err := t.Run(ctx)
 	if err != nil {
-		return o.fail(ctx, t.Phases(), err, stderr)
+		return o.fail(ctx, t.Phases(), o.finish(record, t), err, stderr)
 	}
-	if err := run.WriteTerminationMessage(o.terminationMessagePath, result.Phases, nil); err != nil {
+	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, t), nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
@@ -91,10 +93,12 @@ type cliOptions struct {
 	progressInterval       time.Duration
 	reportFile             string
 	plugins                run.Plugins
+	// cgroupRoot is where the container's cgroup is mounted, read for its peak memory.
+	cgroupRoot string
 }
 
 func bindFlags(flags *flag.FlagSet) *cliOptions {
-	o := &cliOptions{}
+	o := &cliOptions{cgroupRoot: "/sys/fs/cgroup"}
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
 	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
 	flags.StringVar(&o.terraformPath, "terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
@@ -174,12 +178,38 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 
 // fail reports a failed run in the termination message and on stderr, and returns its
 // exit code.
-func (o *cliOptions) fail(ctx context.Context, phases run.Phases, err error, stderr io.Writer) int {
-	if werr := run.WriteTerminationMessage(o.terminationMessagePath, phases, err); werr != nil {
+func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *run.PodRecord, err error, stderr io.Writer) int {
+	if werr := run.WriteTerminationRecord(o.terminationMessagePath, phases, record, err); werr != nil {
 		logf.FromContext(ctx).Error(werr, "terminationMessageNotWritten")
 	}
 	fmt.Fprintln(stderr, run.FailurePrefix+err.Error())
 	return 1
+}
+
+// finish completes the record of a run that ends now, t's (nil: no run started).
+func (o *cliOptions) finish(record *run.PodRecord, t *Terraformer) *run.PodRecord {
+	if t != nil {
+		record.TerraformStarted = t.TerraformStarted()
+	}
+	record.PeakMemory = cgroupPeakMemory(o.cgroupRoot)
+	record.Ended = time.Now()
+	return record
+}
+
+// cgroupPeakMemory is the most memory the cgroup mounted at root (a container's own, in a
+// run pod) used so far, terraform and its providers included: memory.peak of cgroup v2,
+// else memory.max_usage_in_bytes of v1's memory controller; 0 when neither is readable.
+func cgroupPeakMemory(root string) int64 {
+	for _, file := range []string{filepath.Join(root, "memory.peak"), filepath.Join(root, "memory", "memory.max_usage_in_bytes")} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
 }
 
 func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {

@@ -81,9 +81,11 @@ type Terraformer struct {
 	// providers inherit: a run others need not wait for yields the CPU to those they do.
 	Nice int
 
-	store   *state.StateStore
-	phases  run.Phases
-	tracker *tracker
+	store  *state.StateStore
+	phases run.Phases
+	// terraformStarted is when the run's first terraform command started.
+	terraformStarted time.Time
+	tracker          *tracker
 	// configuration is the digest of the files and variables of the run, for its plan's digest.
 	configuration string
 	// priorResources is whether the state the run starts from holds any resource.
@@ -96,9 +98,16 @@ type Terraformer struct {
 // Phases is how long each terraform command of the last Run took.
 func (t *Terraformer) Phases() run.Phases { return t.phases }
 
+// TerraformStarted is when the last Run started its first terraform command; zero when
+// it started none.
+func (t *Terraformer) TerraformStarted() time.Time { return t.terraformStarted }
+
 // timed runs one terraform command as the phase of that name.
 func (t *Terraformer) timed(phase string, command func() error) error {
 	started := time.Now()
+	if t.terraformStarted.IsZero() {
+		t.terraformStarted = started
+	}
 	err := command()
 	t.phases[phase] = time.Since(started)
 	return err
@@ -110,7 +119,7 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	if err := t.checkInput(); err != nil {
 		return nil, err
 	}
-	t.phases = run.Phases{}
+	t.phases, t.terraformStarted = run.Phases{}, time.Time{}
 	id := t.Objects.ID
 	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
 	ctx = logf.IntoContext(ctx, log)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -187,6 +188,8 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).To(ContainElement("--provider-types=aws"))
 				g.Expect(c.Args).NotTo(ContainElement(And(HavePrefix("--provider-types"), ContainSubstring("local"))))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-cross-namespace-secret-refs")), "an operator's choice, off by default")
+				g.Expect(c.Args).NotTo(ContainElement(Or(HavePrefix("--terraformer-priority-class-name"), HavePrefix("--terraformer-node-selector"),
+					HavePrefix("--terraformer-tolerations"), HavePrefix("--terraformer-topology-spread-constraints"))), "run pods go wherever the scheduler puts them")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
@@ -257,9 +260,27 @@ func TestTemplate(t *testing.T) {
 					corev1.KeyToPath{Key: "third.controlplane.objects.yaml.tpl", Path: "third/controlplane/objects.yaml.tpl"},
 					corev1.KeyToPath{Key: "third.controlplane.schema.json", Path: "third/controlplane/schema.json"}))
 				g.Expect(d.Spec.Template.Annotations).To(HaveKey("checksum/providers"))
+				// The run pods' placement reaches the controller as flags it reads back.
+				g.Expect(c.Args).To(ContainElements("--terraformer-priority-class-name=terraform-runs", "--terraformer-node-selector=pool=terraform"))
+				tolerations, err := executor.ParseTolerations(flagValue(c, "--terraformer-tolerations"))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(tolerations).To(ConsistOf(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "terraform", Effect: corev1.TaintEffectNoSchedule}))
+				spread, err := executor.ParseTopologySpreadConstraints(flagValue(c, "--terraformer-topology-spread-constraints"))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(spread).To(ConsistOf(corev1.TopologySpreadConstraint{MaxSkew: 2, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway}))
 			}
 		})
 	}
+}
+
+// flagValue is the value of the container's flag, "" without it.
+func flagValue(c corev1.Container, flag string) string {
+	for _, arg := range c.Args {
+		if v, ok := strings.CutPrefix(arg, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func TestTemplateRefusesBadValues(t *testing.T) {

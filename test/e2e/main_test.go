@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,44 +108,10 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// assembleImage builds the image the Dockerfile describes: the binaries with the build
-// stage's commands, the provider mirror with the providers stage's command (from the
-// module and build caches `make tools` filled; a provider whose releases site this
-// machine cannot reach is left out, and the stage's output, on stderr, says so), terraform as `make tools` built it at the
-// version the Dockerfile pins (test/image checks the pins), and a stand-in for the
-// distroless base; and writes it as an archive.
+// assembleImage builds the image the Dockerfile describes from the working tree, as
+// image.AssembleRepository does, and writes it as an archive.
 func assembleImage(buildDir, archivePath string) error {
-	d, err := image.ParseFile(filepath.Join(repoRoot, "Dockerfile"))
-	if err != nil {
-		return err
-	}
-	built, err := image.BuildStage(d, "build", repoRoot, filepath.Join(buildDir, "bin"))
-	if err != nil {
-		return err
-	}
-	mirror, err := image.ProvidersStage(d, repoRoot, filepath.Join(buildDir, "mirror"), os.Stderr)
-	if err != nil {
-		return err
-	}
-	terraform := os.Getenv("TERRASEED_TERRAFORM")
-	if terraform == "" {
-		return errors.New("TERRASEED_TERRAFORM is not set: run `make test`, or eval \"$(make -s env)\" first")
-	}
-	img, err := image.Assembly{
-		Dockerfile: d,
-		Context:    repoRoot,
-		Stages: map[string]map[string]string{
-			"build":     built,
-			"terraform": {"/out/terraform": terraform},
-			"providers": mirror,
-		},
-		Base: image.Distroless(),
-	}.Image()
-	if err != nil {
-		return err
-	}
-	_, err = image.WriteArchive(archivePath, ImageName, img)
-	return err
+	return image.AssembleRepository(repoRoot, buildDir, archivePath, ImageName, os.Stderr)
 }
 
 // requireNode skips the test where no node runs.

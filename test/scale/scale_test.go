@@ -2,6 +2,7 @@ package scale_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -31,7 +32,12 @@ import (
 
 var env *testenv.Environment
 
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+func TestMain(m *testing.M) {
+	if podExecutor() {
+		os.Exit(runOnNode(m))
+	}
+	os.Exit(testenv.Run(m, &env))
+}
 
 // BenchmarkScale runs one controller process, with the local executor, against envtest
 // with N Infrastructures of the cheap provider (TERRASEED_SCALE_N, 1,000 by default):
@@ -101,6 +107,10 @@ type seed struct {
 	kubeconfig string
 	workDir    string
 	prefix     string
+	// infraType is the Infrastructures' type, "cheap" when empty; extraArgs are added to
+	// the controller's (an executor's): see podSeed.
+	infraType string
+	extraArgs []string
 }
 
 func newSeed(b *testing.B, n int) *seed {
@@ -128,7 +138,7 @@ func (s *seed) create(name string) {
 		&extensionsv1alpha1.Infrastructure{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure"},
 			Spec: extensionsv1alpha1.InfrastructureSpec{
-				DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "cheap", ProviderConfig: &k8sruntime.RawExtension{Raw: []byte(`{"items":3}`)}},
+				DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: cmp.Or(s.infraType, "cheap"), ProviderConfig: &k8sruntime.RawExtension{Raw: []byte(`{"items":3}`)}},
 				Region:      "local-1",
 				SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: ns},
 			},
@@ -242,6 +252,7 @@ func (s *seed) start(driftInterval time.Duration) *controllerProcess {
 		"--work-dir", s.workDir, "--providers-dir", providers, "--provider-types=cheap",
 		"--metrics-bind-address", address, "--metrics-secure=false", "--health-probe-bind-address=0", "--heartbeat-namespace=",
 		"--drift-interval", driftInterval.String())
+	cmd.Args = append(cmd.Args, s.extraArgs...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "TERRASEED_LOG_LEVEL=error")
 	if err := cmd.Start(); err != nil {

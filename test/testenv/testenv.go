@@ -25,10 +25,14 @@ var ErrAssetsMissing = errors.New("KUBEBUILDER_ASSETS is not set: run the tests 
 
 // Environment is a running control plane with the CRDs installed and a client for it.
 type Environment struct {
-	env    *envtest.Environment
-	Config *rest.Config
-	Scheme *k8sruntime.Scheme
-	Client client.Client
+	// env is nil for a control plane this package did not start (Attach).
+	env *envtest.Environment
+	// kubeconfig is a cluster-admin's kubeconfig of an attached control plane.
+	kubeconfig []byte
+	crds       []schema.GroupKind
+	Config     *rest.Config
+	Scheme     *k8sruntime.Scheme
+	Client     client.Client
 }
 
 // CRDDirectory is where the generated CRDs live: the Helm chart's crds directory.
@@ -59,11 +63,39 @@ func Start() (*Environment, error) {
 	return &Environment{env: env, Config: cfg, Scheme: s, Client: c}, nil
 }
 
-// Stop stops the control plane.
-func (e *Environment) Stop() error { return e.env.Stop() }
+// Attach installs the CRDs into a control plane started elsewhere (a real node's, see
+// test/realnode), of which kubeconfig is a cluster-admin's, and returns it as an
+// Environment; Stop leaves it running.
+func Attach(cfg *rest.Config, kubeconfig []byte) (*Environment, error) {
+	s := scheme.New()
+	crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{CRDDirectory()}, ErrorIfPathMissing: true, Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("installing the CRDs: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	e := &Environment{Config: cfg, Scheme: s, Client: c, kubeconfig: kubeconfig}
+	for _, crd := range crds {
+		e.crds = append(e.crds, schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+	}
+	return e, nil
+}
+
+// Stop stops the control plane, unless it was attached.
+func (e *Environment) Stop() error {
+	if e.env == nil {
+		return nil
+	}
+	return e.env.Stop()
+}
 
 // CRDs returns the group-versioned kinds installed from the CRD directory.
 func (e *Environment) CRDs() []schema.GroupKind {
+	if e.env == nil {
+		return e.crds
+	}
 	var kinds []schema.GroupKind
 	for _, crd := range e.env.CRDs {
 		kinds = append(kinds, schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
@@ -80,6 +112,11 @@ func Run(m *testing.M, env **Environment, extras ...func(*Environment) (stop fun
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	return RunIn(m, started, env, extras...)
+}
+
+// RunIn is Run in an environment started already (Attach).
+func RunIn(m *testing.M, started *Environment, env **Environment, extras ...func(*Environment) (stop func() error, err error)) int {
 	*env = started
 	var stops []func() error
 	code := 0
@@ -135,6 +172,9 @@ func (e *Environment) LabelledNamespace(t testing.TB, labels map[string]string) 
 
 // AdminKubeconfig returns a kubeconfig of a new cluster-admin user of this control plane.
 func (e *Environment) AdminKubeconfig() ([]byte, error) {
+	if e.env == nil {
+		return e.kubeconfig, nil
+	}
 	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return nil, err
