@@ -90,6 +90,9 @@ type StateStore struct {
 	// knownVersion is the resourceVersion of the object whose state known is, as this
 	// store wrote or decoded it; an object of another version is decoded again.
 	knownVersion string
+	// importIDs index every state this store writes; without them the index written
+	// last stays, naming the serial it describes.
+	importIDs *ImportIDs
 }
 
 // stateMeta is what orders two snapshots of a state.
@@ -508,6 +511,7 @@ func (s *StateStore) write(ctx context.Context, cm *corev1.ConfigMap, state []by
 		cm.Annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
 		cm.Annotations[AnnotationStateLineage] = m.Lineage
 	}
+	s.annotateIndex(cm, state)
 	generation := ""
 	if len(state) <= s.Limit {
 		if cm.Data == nil {

@@ -82,7 +82,10 @@ type Terraformer struct {
 	tracker *tracker
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
-	cliConfig      string
+	// imports is whether the configuration imports resources: an imported resource the
+	// plan would replace is destroyed as surely as one the state held.
+	imports   bool
+	cliConfig string
 	// stderr receives terraform's errors: the run's Stderr and a copy a failure reads.
 	stderr io.Writer
 }
@@ -300,6 +303,9 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := t.takeImportIDs(files); err != nil {
+		return err
+	}
 	for name := range files {
 		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.StateKey {
 			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), name), "must be a plain terraform file name")
@@ -321,6 +327,28 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
+	return nil
+}
+
+// takeImportIDs takes the provider's import ID templates out of the configuration, and
+// has the store index every state it saves with them.
+func (t *Terraformer) takeImportIDs(files map[string][]byte) error {
+	declared, ok := files[state.ImportIDsKey]
+	if !ok {
+		_, t.imports = files[state.ImportsFile]
+		return nil
+	}
+	delete(files, state.ImportIDsKey)
+	_, t.imports = files[state.ImportsFile]
+	var templates map[string]string
+	if err := json.Unmarshal(declared, &templates); err != nil {
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+	}
+	ids, err := state.ParseImportIDs(templates)
+	if err != nil {
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+	}
+	t.store.SetImportIDs(ids)
 	return nil
 }
 
@@ -594,11 +622,12 @@ func (t *Terraformer) validate(ctx context.Context, tf *tfexec.Terraform) error 
 const planFile = "terraseed.tfplan"
 
 // guarded says whether an apply must check its plan before applying it: when its state
-// holds resources that it could destroy and some of them may be of a protected type. Over
-// a state holding no resource nothing can be destroyed, and without protected types (or
-// with leave to destroy them) there is nothing to refuse.
+// holds or its configuration imports resources that it could destroy and some of them may
+// be of a protected type. Over a state holding no resource, importing none, nothing can
+// be destroyed, and without protected types (or with leave to destroy them) there is
+// nothing to refuse.
 func (t *Terraformer) guarded() bool {
-	return t.priorResources && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
+	return (t.priorResources || t.imports) && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
 }
 
 // apply applies the configuration. A guarded one plans, publishes the plan, refuses one
