@@ -238,14 +238,15 @@ func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error
 }
 
 // Delete releases and deletes everything a run keeps: the three run objects, the parts
-// of a split state, the credentials Secret of a pod run, the stored credentials and the
+// of a split state, the state history, the credentials Secret of a pod run, the stored credentials and the
 // sensitive outputs.
 // Objects already gone are skipped, so Delete may be repeated.
 func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	if err := o.ID.Validate(); err != nil {
 		return err
 	}
-	objects := append(o.objects(), o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
+	objects := append(o.objects(), o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.HistoryName()}})
 	parts := &corev1.ConfigMapList{}
 	if err := c.List(ctx, parts, client.InNamespace(o.ID.Namespace), client.MatchingLabels{LabelStateOf: o.StateName()}); err != nil {
 		return fmt.Errorf("listing state parts: %w", err)
