@@ -63,6 +63,9 @@ type Actuator struct {
 	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
 	MaxRuns    int
 	DriftShare float64
+	// StateHistory is how many states of each Infrastructure are kept besides the live
+	// one (--state-history): 0 is state.DefaultHistoryDepth, below 0 none.
+	StateHistory int
 
 	runs *runs
 }

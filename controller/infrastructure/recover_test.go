@@ -1,0 +1,196 @@
+package infrastructure_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// recoveredShoot is a local shoot with one zone whose Infrastructure a controller created
+// and stopped: what it left behind is the state in the API server only, as after a run
+// pod's end.
+func recoveredShoot(t *testing.T) (*shoot, *controllerUnderTest) {
+	t.Helper()
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	c := startController(t, s.namespace, workDir(t))
+	NewWithT(t).Expect(env.Client.Create(context.Background(), s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	return s, c
+}
+
+func (s *shoot) runObjects() state.RunObjects {
+	return state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
+}
+
+// liveUIDs are the UIDs of the objects the local provider created, by kind and name.
+func (s *shoot) liveUIDs(g Gomega) map[string]types.UID {
+	ctx := context.Background()
+	uids := map[string]types.UID{}
+	ns := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, ns)).To(Succeed())
+	uids["Namespace/"+ns.Name] = ns.UID
+	policies := &networkingv1.NetworkPolicyList{}
+	g.Expect(env.Client.List(ctx, policies, client.InNamespace(s.targetNamespace()))).To(Succeed())
+	for _, p := range policies.Items {
+		uids["NetworkPolicy/"+p.Name] = p.UID
+	}
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.targetNamespace(), Name: "ssh-publickey"}, secret)).To(Succeed())
+	uids["Secret/"+secret.Name] = secret.UID
+	return uids
+}
+
+// deleteState deletes the state object and its parts.
+func (s *shoot) deleteState(g Gomega) {
+	ctx := context.Background()
+	objects := s.runObjects()
+	names := append([]string{objects.StateName()}, objects.PartNames()...)
+	for _, name := range names {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, keyOf(s.namespace, name), cm); apierrors.IsNotFound(err) {
+			continue
+		}
+		cm.Finalizers = nil
+		g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed())
+	}
+}
+
+// stateAddresses are the resource addresses of the stored state.
+func (s *shoot) stateAddresses(g Gomega) []string {
+	raw, err := s.runObjects().ReadState(context.Background(), env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	held, err := state.Addresses(raw)
+	g.Expect(err).NotTo(HaveOccurred())
+	var addresses []string
+	for a := range held {
+		addresses = append(addresses, a)
+	}
+	return addresses
+}
+
+// reconciled asks for a reconcile and waits until it succeeded. The request is taken
+// once the reconcile wrote Processing: only a success after that is this reconcile's.
+func (s *shoot) reconciled(t *testing.T) *extensionsv1alpha1.Infrastructure {
+	t.Helper()
+	g := NewWithT(t)
+	annotate(g, s, extension.OperationReconcile)
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.get(g).Annotations).NotTo(HaveKey(extension.AnnotationOperation))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return s.waitFor(t, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+}
+
+// assertInSync reconciles once more and expects a plan without changes.
+func assertInSync(t *testing.T, s *shoot) {
+	t.Helper()
+	infra := s.reconciled(t)
+	NewWithT(t).Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(Equal("applied: 0 to add, 0 to change, 0 to replace, 0 to destroy"))
+}
+
+const localResources = 4 // the namespace, deny-all, zone-0, the SSH key (no Cluster: no shoot networks)
+
+// A state ConfigMap deleted by mistake is found again in the history: every resource
+// stays the object it was, nothing is created again.
+func TestDeletedStateIsRecoveredFromTheHistory(t *testing.T) {
+	g := NewWithT(t)
+	s, first := recoveredShoot(t)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+	g.Expect(addresses).To(HaveLen(localResources))
+	_, stored := s.storedState(g)
+
+	first.stop()
+	s.deleteState(g)
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
+	g.Expect(recovered.Message).To(And(ContainSubstring("was missing"),
+		ContainSubstring("4 from history serial %d", stored.Serial), ContainSubstring("0 imported")))
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
+	assertInSync(t, s)
+}
+
+// A corrupt state with no history left: every resource is imported by its indexed ID.
+func TestCorruptStateWithoutHistoryIsRecoveredByImports(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+
+	first.stop()
+	objects := s.runObjects()
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
+	g.Expect(cm.Annotations).To(HaveKey(state.AnnotationStateIndex), "the index travels with the state")
+	g.Expect(cm.Annotations[state.AnnotationStateIndex]).NotTo(ContainSubstring("yaml_body"), "the index holds IDs only")
+	cm.Data[state.StateKey] = `{"version":4,"serial":` // cut off
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	history := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
+	g.Expect(recovered.Message).To(And(ContainSubstring("was unreadable"), ContainSubstring("4 imported")))
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(HavePrefix("applied: 0 to add"), ContainSubstring("4 to import")))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
+	assertInSync(t, s)
+}
+
+// A restore from a .status.state that carries the index but not the state (it was too
+// large for the status) imports every resource instead of creating it.
+func TestRestoreFromAnIndexAloneImportsEveryResource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, _ := recoveredShoot(t)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+
+	created := s.get(g)
+	s.migrateAndRecreate(t, created.Spec)
+	restored := s.get(g)
+	var kept map[string]json.RawMessage
+	g.Expect(json.Unmarshal(restored.Status.State.Raw, &kept)).To(Succeed())
+	g.Expect(kept).To(HaveKey("index"))
+	delete(kept, "terraformState")
+	raw, err := json.Marshal(kept)
+	g.Expect(err).NotTo(HaveOccurred())
+	restored.Status.State.Raw = raw
+	g.Expect(env.Client.Status().Update(ctx, restored)).To(Succeed())
+	annotate(g, s, extension.OperationRestore)
+
+	infra := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Message).To(And(ContainSubstring("was missing"), ContainSubstring("4 imported")))
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
+	assertInSync(t, s)
+}
