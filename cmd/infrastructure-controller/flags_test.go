@@ -49,6 +49,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--max-runs=0"},
 		{"--drift-share=1.5"},
 		{"--drift-share=0"},
+		{"--state-history=-1"},
 		{"--concurrency=0"},
 		{"--run-timeout=-1h"},
 		{"--pod-creation-timeout=-1s"},

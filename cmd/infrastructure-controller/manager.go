@@ -74,6 +74,7 @@ type managerOptions struct {
 	driftInterval             time.Duration
 	maxRuns                   int
 	driftShare                float64
+	stateHistory              int
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
@@ -87,6 +88,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.IntVar(&o.concurrency, "concurrency", 10, "objects reconciled at once; a reconcile never waits for a terraform run")
 	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
 	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
+	flags.IntVar(&o.stateHistory, "state-history", state.DefaultHistoryDepth, "states of each Infrastructure kept besides the live one, compressed, for recovery and rollback (0: none)")
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -147,6 +149,9 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	if o.driftShare <= 0 || o.driftShare > 1 {
 		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+	}
+	if o.stateHistory < 0 {
+		return nil, fmt.Errorf("--state-history: %d is negative; 0 keeps no history", o.stateHistory)
 	}
 	if o.driftInterval < 0 {
 		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
@@ -300,6 +305,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		DriftInterval: o.driftInterval,
 		MaxRuns:       o.maxRuns,
 		DriftShare:    o.driftShare,
+		StateHistory:  stateHistoryDepth(o.stateHistory),
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
@@ -500,4 +506,12 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 	}
 	return selector, nil
+}
+
+// stateHistoryDepth is the actuator's StateHistory for --state-history, whose 0 keeps none.
+func stateHistoryDepth(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }
