@@ -194,3 +194,35 @@ func TestRestoreFromAnIndexAloneImportsEveryResource(t *testing.T) {
 	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
 	assertInSync(t, s)
 }
+
+// A state older than its index says (an older copy written back) is replaced by the
+// newest state of the history: the zone created since is not created again.
+func TestStaleStateIsReplacedByTheNewerStateOfTheHistory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := zonalShoot(t, 1, false)
+	first := startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	older, _ := s.storedState(g)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
+	g.Eventually(func(g Gomega) {
+		current := s.get(g)
+		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	_, newer := s.storedState(g)
+	g.Expect(newer.zoneIDs()).To(HaveLen(2))
+
+	first.stop()
+	g.Expect(s.runObjects().StateStore(env.Client).Replace(ctx, older)).To(Succeed())
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Message).To(ContainSubstring("older than serial %d its index names", newer.Serial))
+	g.Expect(recovered.Message).To(ContainSubstring("from history serial %d", newer.Serial))
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
+	_, after := s.storedState(g)
+	g.Expect(after.zoneIDs()).To(Equal(newer.zoneIDs()), "no zone is created a second time")
+}
