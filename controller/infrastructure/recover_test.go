@@ -226,3 +226,28 @@ func TestStaleStateIsReplacedByTheNewerStateOfTheHistory(t *testing.T) {
 	_, after := s.storedState(g)
 	g.Expect(after.zoneIDs()).To(Equal(newer.zoneIDs()), "no zone is created a second time")
 }
+
+// A lost resource of a type that cannot be imported is named: it is created again.
+func TestRecoveryNamesWhatCannotBeImported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := zonalShoot(t, 1, false)
+	first := startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	addresses := s.stateAddresses(g)
+
+	first.stop()
+	s.deleteState(g)
+	history := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, s.runObjects().HistoryName()), history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Message).To(ContainSubstring("0 imported; cannot be imported and are created again: "))
+	for _, address := range addresses {
+		g.Expect(recovered.Message).To(ContainSubstring(address))
+	}
+}
