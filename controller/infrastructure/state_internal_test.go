@@ -69,3 +69,19 @@ func TestInvalidStateInStatusNamesTheField(t *testing.T) {
 	_, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
 	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
 }
+
+// A state too large for the status leaves its index there: it is what finds the
+// resources again should the state be lost.
+func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
+	g := NewWithT(t)
+	state := make([]byte, maxStatusState)
+	_, _ = rand.Read(state)
+	op, _ := stateOperation()
+	index := &tfstate.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
+	g.Expect(op.keepStateInStatus(state, index)).To(Succeed())
+	g.Expect(op.infra.Status.State).NotTo(BeNil())
+	g.Expect(statusIndex(op.infra.Status.State)).To(Equal(index))
+	decoded, err := decodeState(op.infra.Status.State, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decoded).To(BeNil(), "the state itself is left out")
+}
