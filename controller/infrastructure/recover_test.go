@@ -16,18 +16,20 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // recoveredShoot is a local shoot with one zone whose Infrastructure a controller created
 // and stopped: what it left behind is the state in the API server only, as after a run
 // pod's end.
-func recoveredShoot(t *testing.T) (*shoot, *controllerUnderTest) {
+func recoveredShoot(t *testing.T, opts ...actuatorOption) (*shoot, *controllerUnderTest) {
 	t.Helper()
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))
-	c := startController(t, s.namespace, workDir(t))
+	c := startControllerWith(t, s.namespace, workDir(t), env.Config, 2, opts...)
 	NewWithT(t).Expect(env.Client.Create(context.Background(), s.infra)).To(Succeed())
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	return s, c
@@ -133,9 +135,22 @@ func TestDeletedStateIsRecoveredFromTheHistory(t *testing.T) {
 
 // A corrupt state with no history left: every resource is imported by its indexed ID.
 func TestCorruptStateWithoutHistoryIsRecoveredByImports(t *testing.T) {
+	testRecoveryByImports(t)
+}
+
+// OpenTofu takes the same import blocks.
+func TestCorruptStateWithoutHistoryIsRecoveredByImportsOnOpenTofu(t *testing.T) {
+	tofu := testenv.OpenTofu(t)
+	testRecoveryByImports(t, func(a *infrastructure.Actuator) {
+		e := a.Executor.(*executor.LocalExecutor)
+		e.TerraformPath, e.OpenTofu = tofu, true
+	})
+}
+
+func testRecoveryByImports(t *testing.T, opts ...actuatorOption) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s, first := recoveredShoot(t)
+	s, first := recoveredShoot(t, opts...)
 	uids := s.liveUIDs(g)
 	addresses := s.stateAddresses(g)
 
@@ -151,7 +166,7 @@ func TestCorruptStateWithoutHistoryIsRecoveredByImports(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), history)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
 
-	startController(t, s.namespace, workDir(t))
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, opts...)
 	infra := s.reconciled(t)
 	recovered := condition(infra, infrastructure.ConditionStateRecovered)
 	g.Expect(recovered).NotTo(BeNil())
