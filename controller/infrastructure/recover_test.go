@@ -3,6 +3,7 @@ package infrastructure_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,6 +106,23 @@ func assertInSync(t *testing.T, s *shoot) {
 	NewWithT(t).Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(Equal("applied: 0 to add, 0 to change, 0 to replace, 0 to destroy"))
 }
 
+// assertRecovered expects a recovery that says so in StateRecovered, created nothing, kept
+// every object and left a state that holds every resource and is in sync.
+func assertRecovered(t *testing.T, s *shoot, infra *extensionsv1alpha1.Infrastructure, uids map[string]types.UID, addresses []string, says ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	recovered := condition(infra, infrastructure.ConditionStateRecovered)
+	g.Expect(recovered).NotTo(BeNil())
+	g.Expect(recovered.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
+	for _, part := range says {
+		g.Expect(recovered.Message).To(ContainSubstring(part))
+	}
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
+	assertInSync(t, s)
+}
+
 const localResources = 4 // the namespace, deny-all, zone-0, the SSH key (no Cluster: no shoot networks)
 
 // A state ConfigMap deleted by mistake is found again in the history: every resource
@@ -122,15 +140,7 @@ func TestDeletedStateIsRecoveredFromTheHistory(t *testing.T) {
 	startController(t, s.namespace, workDir(t))
 	infra := s.reconciled(t)
 
-	recovered := condition(infra, infrastructure.ConditionStateRecovered)
-	g.Expect(recovered).NotTo(BeNil())
-	g.Expect(recovered.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
-	g.Expect(recovered.Message).To(And(ContainSubstring("was missing"),
-		ContainSubstring("4 from history serial %d", stored.Serial), ContainSubstring("0 imported")))
-	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
-	g.Expect(s.liveUIDs(g)).To(Equal(uids))
-	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
-	assertInSync(t, s)
+	assertRecovered(t, s, infra, uids, addresses, "was missing", fmt.Sprintf("4 from history serial %d", stored.Serial), "0 imported")
 }
 
 // A corrupt state with no history left: every resource is imported by its indexed ID.
@@ -168,14 +178,8 @@ func testRecoveryByImports(t *testing.T, opts ...actuatorOption) {
 
 	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, opts...)
 	infra := s.reconciled(t)
-	recovered := condition(infra, infrastructure.ConditionStateRecovered)
-	g.Expect(recovered).NotTo(BeNil())
-	g.Expect(recovered.Status).To(Equal(extensionsv1alpha1.ConditionTrue))
-	g.Expect(recovered.Message).To(And(ContainSubstring("was unreadable"), ContainSubstring("4 imported")))
-	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(HavePrefix("applied: 0 to add"), ContainSubstring("4 to import")))
-	g.Expect(s.liveUIDs(g)).To(Equal(uids))
-	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
-	assertInSync(t, s)
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(ContainSubstring("4 to import"))
+	assertRecovered(t, s, infra, uids, addresses, "was unreadable", "4 imported")
 }
 
 // A restore from a .status.state that carries the index but not the state (it was too
@@ -201,13 +205,7 @@ func TestRestoreFromAnIndexAloneImportsEveryResource(t *testing.T) {
 	annotate(g, s, extension.OperationRestore)
 
 	infra := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
-	recovered := condition(infra, infrastructure.ConditionStateRecovered)
-	g.Expect(recovered).NotTo(BeNil())
-	g.Expect(recovered.Message).To(And(ContainSubstring("was missing"), ContainSubstring("4 imported")))
-	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add"))
-	g.Expect(s.liveUIDs(g)).To(Equal(uids))
-	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
-	assertInSync(t, s)
+	assertRecovered(t, s, infra, uids, addresses, "was missing", "4 imported")
 }
 
 // A state older than its index says (an older copy written back) is replaced by the
