@@ -36,6 +36,16 @@ func recoveredShoot(t *testing.T, opts ...actuatorOption) (*shoot, *controllerUn
 	return s, c
 }
 
+// recoveredZonalShoot is recoveredShoot of the zonal test provider, one zone.
+func recoveredZonalShoot(t *testing.T) (*shoot, *controllerUnderTest) {
+	t.Helper()
+	s := zonalShoot(t, 1, false)
+	c := startController(t, s.namespace, workDir(t))
+	NewWithT(t).Expect(env.Client.Create(context.Background(), s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	return s, c
+}
+
 func (s *shoot) runObjects() state.RunObjects {
 	return state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 }
@@ -213,10 +223,7 @@ func TestRestoreFromAnIndexAloneImportsEveryResource(t *testing.T) {
 func TestStaleStateIsReplacedByTheNewerStateOfTheHistory(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := zonalShoot(t, 1, false)
-	first := startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s, first := recoveredZonalShoot(t)
 	older, _ := s.storedState(g)
 	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
 	g.Eventually(func(g Gomega) {
@@ -244,10 +251,7 @@ func TestStaleStateIsReplacedByTheNewerStateOfTheHistory(t *testing.T) {
 func TestRecoveryNamesWhatCannotBeImported(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := zonalShoot(t, 1, false)
-	first := startController(t, s.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	s, first := recoveredZonalShoot(t)
 	addresses := s.stateAddresses(g)
 
 	first.stop()
