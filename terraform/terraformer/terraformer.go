@@ -204,9 +204,15 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 	// The configuration and the state are read side by side: a run that finds nothing to
 	// change is little more than these reads and one terraform process.
 	prepared, prepareCtx := errgroup.WithContext(ctx)
-	prepared.Go(func() error { return t.writeFiles(prepareCtx) })
+	// A state the last run left here is saved only once the import IDs are known, so
+	// that it is saved with its index.
+	filesRead := make(chan struct{})
+	prepared.Go(func() error {
+		defer close(filesRead)
+		return t.writeFiles(prepareCtx)
+	})
 	if t.Command != run.Validate {
-		prepared.Go(func() error { return t.prepareState(prepareCtx) })
+		prepared.Go(func() error { return t.prepareState(prepareCtx, filesRead) })
 	}
 	if err := prepared.Wait(); err != nil {
 		return nil, nil, err
@@ -354,7 +360,7 @@ func (t *Terraformer) takeImportIDs(files map[string][]byte) error {
 
 // prepareState puts the newest known state into the working directory: the stored one,
 // or the one a killed run left behind when that is newer and of the same lineage.
-func (t *Terraformer) prepareState(ctx context.Context) error {
+func (t *Terraformer) prepareState(ctx context.Context, filesRead <-chan struct{}) error {
 	load := t.store.Load
 	if t.Command.WritesState() {
 		load = t.store.Claim
@@ -370,6 +376,11 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 	if len(local) > 0 {
 		// The store writes only a newer state of the same lineage: anything else here is
 		// replaced by the stored state.
+		select {
+		case <-filesRead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		recovered, err := t.store.Save(ctx, local)
 		switch {
 		case recovered:
