@@ -13,6 +13,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
+
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // The fixed names inside a provider directory.
@@ -36,6 +38,11 @@ type Manifest struct {
 	// ProtectedResources are resource types an apply must not destroy or replace, such as
 	// a VPC: such a plan stops with an error until it is allowed once.
 	ProtectedResources []string `json:"protectedResources,omitempty"`
+	// ImportIDs declares, per resource type, the ID `terraform import` takes for a
+	// resource: a template over its state attributes (`{{.id}}`), or "-" for a type that
+	// cannot be imported. Every managed resource type needs one, so that a resource whose
+	// state is lost is found again by its ID.
+	ImportIDs map[string]string `json:"importIDs,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
 	// Account says what identifies the cloud account a run calls, for the run budget of
@@ -146,6 +153,7 @@ type Provider struct {
 	templates    map[string]string // output file name -> template text
 	mutations    *Mutations
 	throttling   []*regexp.Regexp
+	importIDs    *state.ImportIDs
 }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
@@ -205,6 +213,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	}
 	if p.mutations, err = loadMutations(fsys, dir); err != nil {
 		return nil, err
+	}
+	if p.importIDs, err = checkImportIDs(p.Manifest, p.templates); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
 	return p, nil
 }

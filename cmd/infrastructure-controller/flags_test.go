@@ -51,6 +51,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--drift-share=0"},
 		{"--runs-per-account=-1"},
 		{"--drift-aging=0s"},
+		{"--state-history=-1"},
 		{"--concurrency=0"},
 		{"--run-timeout=-1h"},
 		{"--pod-creation-timeout=-1s"},

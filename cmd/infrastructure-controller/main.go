@@ -22,6 +22,8 @@ commands:
   render  print the terraform files and tfvars for an Infrastructure: render -f infra.yaml [--cluster c.yaml] [--providers dir]
   mutate  print a control-plane Deployment as the control-plane webhook stores it:
           mutate -f deployment.yaml --type aws [--cluster c.yaml] [--providers dir]
+  state   list the kept states of an Infrastructure, or roll its state back to one:
+          state history [--kubeconfig file] NAMESPACE/NAME; state rollback [--kubeconfig file] NAMESPACE/NAME SERIAL
 `
 
 func main() {
@@ -43,6 +45,8 @@ func main() {
 		err = runRender(os.Args[2:], os.Stdout)
 	case "mutate":
 		err = runMutate(os.Args[2:], os.Stdout, os.Stderr)
+	case "state":
+		err = runState(ctx, os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

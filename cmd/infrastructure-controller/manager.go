@@ -80,6 +80,7 @@ type managerOptions struct {
 	// The run pods' placement (pod executor): see executor.Placement.
 	terraformerPriorityClass, terraformerNodeSelector string
 	terraformerTolerations, terraformerSpread         string
+	stateHistory              int
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
@@ -95,6 +96,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
 	flags.DurationVar(&o.driftAging, "drift-aging", executor.DefaultDriftAging, "how long a drift plan waits before it goes ahead of every reconcile (never ahead of deletions and creations)")
 	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per cloud account and region (as the provider's provider.yaml identifies an account); 0: bounded by --max-runs alone")
+	flags.IntVar(&o.stateHistory, "state-history", state.DefaultHistoryDepth, "states of each Infrastructure kept besides the live one, compressed, for recovery and rollback (0: none)")
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -166,6 +168,9 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	if o.driftShare <= 0 || o.driftShare > 1 {
 		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+	}
+	if o.stateHistory < 0 {
+		return nil, fmt.Errorf("--state-history: %d is negative; 0 keeps no history", o.stateHistory)
 	}
 	if o.driftInterval < 0 {
 		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
@@ -325,6 +330,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		DriftAging:    o.driftAging,
 
 		RunsPerAccount: o.runsPerAccount,
+		StateHistory:  stateHistoryDepth(o.stateHistory),
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
@@ -549,4 +555,12 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 	}
 	return selector, nil
+}
+
+// stateHistoryDepth is the actuator's StateHistory for --state-history, whose 0 keeps none.
+func stateHistoryDepth(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

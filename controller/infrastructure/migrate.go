@@ -22,6 +22,9 @@ type migratedState struct {
 	Kind       string `json:"kind"`
 	// TerraformState is the gzipped state file; encoding/json writes it as base64.
 	TerraformState []byte `json:"terraformState"`
+	// Index names every resource of the state and its import ID, so that they are found
+	// again where the state is lost, or too large for the status.
+	Index *tfstate.Index `json:"index,omitempty"`
 }
 
 const (
@@ -45,7 +48,7 @@ func (op *operation) migrate(ctx context.Context) error {
 		return fmt.Errorf("reading the state: %w", err)
 	}
 	if state != nil {
-		encoded, err := encodeState(state)
+		encoded, err := encodeState(state, op.indexOf(state))
 		var tooLarge *stateTooLargeError
 		if errors.As(err, &tooLarge) {
 			recordStateSize(op.infra, tooLarge.size)
@@ -68,14 +71,20 @@ func (op *operation) migrate(ctx context.Context) error {
 // gardenlet's periodic backup of the shoot's state finds it should the seed be lost. A
 // state too large for the status is left out, so that no stale one stays, and an event
 // says so. A state kept in Secrets stays there: whoever reads Infrastructures must not
-// read it; only a migrate, whose state must travel to the next seed, puts it there.
-func (op *operation) keepStateInStatus(state []byte) error {
-	if len(state) == 0 || op.actuator.StateStorage == tfstate.StorageSecret {
+// read it; only a migrate, whose state must travel to the next seed, puts it there. The
+// index, which holds resource IDs only, is kept in either case.
+func (op *operation) keepStateInStatus(state []byte, index *tfstate.Index) error {
+	if len(state) == 0 {
 		op.infra.Status.State = nil
 		recordStateSize(op.infra, 0)
 		return nil
 	}
-	encoded, err := encodeState(state)
+	if op.actuator.StateStorage == tfstate.StorageSecret {
+		op.infra.Status.State, _ = encodeState(nil, index)
+		recordStateSize(op.infra, 0)
+		return nil
+	}
+	encoded, err := encodeState(state, index)
 	var tooLarge *stateTooLargeError
 	if errors.As(err, &tooLarge) {
 		recordStateSize(op.infra, tooLarge.size)
@@ -83,7 +92,8 @@ func (op *operation) keepStateInStatus(state []byte) error {
 			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
 				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
 		}
-		op.infra.Status.State = nil
+		// The index, far smaller, still finds every resource again should the state be lost.
+		op.infra.Status.State, _ = encodeState(nil, index)
 		return nil
 	}
 	if err != nil {
@@ -101,17 +111,24 @@ func (e *stateTooLargeError) Error() string {
 	return fmt.Sprintf("compressed terraform state takes %d bytes, more than the %d .status.state can hold", e.size, maxStatusState)
 }
 
-// encodeState is .status.state for a terraform state, or a stateTooLargeError.
-func encodeState(state []byte) (*runtime.RawExtension, error) {
-	var compressed bytes.Buffer
-	writer := gzip.NewWriter(&compressed)
-	if _, err := writer.Write(state); err != nil {
-		return nil, err
+// encodeState is .status.state for a terraform state and its index, or a
+// stateTooLargeError; nil without either. Without a state it holds the index alone.
+func encodeState(state []byte, index *tfstate.Index) (*runtime.RawExtension, error) {
+	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, Index: index}
+	if len(state) > 0 {
+		var compressed bytes.Buffer
+		writer := gzip.NewWriter(&compressed)
+		if _, err := writer.Write(state); err != nil {
+			return nil, err
+		}
+		if err := writer.Close(); err != nil {
+			return nil, err
+		}
+		kept.TerraformState = compressed.Bytes()
+	} else if index == nil {
+		return nil, nil
 	}
-	if err := writer.Close(); err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, TerraformState: compressed.Bytes()})
+	raw, err := json.Marshal(kept)
 	if err != nil {
 		return nil, err
 	}
@@ -160,4 +177,30 @@ func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
 		return nil, invalid(fmt.Errorf("terraformState: %w", err))
 	}
 	return state, nil
+}
+
+// statusIndex is the index kept in .status.state; nil when there is none or it cannot be read.
+func statusIndex(raw *runtime.RawExtension) *tfstate.Index {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil
+	}
+	var kept migratedState
+	if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
+		return nil
+	}
+	return kept.Index
+}
+
+// indexOf indexes state with the import IDs of the Infrastructure's provider; nil when
+// either is unknown, so that an unindexed state never blocks what keeps it.
+func (op *operation) indexOf(state []byte) *tfstate.Index {
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil || len(state) == 0 {
+		return nil
+	}
+	index, err := provider.ImportIDs().Index(state)
+	if err != nil {
+		return nil
+	}
+	return index
 }

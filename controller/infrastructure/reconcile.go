@@ -99,6 +99,12 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	if err != nil {
 		return err
 	}
+	adoptions, err := op.adoptions()
+	if err != nil {
+		return err
+	}
+	// The run indexes every state it saves with the provider's import IDs.
+	rendered.Files[state.ImportIDsKey] = provider.ImportIDsFile()
 	req, err := op.applyRequest(provider.Manifest.ProtectedResources, env)
 	if err != nil {
 		return err
@@ -106,7 +112,7 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	req = op.withFleet(req, provider)
 	req.Digest = configDigest(rendered.Files, rendered.TFVarsJSON, req)
 	result, err := op.runOrWait(ctx, req, op.priority(), func(ctx context.Context) error {
-		if err := op.prepareApply(ctx, secret, env, rendered, restored); err != nil {
+		if err := op.prepareApply(ctx, secret, env, rendered, restored, adoptions); err != nil {
 			return err
 		}
 		op.allowedOnce(req)
@@ -126,14 +132,20 @@ func (op *operation) apply(ctx context.Context, provider *templates.Provider, se
 	if err := op.afterApply(ctx, result.Plan); err != nil {
 		return err
 	}
+	op.recovered()
+	if err := op.adopted(ctx); err != nil {
+		return err
+	}
 	infra.Status.ProviderStatus = status.ProviderStatus
 	infra.Status.NodesCIDR = status.NodesCIDR
 	infra.Status.EgressCIDRs = status.EgressCIDRs
-	return op.keepStateInStatus(result.State)
+	index := op.indexOf(result.State)
+	op.keepHistory(ctx, result.State, index)
+	return op.keepStateInStatus(result.State, index)
 }
 
 // prepareApply writes what an apply reads, once, before its run is submitted.
-func (op *operation) prepareApply(ctx context.Context, secret *corev1.Secret, env map[string]string, rendered *templates.Rendered, restored []byte) error {
+func (op *operation) prepareApply(ctx context.Context, secret *corev1.Secret, env map[string]string, rendered *templates.Rendered, restored []byte, adoptions map[string]string) error {
 	if err := op.req.EnsureFinalizer(ctx); err != nil {
 		return err
 	}
@@ -146,8 +158,12 @@ func (op *operation) prepareApply(ctx context.Context, secret *corev1.Secret, en
 			return err
 		}
 	}
+	files, err := op.withImports(ctx, rendered.Files, adoptions)
+	if err != nil {
+		return err
+	}
 	firstRun := state.CreateFirst(op.req.FirstRun)
-	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files, firstRun); err != nil {
+	if err := objects.WriteConfig(ctx, op.actuator.Client, files, firstRun); err != nil {
 		return err
 	}
 	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON, firstRun)

@@ -73,6 +73,9 @@ type Actuator struct {
 	// executor.Scheduler).
 	DriftAging     time.Duration
 	RunsPerAccount int
+	// StateHistory is how many states of each Infrastructure are kept besides the live
+	// one (--state-history): 0 is state.DefaultHistoryDepth, below 0 none.
+	StateHistory int
 
 	runs *runs
 }

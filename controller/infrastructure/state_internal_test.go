@@ -33,7 +33,7 @@ func TestLargeStateRoundTripsThroughTheStatus(t *testing.T) {
 	}
 	state.WriteString(`{}]}`)
 	op, recorder := stateOperation()
-	g.Expect(op.keepStateInStatus(state.Bytes())).To(Succeed())
+	g.Expect(op.keepStateInStatus(state.Bytes(), nil)).To(Succeed())
 	g.Expect(op.infra.Status.State).NotTo(BeNil())
 	g.Expect(len(op.infra.Status.State.Raw)).To(BeNumerically("<", maxStatusState))
 	decoded, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
@@ -53,10 +53,10 @@ func TestStateTooLargeForTheStatusIsLeftOut(t *testing.T) {
 	state := make([]byte, maxStatusState)
 	_, _ = rand.Read(state)
 	op, recorder := stateOperation()
-	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`))).To(Succeed())
+	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
 	g.Expect(op.infra.Status.State).NotTo(BeNil())
 
-	g.Expect(op.keepStateInStatus(state)).To(Succeed())
+	g.Expect(op.keepStateInStatus(state, nil)).To(Succeed())
 	g.Expect(op.infra.Status.State).To(BeNil(), "no stale state stays")
 	g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+ReasonStateTooLarge), ContainSubstring("infra.infra.tf-state"))))
 }
@@ -64,8 +64,24 @@ func TestStateTooLargeForTheStatusIsLeftOut(t *testing.T) {
 func TestInvalidStateInStatusNamesTheField(t *testing.T) {
 	g := NewWithT(t)
 	op, _ := stateOperation()
-	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`))).To(Succeed())
+	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
 	op.infra.Status.State.Raw = []byte(strings.Replace(string(op.infra.Status.State.Raw), "InfrastructureState", "Other", 1))
 	_, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
 	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
+}
+
+// A state too large for the status leaves its index there: it is what finds the
+// resources again should the state be lost.
+func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
+	g := NewWithT(t)
+	state := make([]byte, maxStatusState)
+	_, _ = rand.Read(state)
+	op, _ := stateOperation()
+	index := &tfstate.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
+	g.Expect(op.keepStateInStatus(state, index)).To(Succeed())
+	g.Expect(op.infra.Status.State).NotTo(BeNil())
+	g.Expect(statusIndex(op.infra.Status.State)).To(Equal(index))
+	decoded, err := decodeState(op.infra.Status.State, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decoded).To(BeNil(), "the state itself is left out")
 }

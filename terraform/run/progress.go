@@ -65,8 +65,11 @@ func (p Progress) Percent() int32 {
 type Change struct {
 	Address string `json:"address"`
 	Type    string `json:"type"`
-	// Action is terraform's: create, update, delete, replace, move, read, noop.
+	// Action is terraform's: create, update, delete, replace, move, import, read, noop.
 	Action string `json:"action"`
+	// Importing says the resource is imported before the action (an import alone is
+	// the action import).
+	Importing bool `json:"importing,omitempty"`
 }
 
 // PlanSummary is what a plan found: the changes it would make, and the resources changed
@@ -104,7 +107,21 @@ func PlanDigest(configuration string, changes []Change) string {
 
 // HasChanges is true when the plan changes a resource.
 func (p *PlanSummary) HasChanges() bool {
-	return p != nil && len(p.Addresses("create", "update", "delete", "replace")) > 0
+	return p != nil && len(p.Addresses("create", "update", "delete", "replace", "import")) > 0
+}
+
+// Imports lists the addresses of the resources the plan imports.
+func (p *PlanSummary) Imports() []string {
+	if p == nil {
+		return nil
+	}
+	var addresses []string
+	for _, c := range p.Changes {
+		if c.Importing || c.Action == "import" {
+			addresses = append(addresses, c.Address)
+		}
+	}
+	return addresses
 }
 
 // Addresses lists the addresses of the changes with one of actions.
@@ -147,6 +164,10 @@ func (p *PlanSummary) Summary(limit int) string {
 			part += " (" + listed(addresses, limit) + ")"
 		}
 		parts = append(parts, part)
+	}
+	// Only a plan that imports says so: the summary of every other plan reads as before.
+	if imports := p.Imports(); len(imports) > 0 {
+		parts = append(parts, fmt.Sprintf("%d to import (%s)", len(imports), listed(imports, limit)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -240,7 +240,7 @@ func (o RunObjects) RemoveFinalizers(ctx context.Context, c client.Client) error
 }
 
 // Delete releases and deletes everything a run keeps: the three run objects, the parts
-// of a split state, the credentials Secret of a pod run, the stored credentials and the
+// of a split state, the state history, the credentials Secret of a pod run, the stored credentials and the
 // sensitive outputs.
 // Objects already gone are skipped, so Delete may be repeated.
 func (o RunObjects) Delete(ctx context.Context, c client.Client) error {

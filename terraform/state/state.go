@@ -90,6 +90,9 @@ type StateStore struct {
 	// knownVersion is the resourceVersion of the object whose state known is, as this
 	// store wrote or decoded it; an object of another version is decoded again.
 	knownVersion string
+	// importIDs index every state this store writes; without them the index written
+	// last stays, naming the serial it describes.
+	importIDs *ImportIDs
 }
 
 // stateMeta is what orders two snapshots of a state.
@@ -512,6 +515,7 @@ func (s *StateStore) write(ctx context.Context, cm *object, state []byte, m stat
 		annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
 		annotations[AnnotationStateLineage] = m.Lineage
 	}
+	s.annotateIndex(cm, state)
 	generation := ""
 	if len(state) <= s.Limit {
 		cm.setText(StateKey, string(state))

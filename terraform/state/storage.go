@@ -453,3 +453,19 @@ func mergeMaps(into, from map[string]string) map[string]string {
 	maps.Copy(into, from)
 	return into
 }
+
+// Found is o with the Storage of the kind of object that holds its state: a Secret where
+// one does, else a ConfigMap. For a reader that does not know the controller's setting,
+// such as the state commands.
+func (o RunObjects) Found(ctx context.Context, c client.Reader) (RunObjects, error) {
+	_, err := StorageSecret.get(ctx, c, o.key(o.StateName()))
+	switch {
+	case err == nil:
+		o.Storage = StorageSecret
+	case apierrors.IsNotFound(err):
+		o.Storage = StorageConfigMap
+	default:
+		return o, err
+	}
+	return o, nil
+}

@@ -37,6 +37,8 @@ type uiMessage struct {
 type uiAction struct {
 	Resource uiResource `json:"resource"`
 	Action   string     `json:"action"`
+	// Importing is set on a planned change that imports the resource first.
+	Importing *struct{} `json:"importing"`
 }
 
 type uiResource struct {
@@ -147,7 +149,7 @@ func (tr *tracker) line(data []byte) {
 	switch m.Type {
 	case "planned_change":
 		if m.Change != nil && tr.output != appliedPlanOutput {
-			tr.plan.Changes = append(tr.plan.Changes, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
+			tr.plan.Changes = append(tr.plan.Changes, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action, Importing: m.Change.Importing != nil})
 			tr.progress.Total += weight(m.Change.Action)
 		}
 	case "resource_drift":

@@ -90,7 +90,10 @@ type Terraformer struct {
 	configuration string
 	// priorResources is whether the state the run starts from holds any resource.
 	priorResources bool
-	cliConfig      string
+	// imports is whether the configuration imports resources: an imported resource the
+	// plan would replace is destroyed as surely as one the state held.
+	imports   bool
+	cliConfig string
 	// stderr receives terraform's errors: the run's Stderr and a copy a failure reads.
 	stderr io.Writer
 }
@@ -217,9 +220,15 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 	// The configuration and the state are read side by side: a run that finds nothing to
 	// change is little more than these reads and one terraform process.
 	prepared, prepareCtx := errgroup.WithContext(ctx)
-	prepared.Go(func() error { return t.writeFiles(prepareCtx) })
+	// A state the last run left here is saved only once the import IDs are known, so
+	// that it is saved with its index.
+	filesRead := make(chan struct{})
+	prepared.Go(func() error {
+		defer close(filesRead)
+		return t.writeFiles(prepareCtx)
+	})
 	if t.Command != run.Validate {
-		prepared.Go(func() error { return t.prepareState(prepareCtx) })
+		prepared.Go(func() error { return t.prepareState(prepareCtx, filesRead) })
 	}
 	if err := prepared.Wait(); err != nil {
 		return nil, nil, err
@@ -316,6 +325,9 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := t.takeImportIDs(files); err != nil {
+		return err
+	}
 	for name := range files {
 		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.StateKey {
 			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), name), "must be a plain terraform file name")
@@ -350,9 +362,31 @@ func filesDigest(files map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// takeImportIDs takes the provider's import ID templates out of the configuration, and
+// has the store index every state it saves with them.
+func (t *Terraformer) takeImportIDs(files map[string][]byte) error {
+	declared, ok := files[state.ImportIDsKey]
+	if !ok {
+		_, t.imports = files[state.ImportsFile]
+		return nil
+	}
+	delete(files, state.ImportIDsKey)
+	_, t.imports = files[state.ImportsFile]
+	var templates map[string]string
+	if err := json.Unmarshal(declared, &templates); err != nil {
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+	}
+	ids, err := state.ParseImportIDs(templates)
+	if err != nil {
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+	}
+	t.store.SetImportIDs(ids)
+	return nil
+}
+
 // prepareState puts the newest known state into the working directory: the stored one,
 // or the one a killed run left behind when that is newer and of the same lineage.
-func (t *Terraformer) prepareState(ctx context.Context) error {
+func (t *Terraformer) prepareState(ctx context.Context, filesRead <-chan struct{}) error {
 	load := t.store.Load
 	if t.Command.WritesState() {
 		load = t.store.Claim
@@ -368,6 +402,11 @@ func (t *Terraformer) prepareState(ctx context.Context) error {
 	if len(local) > 0 {
 		// The store writes only a newer state of the same lineage: anything else here is
 		// replaced by the stored state.
+		select {
+		case <-filesRead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		recovered, err := t.store.Save(ctx, local)
 		switch {
 		case recovered:
@@ -620,11 +659,12 @@ func (t *Terraformer) validate(ctx context.Context, tf *tfexec.Terraform) error 
 const planFile = "terraseed.tfplan"
 
 // guarded says whether an apply must check its plan before applying it: when its state
-// holds resources that it could destroy and some of them may be of a protected type. Over
-// a state holding no resource nothing can be destroyed, and without protected types (or
-// with leave to destroy them) there is nothing to refuse.
+// holds or its configuration imports resources that it could destroy and some of them may
+// be of a protected type. Over a state holding no resource, importing none, nothing can
+// be destroyed, and without protected types (or with leave to destroy them) there is
+// nothing to refuse.
 func (t *Terraformer) guarded() bool {
-	return t.priorResources && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
+	return (t.priorResources || t.imports) && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
 }
 
 // apply applies the configuration. A guarded one plans, publishes the plan, refuses one

@@ -177,7 +177,7 @@ func TestTemplate(t *testing.T) {
 					HaveField("PodAffinityTerm.TopologyKey", "kubernetes.io/hostname"),
 					HaveField("PodAffinityTerm.LabelSelector.MatchLabels", d.Spec.Selector.MatchLabels))))
 				g.Expect(c.Image).To(Equal("ghcr.io/terraseed/terraseed:0.1.0"))
-				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--executor=pod",
+				g.Expect(c.Args).To(ContainElements("--leader-elect=true", "--concurrency=10", "--max-runs=5", "--drift-share=0.2", "--state-history=5", "--executor=pod",
 					"--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0", "--terraformer-service-account=terraseed-terraformer",
 					"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--controlplane-allowed-images=registry.k8s.io/,europe-docker.pkg.dev/gardener-project/releases/",
 					"--terraformer-memory-limit=2Gi", "--terraformer-cpu-limit=2", "--terraformer-ephemeral-storage-limit=1Gi", "--metrics-secure=true",
