@@ -80,7 +80,7 @@ type managerOptions struct {
 	// The run pods' placement (pod executor): see executor.Placement.
 	terraformerPriorityClass, terraformerNodeSelector string
 	terraformerTolerations, terraformerSpread         string
-	stateHistory              int
+	stateHistory                                      int
 	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
 	allowCrossNamespaceSecretRefs bool
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
@@ -330,7 +330,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		DriftAging:    o.driftAging,
 
 		RunsPerAccount: o.runsPerAccount,
-		StateHistory:  stateHistoryDepth(o.stateHistory),
+		StateHistory:   stateHistoryDepth(o.stateHistory),
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
