@@ -50,7 +50,7 @@ func TestAdoptionImportsExistingObjectsAndCreatesNone(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 
-	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(HavePrefix("applied: 0 to add, 4 to change"), ContainSubstring("4 to import")))
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(appliedPlan("0 to add, 4 to change"), ContainSubstring("4 to import")))
 	g.Expect(s.liveUIDs(g)).To(Equal(uids), "the objects are the ones made by hand")
 	g.Expect(s.stateAddresses(g)).To(HaveLen(localResources))
 	policy := &networkingv1.NetworkPolicy{}

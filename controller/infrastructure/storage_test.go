@@ -121,15 +121,29 @@ func TestLifecycleWithTheStateInSecrets(t *testing.T) {
 	eventText, err := json.Marshal([]any{events.Items, newEvents.Items})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(log.String()).To(ContainSubstring(s.infra.Name), "the controller's log was captured")
-	for _, secret := range secretOnly {
-		g.Expect(string(status)).NotTo(ContainSubstring(secret), "the Infrastructure")
+	for i, secret := range secretOnly {
+		// The status keeps the index, which names the state's lineage and the resources'
+		// import IDs only.
+		if i > 0 {
+			g.Expect(string(status)).NotTo(ContainSubstring(secret), "the Infrastructure")
+		}
 		g.Expect(string(eventText)).NotTo(ContainSubstring(secret), "the events")
 		g.Expect(log.String()).NotTo(ContainSubstring(secret), "the controller's log")
 	}
 
+	// The history of the states is kept in a Secret too, and read back by the state command.
+	history := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, history)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+	entries, err := infrastructure.StateHistory(ctx, env.Client, client.ObjectKeyFromObject(s.infra))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(2), "the create's state and the change's")
+	g.Expect(entries[0].Lineage).To(Equal(meta.Lineage))
+
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
 	s.waitGone(t)
 	g.Expect(stateKinds(g, s)).To(BeEmpty())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(history), history)).To(Satisfy(apierrors.IsNotFound), "the history goes with the state")
 	assertRunObjectsGone(g, s)
 	g.Expect(runs.Load()).To(BeNumerically(">=", 3), "create, change and delete each ran terraform")
 }
@@ -186,6 +200,9 @@ func TestStatesMoveBetweenConfigMapsAndSecretsWithoutARun(t *testing.T) {
 				main := stateObjects(s, to.storage).Storage.Object()
 				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").StateName()}, main)).To(Succeed())
 				g.Expect(main.GetAnnotations()).NotTo(HaveKey(state.AnnotationStateMovedFrom), "the move finished")
+				history := to.storage.Object()
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").HistoryName()}, history)).To(Succeed(), "the history moves with the state")
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").HistoryName()}, to.storage.Other().Object())).To(Satisfy(apierrors.IsNotFound))
 			}).WithTimeout(2*time.Minute).Should(Succeed(), s.infra.Name)
 			// The state itself, byte for byte: serial, lineage and every resource.
 			g.Expect(mustReadState(g, s)).To(Equal(before[s.infra.Name]), s.infra.Name)
@@ -207,7 +224,7 @@ func TestStatesMoveBetweenConfigMapsAndSecretsWithoutARun(t *testing.T) {
 			current := s.get(g)
 			g.Expect(current.Annotations).NotTo(HaveKey(extension.AnnotationOperation))
 			g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
-			g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(HavePrefix("applied: 0 to add, 0 to change, 0 to replace, 0 to destroy"))
+			g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(appliedPlan("0 to add, 0 to change, 0 to replace, 0 to destroy"))
 		}).WithTimeout(3*time.Minute).Should(Succeed(), s.infra.Name)
 	}
 	g.Expect(runs.Load()).To(BeNumerically(">=", 5))

@@ -262,24 +262,19 @@ func (s *StateStore) SetImportIDs(ids *ImportIDs) {
 	s.importIDs = ids
 }
 
-// annotateIndex puts the index of state on cm, the state object it is written to. A state
+// annotateIndex puts the index of state into annotations, the state object's. A state
 // that cannot be indexed keeps no index: an index never describes another state than the
 // one it names.
-func (s *StateStore) annotateIndex(obj client.Object, state []byte) {
+func (s *StateStore) annotateIndex(annotations map[string]string, state []byte) {
 	if s.importIDs == nil {
 		return
 	}
-	annotations := obj.GetAnnotations()
 	delete(annotations, AnnotationStateIndex)
-	defer func() { obj.SetAnnotations(annotations) }()
 	index, err := s.importIDs.Index(state)
 	if err != nil {
 		return
 	}
 	if encoded, err := EncodeIndex(index); err == nil {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		annotations[AnnotationStateIndex] = encoded
 	}
 }

@@ -515,7 +515,7 @@ func (s *StateStore) write(ctx context.Context, cm *object, state []byte, m stat
 		annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
 		annotations[AnnotationStateLineage] = m.Lineage
 	}
-	s.annotateIndex(cm, state)
+	s.annotateIndex(annotations, state)
 	generation := ""
 	if len(state) <= s.Limit {
 		cm.setText(StateKey, string(state))
