@@ -3,10 +3,7 @@ package scale_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // fleetRunsPerAccount is the budget of each account in BenchmarkScaleFleet.
@@ -157,45 +153,10 @@ func (s *seed) fleetCreateMedian(name, account, throttle string) time.Duration {
 }
 
 // startFleet runs the controller with the local executor, the fleet provider and its
-// accounts' budgets until stop.
+// accounts' budgets until stop: the flags after start's own take their place.
 func (s *seed) startFleet() *controllerProcess {
-	b := s.b
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	address := listener.Addr().String()
-	listener.Close()
-	providers, err := filepath.Abs("testdata/providers")
-	if err != nil {
-		b.Fatal(err)
-	}
-	log, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(s.binary, "run", "--kubeconfig", s.kubeconfig,
-		"--executor=local", "--terraform", testenv.Terraform(b), "--plugin-mirror", testenv.ProviderMirror(b),
-		"--work-dir", s.workDir, "--providers-dir", providers, "--provider-types=fleet",
-		"--metrics-bind-address", address, "--metrics-secure=false", "--health-probe-bind-address=0", "--heartbeat-namespace=",
-		"--drift-interval=1h", "--runs-per-account", strconv.Itoa(fleetRunsPerAccount))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "TERRASEED_LOG_LEVEL=error")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	c := &controllerProcess{b: b, cmd: cmd, metrics: "http://" + address + "/metrics"}
-	b.Cleanup(c.stop)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := c.families(); err == nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the controller serves no metrics; its log is in %s", log.Name())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	s.extraArgs = append(s.extraArgs, "--provider-types=fleet", "--runs-per-account", strconv.Itoa(fleetRunsPerAccount))
+	return s.start(time.Hour)
 }
 
 // budgetSlots are the slots each budget key has now.
