@@ -344,7 +344,7 @@ func printNextSteps(kubeconfigPath string) {
   kubectl get -n %[2]s infrastructure %[3]s -o yaml
   kubectl get namespaces,networkpolicies -A
   kubectl get -n %[2]s controlplane %[4]s -o yaml
-  kubectl get -n %[2]s deployments,services,configmaps -l controlplane.terraseed.io/name=%[4]s
+  kubectl get -n %[2]s deployments,services,configmaps -l controlplane.terraseed.gardener.cloud/name=%[4]s
 delete it (terraform destroys what it created):
   kubectl delete -n %[2]s controlplane %[4]s
   kubectl delete -n %[2]s infrastructure %[3]s

@@ -26,9 +26,10 @@ const (
 	Finalizer = "extensions.gardener.cloud/controlplane"
 	// FieldManager owns the applied fields.
 	FieldManager = "terraseed"
-	// OwnerLabelGroup prefixes the labels every applied object carries:
-	// controlplane.terraseed.io/name and controlplane.terraseed.io/namespace of its ControlPlane.
-	OwnerLabelGroup = "controlplane.terraseed.io"
+	// OwnerLabelGroup prefixes the labels every applied object carries, <group>/name and
+	// <group>/namespace of its ControlPlane: a subdomain of the one domain of terraseed's
+	// labels, terraseed.gardener.cloud.
+	OwnerLabelGroup = "controlplane.terraseed.gardener.cloud"
 )
 
 // Reasons of the Ready condition; each failure carries one.

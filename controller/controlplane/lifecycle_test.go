@@ -111,8 +111,8 @@ func TestLocalControlPlaneLifecycle(t *testing.T) {
 	g.Expect(providerStatus).To(HaveKeyWithValue("kind", "ControlPlaneStatus"))
 
 	d := deployment(g, ns)
-	g.Expect(d.Labels).To(HaveKeyWithValue("controlplane.terraseed.io/name", "control-plane"))
-	g.Expect(d.Labels).To(HaveKeyWithValue("controlplane.terraseed.io/namespace", ns))
+	g.Expect(d.Labels).To(HaveKeyWithValue("controlplane.terraseed.gardener.cloud/name", "control-plane"))
+	g.Expect(d.Labels).To(HaveKeyWithValue("controlplane.terraseed.gardener.cloud/namespace", ns))
 	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-dns", "allowed"))
 	g.Expect(d.ManagedFields).To(ContainElement(HaveField("Manager", controlplane.FieldManager)), "applied server-side by terraseed")
 	config := &corev1.ConfigMap{}
