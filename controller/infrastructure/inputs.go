@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -71,10 +70,8 @@ func (op *operation) deleteRunObjects(ctx context.Context) error {
 	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
 		return fmt.Errorf("deleting the run objects: %w", err)
 	}
-	if cleaner, ok := op.actuator.Executor.(executor.Cleaner); ok {
-		if err := cleaner.Clean(ctx, op.objects().ID); err != nil {
-			return fmt.Errorf("removing the run directory: %w", err)
-		}
+	if err := op.actuator.Runs.Clean(ctx, op.objects().ID); err != nil {
+		return fmt.Errorf("removing the run directory: %w", err)
 	}
 	return nil
 }

@@ -221,10 +221,10 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 
 // planKnown is true when a drift plan of the Infrastructure is waiting, under way or done.
 func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
-	if a.runs == nil {
+	if a.Runs == nil {
 		return false
 	}
-	ticket, known := a.runs.Lookup(runIDOf(infra))
+	ticket, known := a.Runs.Lookup(runIDOf(infra))
 	return known && ticket.Command == run.Plan
 }
 
