@@ -145,7 +145,7 @@ func (a *Actuator) operation(req request) *operation {
 
 // Reconcile applies the infrastructure.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
-	return a.outcome(req, a.operation(req).reconcile(ctx))
+	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
 }
 
 // UpToDate is true when the credentials did not change since the last apply. A state kept
