@@ -312,25 +312,26 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 	return mgr, nil
 }
 
-// setupInfrastructures serves Infrastructures of the served types with the configured executor.
+// setupInfrastructures serves Infrastructures of the served types with the configured
+// executor, behind the run pipeline that the manager starts.
 func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) error {
 	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), r.executor)
 	if err != nil {
 		return executorFlagError(err)
 	}
+	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
+	runs := executor.NewPipeline(runner, r.executor, infrastructure.RunHooks(recorder))
+	if err := mgr.Add(runs); err != nil {
+		return err
+	}
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder("terraseed-infrastructure"),
+		Recorder:      recorder,
 		Providers:     r.providers,
-		Executor:      runner,
+		Runs:          runs,
 		DriftInterval: o.driftInterval,
-		MaxRuns:       o.maxRuns,
-		DriftShare:    o.driftShare,
-		DriftAging:    o.driftAging,
-
-		RunsPerAccount: o.runsPerAccount,
-		StateHistory:   stateHistoryDepth(o.stateHistory),
+		StateHistory:  stateHistoryDepth(o.stateHistory),
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
@@ -338,7 +339,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		StateStorage:                  r.executor.StateStorage,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
-	return infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{MaxConcurrentReconciles: o.concurrency})
+	return infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control
@@ -410,6 +411,10 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 		ServiceAccountName:     o.terraformerAccount,
 		RunTimeout:             o.runTimeout,
 		CreationTimeout:        o.podCreationTimeout,
+		MaxRuns:                o.maxRuns,
+		DriftShare:             o.driftShare,
+		DriftAging:             o.driftAging,
+		RunsPerAccount:         o.runsPerAccount,
 	}
 	if o.executor == executor.KindPod {
 		var err error

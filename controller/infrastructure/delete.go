@@ -108,3 +108,15 @@ func (op *operation) ensureConfig(ctx context.Context) error {
 	}
 	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
 }
+
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
+// run objects, and what the executor keeps beside them (a local run directory).
+func (op *operation) deleteRunObjects(ctx context.Context) error {
+	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
+		return fmt.Errorf("deleting the run objects: %w", err)
+	}
+	if err := op.actuator.Runs.Clean(ctx, op.objects().ID); err != nil {
+		return fmt.Errorf("removing the run directory: %w", err)
+	}
+	return nil
+}

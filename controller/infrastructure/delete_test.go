@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -134,7 +133,7 @@ func TestDeletionOfAnApplyWaitingForASlotDropsIt(t *testing.T) {
 	busy := slowLocalShoot(t, 1, 20)
 	s := slowLocalIn(busy.namespace, "waiting", 1, 1)
 	dir := workDir(t)
-	startControllerWith(t, busy.namespace, dir, env.Config, 2, func(a *infrastructure.Actuator) { a.MaxRuns = 1 })
+	startControllerWith(t, busy.namespace, dir, env.Config, 2, func(a *controllerSetup) { a.Pipeline.MaxRuns = 1 })
 	g.Expect(env.Client.Create(ctx, busy.infra)).To(Succeed())
 	busy.waitForRunStart(t)
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())

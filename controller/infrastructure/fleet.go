@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -69,13 +70,15 @@ func projectOf(namespace string) string {
 
 // throttledEvent tells on the Infrastructure whose run the cloud throttled that its
 // account's runs back off; the account is not named, its key is in the metrics.
-func (r *runs) throttledEvent(id run.ID, backoff executor.Backoff) {
-	if r.recorder == nil {
-		return
+func throttledEvent(recorder events.EventRecorder) func(run.ID, executor.Backoff) {
+	return func(id run.ID, backoff executor.Backoff) {
+		if recorder == nil {
+			return
+		}
+		infra := &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID}}
+		infra.SetGroupVersionKind(extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
+		recorder.Eventf(infra, nil, corev1.EventTypeWarning, ReasonThrottled, "Run",
+			"the cloud throttled the calls of this Infrastructure's account: its runs in this region now go %d at a time, none starting for %s",
+			backoff.Slots, backoff.Pause)
 	}
-	infra := &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID}}
-	infra.SetGroupVersionKind(extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
-	r.recorder.Eventf(infra, nil, corev1.EventTypeWarning, ReasonThrottled, "Run",
-		"the cloud throttled the calls of this Infrastructure's account: its runs in this region now go %d at a time, none starting for %s",
-		backoff.Slots, backoff.Pause)
 }

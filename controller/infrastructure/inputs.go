@@ -2,6 +2,8 @@ package infrastructure
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -10,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -48,11 +51,6 @@ func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, err
 	return op.objects().ReadCredentials(ctx, op.actuator.APIReader)
 }
 
-func (op *operation) storeCredentials(ctx context.Context, source *corev1.Secret, env map[string]string) error {
-	annotations := map[string]string{annotationSourceVersion: source.ResourceVersion}
-	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.infra, annotations, env, state.CreateFirst(op.req.FirstRun))
-}
-
 func envOf(secret *corev1.Secret) map[string]string {
 	env := make(map[string]string, len(secret.Data))
 	for name, value := range maps.All(secret.Data) {
@@ -65,16 +63,87 @@ func (op *operation) owner() *metav1.OwnerReference {
 	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
 }
 
-// deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
-// run objects, and what the executor keeps beside them (a local run directory).
-func (op *operation) deleteRunObjects(ctx context.Context) error {
-	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
-		return fmt.Errorf("deleting the run objects: %w", err)
+// inputs returns the provider and the credentials secret of the Infrastructure.
+func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.Secret, error) {
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil {
+		var unknown *templates.UnknownProviderError
+		if errors.As(err, &unknown) {
+			return nil, nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
+		}
+		return nil, nil, err
 	}
-	if cleaner, ok := op.actuator.Executor.(executor.Cleaner); ok {
-		if err := cleaner.Clean(ctx, op.objects().ID); err != nil {
-			return fmt.Errorf("removing the run directory: %w", err)
+	secret, err := op.sourceSecret(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if secret == nil {
+		key := secretKeyOf(op.infra)
+		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
+	}
+	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
+		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
+			keys[0], secret.Namespace, secret.Name)
+	}
+	return provider, secret, nil
+}
+
+// upToDate is true when the credentials are the ones of the last apply.
+func (op *operation) upToDate(ctx context.Context) (bool, error) {
+	secret, err := op.sourceSecret(ctx)
+	if err != nil || secret == nil {
+		return false, err
+	}
+	stored, err := op.storedCredentials(ctx)
+	if err != nil || stored == nil {
+		return false, err
+	}
+	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion, nil
+}
+
+// localType is the embedded provider that creates a namespace of the name
+// providerConfig.namespace, by default <infrastructure namespace>--<infrastructure name>.
+const localType = "local"
+
+// localNamespace is the namespace a local Infrastructure creates and owns.
+func localNamespace(infra *extensionsv1alpha1.Infrastructure) string {
+	if infra.Spec.ProviderConfig != nil {
+		var config struct {
+			Namespace string `json:"namespace"`
+		}
+		if json.Unmarshal(infra.Spec.ProviderConfig.Raw, &config) == nil && config.Namespace != "" {
+			return config.Namespace
 		}
 	}
+	return infra.Namespace + "--" + infra.Name
+}
+
+// checkLocalNamespace refuses a local Infrastructure whose providerConfig.namespace is the
+// namespace another local Infrastructure, created before it, already owns: terraform would
+// take over, change and on deletion destroy that Infrastructure's objects.
+func (op *operation) checkLocalNamespace(ctx context.Context) error {
+	if op.infra.Spec.Type != localType {
+		return nil
+	}
+	target := localNamespace(op.infra)
+	list := &extensionsv1alpha1.InfrastructureList{}
+	if err := op.actuator.APIReader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing Infrastructures to check providerConfig.namespace: %w", err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == op.infra.UID || other.Spec.Type != localType || localNamespace(other) != target || !createdBefore(other, op.infra) {
+			continue
+		}
+		return extension.InvalidInput(ReasonInvalidConfiguration, "providerConfig.namespace: %q is the namespace of Infrastructure %s/%s: choose another", target, other.Namespace, other.Name)
+	}
 	return nil
+}
+
+// createdBefore orders Infrastructures by creation, and by UID within the same second.
+func createdBefore(a, b *extensionsv1alpha1.Infrastructure) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.UID < b.UID
 }

@@ -38,7 +38,7 @@ func TestLifecycleCreateChangeDelete(t *testing.T) {
 // TestLifecycleOnOpenTofu runs the same lifecycle with OpenTofu instead of terraform.
 func TestLifecycleOnOpenTofu(t *testing.T) {
 	tofu := testenv.OpenTofu(t)
-	testLifecycle(t, run.OpenTofuVersion, func(a *infrastructure.Actuator) {
+	testLifecycle(t, run.OpenTofuVersion, func(a *controllerSetup) {
 		e := a.Executor.(*executor.LocalExecutor)
 		e.TerraformPath, e.OpenTofu = tofu, true
 	})

@@ -56,8 +56,16 @@ func startController(t testing.TB, namespace, workDir string) *controllerUnderTe
 	return startControllerWith(t, namespace, workDir, env.Config, 2)
 }
 
-// actuatorOption changes the actuator of a controller under test.
-type actuatorOption func(*infrastructure.Actuator)
+// controllerSetup is what a test may change of a controller under test before it starts:
+// its actuator, its executor, and the settings of its run pipeline.
+type controllerSetup struct {
+	*infrastructure.Actuator
+	Executor executor.Executor
+	Pipeline executor.Config
+}
+
+// actuatorOption changes the setup of a controller under test.
+type actuatorOption func(*controllerSetup)
 
 func startControllerWith(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int, opts ...actuatorOption) *controllerUnderTest {
 	t.Helper()
@@ -79,12 +87,17 @@ func startControllerLogging(t testing.TB, namespace, workDir string, config *res
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	output := &testenv.SyncBuffer{}
-	reconciler := newReconciler(t, mgr.GetClient(), mgr.GetAPIReader(), config, workDir, mgr.GetEventRecorder("terraseed-infrastructure"), output)
+	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
+	setup := newSetup(t, mgr.GetClient(), mgr.GetAPIReader(), workDir, recorder, output)
 	for _, opt := range opts {
-		opt(reconciler.Actuator.(*infrastructure.Actuator))
+		opt(setup)
 	}
+	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, infrastructure.RunHooks(recorder))
+	g.Expect(mgr.Add(runs)).To(Succeed())
+	setup.Runs = runs
+	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
+	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
@@ -92,17 +105,19 @@ func startControllerLogging(t testing.TB, namespace, workDir string, config *res
 	return c
 }
 
-// newReconciler is the Infrastructure reconciler of the tests, with the local executor.
-func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *rest.Config, workDir string, recorder events.EventRecorder, output io.Writer) *infrastructure.Reconciler {
+// newSetup is the setup of the tests' Infrastructure controller, with the local executor.
+func newSetup(t testing.TB, c client.Client, reader client.Reader, workDir string, recorder events.EventRecorder, output io.Writer) *controllerSetup {
 	t.Helper()
 	// testdata/providers adds providers made for tests, as an operator would add theirs.
 	providers, err := templates.NewRegistry("testdata/providers")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return infrastructure.NewReconciler(&infrastructure.Actuator{
-		Client:    c,
-		APIReader: reader,
-		Recorder:  recorder,
-		Providers: providers,
+	return &controllerSetup{
+		Actuator: &infrastructure.Actuator{
+			Client:    c,
+			APIReader: reader,
+			Recorder:  recorder,
+			Providers: providers,
+		},
 		Executor: &executor.LocalExecutor{
 			Client:        c,
 			TerraformPath: testenv.Terraform(t),
@@ -111,7 +126,7 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 			StopTimeout:   time.Minute,
 			Output:        output,
 		},
-	}, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling"}, nil)
+	}
 }
 
 // stop stops the manager and waits for it, and for the runs it started, to end.

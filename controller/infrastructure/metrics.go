@@ -1,10 +1,7 @@
 package infrastructure
 
 import (
-	"context"
-	"errors"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,44 +10,6 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/run"
-)
-
-var (
-	runDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "terraseed_terraform_run_duration_seconds",
-		Help:    "Duration of terraform runs by command and result.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-	}, []string{"command", "result"})
-	runsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "terraseed_terraform_runs_total",
-		Help: "Terraform runs by command and result.",
-	}, []string{"command", "result"})
-	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "terraseed_terraform_phase_duration_seconds",
-		Help:    "Duration of the terraform commands of a run (init, then apply, destroy, plan or validate) by the run's command and result.",
-		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16),
-	}, []string{"command", "phase", "result"})
-	runsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "terraseed_terraform_runs_in_flight",
-		Help: "Terraform runs under way.",
-	})
-	runsWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "terraseed_terraform_runs_waiting",
-		Help: "Terraform runs waiting for a run slot, by priority (delete, create, reconcile, drift).",
-	}, []string{"priority"})
-	budgetRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "terraseed_terraform_budget_runs",
-		Help: "Terraform runs of a cloud account and region by state (running, waiting); budget is a short hash of the account and region, never a credential.",
-	}, []string{"budget", "state"})
-	budgetSlots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "terraseed_terraform_budget_slots",
-		Help: "Terraform runs a cloud account and region may have under way now: runsPerAccount, fewer while it backs off after the cloud throttled it.",
-	}, []string{"budget"})
-	throttledRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "terraseed_terraform_throttled_runs_total",
-		Help: "Terraform runs that failed because the cloud throttled the calls of their account and region.",
-	}, []string{"budget"})
 )
 
 // The gauges below are kept per Infrastructure, labelled by its namespace and name: what
@@ -89,8 +48,7 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting, budgetRuns, budgetSlots, throttledRuns,
-		failedRuns, driftState, stateBytes, stateLimitBytes)
+	metrics.Registry.MustRegister(failedRuns, driftState, stateBytes, stateLimitBytes)
 	stateLimitBytes.Set(maxStatusState)
 }
 
@@ -133,46 +91,12 @@ func forgetMetrics(key client.ObjectKey) {
 	stateBytes.DeletePartialMatch(labels)
 }
 
-// measured is an executor whose runs are measured.
-type measured struct{ executor.Executor }
-
-// Stop stops a run of an executor whose runs go on elsewhere.
-func (m measured) Stop(ctx context.Context, id run.ID) error {
-	if stopper, ok := m.Executor.(executor.Stopper); ok {
-		return stopper.Stop(ctx, id)
+// countFailures counts the runs of an Infrastructure that failed in a row, by command.
+func countFailures(req executor.Request, err error) {
+	failures := failedRuns.WithLabelValues(req.ID.Namespace, req.ID.Name, string(req.Command))
+	if err != nil {
+		failures.Inc()
+	} else {
+		failures.Set(0)
 	}
-	return nil
-}
-
-func (m measured) Run(ctx context.Context, req executor.Request) (*run.Result, error) {
-	runsInFlight.Inc()
-	defer runsInFlight.Dec()
-	start := time.Now()
-	result, err := m.Executor.Run(ctx, req)
-	outcome := "succeeded"
-	var phases run.Phases
-	var runErr *run.Error
-	switch {
-	case err == nil:
-		phases = result.Phases
-	case errors.As(err, &runErr):
-		outcome, phases = "failed", runErr.Phases
-	default:
-		outcome = "failed"
-	}
-	runDuration.WithLabelValues(string(req.Command), outcome).Observe(time.Since(start).Seconds())
-	runsTotal.WithLabelValues(string(req.Command), outcome).Inc()
-	for phase, d := range phases {
-		phaseDuration.WithLabelValues(string(req.Command), phase, outcome).Observe(d.Seconds())
-	}
-	// A run stopped with the controller or dropped by the scheduler did not fail.
-	if ctx.Err() == nil {
-		failures := failedRuns.WithLabelValues(req.ID.Namespace, req.ID.Name, string(req.Command))
-		if err != nil {
-			failures.Inc()
-		} else {
-			failures.Set(0)
-		}
-	}
-	return result, err
 }

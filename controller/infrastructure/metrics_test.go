@@ -26,7 +26,7 @@ func TestMetricsFollowAnInfrastructure(t *testing.T) {
 	const period = 5 * time.Second
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, untrustedKubeconfig(t))
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.DriftInterval = period })
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.DriftInterval = period })
 	unauthenticated := map[string]string{"kind": "Infrastructure", "code": string(extensionsv1alpha1.ErrorInfraUnauthenticated)}
 	errorsBefore := metric(g, "terraseed_operation_errors_total", unauthenticated).GetCounter().GetValue()
 	applies := s.series("command", "apply")

@@ -138,12 +138,32 @@ func encodeState(state []byte, index *tfstate.Index) (*runtime.RawExtension, err
 	return &runtime.RawExtension{Raw: raw}, nil
 }
 
-// restoreState writes the state kept in .status.state into the state object, unless that
-// holds a newer snapshot of the same state (a retried restore whose apply wrote it). A
-// state of another lineage is refused: it is another infrastructure's state, and which of
-// the two is right is the operator's call.
-func (op *operation) restoreState(ctx context.Context, state []byte) error {
-	_, err := op.objects().RestoreState(ctx, op.actuator.Client, state)
+// restore writes the state kept in .status.state back into the state object, then applies:
+// terraform finds every resource in the restored state and recreates none. A restore
+// retried after a failed apply keeps the newer state that apply wrote.
+func (op *operation) restore(ctx context.Context) error {
+	return op.apply(ctx, &applyScope{restore: true})
+}
+
+// readRestored is the state of .status.state a restore writes back.
+func (op *operation) readRestored(_ context.Context, s *applyScope) error {
+	if !s.restore {
+		return nil
+	}
+	var err error
+	s.restored, err = decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	return err
+}
+
+// restoreState writes the state a restore read into the state object, unless that holds
+// a newer snapshot of the same state (a retried restore whose apply wrote it). A state of
+// another lineage is refused: it is another infrastructure's state, and which of the two
+// is right is the operator's call.
+func (op *operation) restoreState(ctx context.Context, s *applyScope) error {
+	if s.restored == nil {
+		return nil
+	}
+	_, err := op.objects().RestoreState(ctx, op.actuator.Client, s.restored)
 	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalidState) {
 		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
-	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -43,7 +42,7 @@ func TestSecretRefInAnotherNamespaceIsRefusedUnlessTheOperatorAllowsIt(t *testin
 
 	// The operator allows it.
 	refusing.stop()
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.AllowCrossNamespaceSecretRefs = true })
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.AllowCrossNamespaceSecretRefs = true })
 	annotate(g, s, extension.OperationReconcile)
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{})).To(Succeed())
@@ -70,7 +69,7 @@ func TestOperatorOnlyCredentialsAreRefusedUnlessTheOperatorAllowsThem(t *testing
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: config}, &corev1.ConfigMap{}))).To(BeTrue(), "nothing ran")
 
 	refusing.stop()
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.AllowOperatorOnlyCredentials = true })
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.AllowOperatorOnlyCredentials = true })
 	annotate(g, s, extension.OperationReconcile)
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 }

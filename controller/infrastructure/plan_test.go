@@ -189,7 +189,7 @@ func TestProgressRisesInTheStatusDuringASlowApply(t *testing.T) {
 	s.infra.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"steps":6,"seconds":2}`)}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "cloudprovider"}, Data: map[string][]byte{"token": []byte("t")}}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) {
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) {
 		// One step after the other: twelve seconds.
 		a.Executor.(*executor.LocalExecutor).Parallelism = 1
 		a.Executor.(*executor.LocalExecutor).ProgressInterval = 300 * time.Millisecond
@@ -222,7 +222,7 @@ func TestDriftShowsInTheCondition(t *testing.T) {
 	const period = 5 * time.Second
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) { a.DriftInterval = period })
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.DriftInterval = period })
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(condition(infra, infrastructure.ConditionInSync)).To(HaveField("Status", extensionsv1alpha1.ConditionTrue))

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/executor"
 )
 
@@ -39,7 +38,7 @@ func TestACreateWhoseRunPodAQuotaRefusesWaitsSayingSo(t *testing.T) {
 
 	clientset, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *infrastructure.Actuator) {
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) {
 		a.Executor = &executor.PodExecutor{Client: a.Client, Clientset: clientset, Image: "terraseed/terraformer:test", ManageServiceAccount: true}
 	})
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())

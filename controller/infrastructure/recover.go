@@ -52,21 +52,9 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 		return nil, err
 	}
 	index := newestIndex(stored.Index, statusIndex(op.infra.Status.State))
-	var cause string
-	switch {
-	case !stored.Exists:
-		cause = "was missing"
-	case stored.Unreadable != nil:
-		cause = "was unreadable"
-	case stored.State == nil:
-		cause = "was empty"
-	case index != nil && stored.Lineage == index.Lineage && stored.Serial < index.Serial:
-		cause = fmt.Sprintf("held serial %d, older than serial %d its index names", stored.Serial, index.Serial)
-	default:
-		return nil, nil
-	}
+	cause := lostStateCause(stored, index)
 	// A first apply finds no state and knows nothing: no history to ask.
-	if index.Empty() && op.req.FirstRun {
+	if cause == "" || index.Empty() && op.req.FirstRun {
 		return nil, nil
 	}
 	lineage := ""
@@ -77,14 +65,7 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	var recovered []byte
-	var from tfstate.HistoryEntry
-	for _, entry := range history.Lineage(lineage) {
-		if state, err := history.State(entry); err == nil {
-			recovered, from = state, entry
-			break
-		}
-	}
+	recovered, from := newestReadable(history, lineage)
 	if index.Empty() && recovered == nil {
 		return nil, nil
 	}
@@ -101,21 +82,8 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	r := &recovery{imports: map[string]string{}}
-	declared := declaredResources(files)
-	var lost []string
-	if index != nil {
-		for _, address := range slices.Sorted(maps.Keys(index.IDs)) {
-			if !held[address] && declared(address) {
-				r.imports[address] = index.IDs[address]
-			}
-		}
-		for _, address := range index.Unimportable {
-			if !held[address] && declared(address) {
-				lost = append(lost, address)
-			}
-		}
-	}
+	imports, lost := indexedImports(index, held, declaredResources(files))
+	r := &recovery{imports: imports}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the state in ConfigMap %s %s: ", objects.StateName(), cause)
 	if recovered != nil {
@@ -127,13 +95,66 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 	}
 	r.message = b.String()
 	ctrl.LoggerFrom(ctx).Info("stateRecovering", "cause", cause, "fromHistorySerial", from.Serial, "resources", len(held), "imports", len(r.imports), "unimportable", len(lost))
+	return r, op.recovering(ctx, r.message)
+}
+
+// lostStateCause says how the stored state was lost: missing, unreadable, empty or older
+// than its index says; empty when it was not.
+func lostStateCause(stored *tfstate.StoredState, index *tfstate.Index) string {
+	switch {
+	case !stored.Exists:
+		return "was missing"
+	case stored.Unreadable != nil:
+		return "was unreadable"
+	case stored.State == nil:
+		return "was empty"
+	case index != nil && stored.Lineage == index.Lineage && stored.Serial < index.Serial:
+		return fmt.Sprintf("held serial %d, older than serial %d its index names", stored.Serial, index.Serial)
+	default:
+		return ""
+	}
+}
+
+// newestReadable is the newest state of the lineage the history holds that can be read.
+func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.HistoryEntry) {
+	for _, entry := range history.Lineage(lineage) {
+		if state, err := history.State(entry); err == nil {
+			return state, entry
+		}
+	}
+	return nil, tfstate.HistoryEntry{}
+}
+
+// indexedImports are the import IDs of the indexed resources a recovered state lacks that
+// the configuration declares, and those of them that cannot be imported.
+func indexedImports(index *tfstate.Index, held map[string]bool, declared func(string) bool) (map[string]string, []string) {
+	imports := map[string]string{}
+	var lost []string
+	if index == nil {
+		return imports, nil
+	}
+	for _, address := range slices.Sorted(maps.Keys(index.IDs)) {
+		if !held[address] && declared(address) {
+			imports[address] = index.IDs[address]
+		}
+	}
+	for _, address := range index.Unimportable {
+		if !held[address] && declared(address) {
+			lost = append(lost, address)
+		}
+	}
+	return imports, lost
+}
+
+// recovering says in the StateRecovered condition that a recovery is under way.
+func (op *operation) recovering(ctx context.Context, message string) error {
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
 		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonRecovering,
-		Message: r.message, LastUpdateTime: now, LastTransitionTime: now,
+		Message: message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	// The condition must outlive this reconcile: the apply ends in another.
-	return r, op.req.PatchStatus(ctx)
+	return op.req.PatchStatus(ctx)
 }
 
 // recovered marks a recovery done once its apply succeeded, and says so in an event.

@@ -163,7 +163,7 @@ func TestCorruptStateWithoutHistoryIsRecoveredByImports(t *testing.T) {
 // OpenTofu takes the same import blocks.
 func TestCorruptStateWithoutHistoryIsRecoveredByImportsOnOpenTofu(t *testing.T) {
 	tofu := testenv.OpenTofu(t)
-	testRecoveryByImports(t, func(a *infrastructure.Actuator) {
+	testRecoveryByImports(t, func(a *controllerSetup) {
 		e := a.Executor.(*executor.LocalExecutor)
 		e.TerraformPath, e.OpenTofu = tofu, true
 	})

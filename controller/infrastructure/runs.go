@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
@@ -65,51 +60,35 @@ func (e *runPendingError) recheck() time.Duration {
 	return pendingRecheck
 }
 
-// runs wraps the actuator's executor in a scheduler that the manager starts, and whose
-// finished runs reconcile their Infrastructure again.
-type runs struct {
-	*executor.Scheduler
-	mu       sync.Mutex
-	queue    workqueue.TypedRateLimitingInterface[reconcile.Request]
-	recorder events.EventRecorder
+// Runs is what the operations ask of the run pipeline (executor.Pipeline): submit a run,
+// look it up and take its outcome, drop or stop it, and tell a run of an earlier process.
+type Runs interface {
+	// Submit queues a run; one already known for its ID is refused.
+	Submit(ctx context.Context, req executor.Request, priority executor.Priority) error
+	// Lookup returns the ticket of the run of id, false when none is known.
+	Lookup(id run.ID) (executor.Ticket, bool)
+	// Take returns the ticket of the finished run of id with its outcome, and forgets it.
+	Take(id run.ID) (executor.Ticket, bool)
+	// Cancel drops a waiting run or a finished one's outcome; false for a run under way.
+	Cancel(id run.ID) bool
+	// Stop drops a waiting run or interrupts the one under way; true once none is.
+	Stop(ctx context.Context, id run.ID) (bool, error)
+	// ForgetName drops what is known of the runs of every owner of the name of id.
+	ForgetName(id run.ID)
+	// Active says whether a run of id is under way, also one an earlier process started.
+	Active(ctx context.Context, id run.ID) (bool, error)
+	// Interrupt asks a run of id under way, also one an earlier process started, to stop;
+	// false when the executor cannot.
+	Interrupt(ctx context.Context, id run.ID) (bool, error)
+	// Clean removes what the executor keeps of the runs of id beside the run objects.
+	Clean(ctx context.Context, id run.ID) error
 }
 
-// setupRuns makes the run scheduler of the actuator and returns the source of the
-// reconciles that the ends of runs ask for.
-func (a *Actuator) setupRuns(mgr ctrl.Manager) (source.Source, error) {
-	r := &runs{recorder: a.Recorder}
-	r.Scheduler = &executor.Scheduler{
-		Executor:       measured{a.Executor},
-		MaxRuns:        a.MaxRuns,
-		DriftShare:     a.DriftShare,
-		DriftAging:     a.DriftAging,
-		RunsPerAccount: a.RunsPerAccount,
-		Waiting:        runsWaiting,
-		Finished:       r.finished,
-		Throttled:      r.throttledEvent,
-		BudgetRuns:     budgetRuns,
-		BudgetSlots:    budgetSlots,
-		Throttles:      throttledRuns,
-	}
-	if err := mgr.Add(r.Scheduler); err != nil {
-		return nil, err
-	}
-	a.runs = r
-	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.queue = queue
-		return nil
-	}), nil
-}
-
-func (r *runs) finished(id run.ID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// Before the controller started, its first list reconciles every object anyway.
-	if r.queue != nil {
-		r.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: id.Namespace, Name: id.Name}})
-	}
+// RunHooks are what the Infrastructure controller hears of the runs of its pipeline: an
+// event on the Infrastructure whose run the cloud throttled, and the failed runs in a row
+// of each Infrastructure.
+func RunHooks(recorder events.EventRecorder) executor.Hooks {
+	return executor.Hooks{Throttled: throttledEvent(recorder), Ended: countFailures}
 }
 
 // runOrWait returns the outcome of req once its run ended. Until then it submits the run,
@@ -117,9 +96,9 @@ func (r *runs) finished(id run.ID) {
 // runPendingError. A run of another command or configuration known for the object is
 // dropped while it waits, waited for while it runs, and its outcome forgotten.
 func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*run.Result, error) {
-	runs := op.actuator.runs
+	runs := op.actuator.Runs
 	if runs == nil {
-		return nil, errors.New("the actuator is not set up with a manager: no run scheduler")
+		return nil, errors.New("the actuator has no run pipeline")
 	}
 	if ticket, known := runs.Lookup(req.ID); known {
 		switch {
@@ -134,7 +113,7 @@ func (op *operation) runOrWait(ctx context.Context, req executor.Request, priori
 		}
 		// The run may have started since it was looked up: then it reads what prepare
 		// would write, and is waited for.
-		if !runs.Forget(req.ID) {
+		if !runs.Cancel(req.ID) {
 			ticket, _ := runs.Lookup(req.ID)
 			return nil, &runPendingError{ticket: ticket, other: !ticket.Of(req)}
 		}
@@ -159,10 +138,9 @@ func (op *operation) runOrWait(ctx context.Context, req executor.Request, priori
 // earlier process left under way (after a restart or a change of leader).
 func (op *operation) settle(ctx context.Context) error {
 	id := op.objects().ID
-	if runs := op.actuator.runs; runs != nil {
-		if ticket, known := runs.Lookup(id); known && !runs.Cancel(id) {
-			return &runPendingError{ticket: ticket, other: true}
-		}
+	runs := op.actuator.Runs
+	if ticket, known := runs.Lookup(id); known && !runs.Cancel(id) {
+		return &runPendingError{ticket: ticket, other: true}
 	}
 	return op.waitForEarlierRun(ctx, false)
 }
@@ -176,24 +154,23 @@ func (op *operation) settle(ctx context.Context) error {
 // provider never reported, which the destroy that follows would not find.
 func (op *operation) endRuns(ctx context.Context, kept run.Command, interrupt bool) error {
 	id := op.objects().ID
-	if runs := op.actuator.runs; runs != nil {
-		if ticket, known := runs.Lookup(id); known {
-			switch {
-			case kept != "" && ticket.Command == kept:
-				// This process runs it: the operation waits for it as for its own.
-				return nil
-			case ticket.Phase == executor.PhaseRunning && !interrupt && ticket.Command != run.Plan:
-				return &runPendingError{ticket: ticket, other: true}
-			}
-			ended, err := runs.Stop(ctx, id)
-			if err != nil {
-				return err
-			}
-			if !ended {
-				return &runPendingError{ticket: ticket, other: true, stopping: true}
-			}
-			runs.Forget(id)
+	runs := op.actuator.Runs
+	if ticket, known := runs.Lookup(id); known {
+		switch {
+		case kept != "" && ticket.Command == kept:
+			// This process runs it: the operation waits for it as for its own.
+			return nil
+		case ticket.Phase == executor.PhaseRunning && !interrupt && ticket.Command != run.Plan:
+			return &runPendingError{ticket: ticket, other: true}
 		}
+		ended, err := runs.Stop(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !ended {
+			return &runPendingError{ticket: ticket, other: true, stopping: true}
+		}
+		runs.Cancel(id)
 	}
 	return op.waitForEarlierRun(ctx, interrupt)
 }
@@ -202,21 +179,18 @@ func (op *operation) endRuns(ctx context.Context, kept run.Command, interrupt bo
 // under way for the object, asking it to stop first when stop is set.
 func (op *operation) waitForEarlierRun(ctx context.Context, stop bool) error {
 	id := op.objects().ID
-	checker, ok := op.actuator.Executor.(executor.ActivityChecker)
-	if !ok {
-		return nil
-	}
-	active, err := checker.Active(ctx, id)
+	active, err := op.actuator.Runs.Active(ctx, id)
 	if err != nil || !active {
 		return err
 	}
-	if stopper, ok := op.actuator.Executor.(executor.Stopper); ok && stop {
-		if err := stopper.Stop(ctx, id); err != nil {
-			return fmt.Errorf("stopping the run under way: %w", err)
-		}
-		return &runPendingError{other: true, stopping: true}
+	if !stop {
+		return &runPendingError{other: true}
 	}
-	return &runPendingError{other: true}
+	asked, err := op.actuator.Runs.Interrupt(ctx, id)
+	if err != nil {
+		return fmt.Errorf("stopping the run under way: %w", err)
+	}
+	return &runPendingError{other: true, stopping: asked}
 }
 
 // describeWaiting puts what an operation waits for into lastOperation; a run under way

@@ -19,10 +19,8 @@ func (op *operation) moveState(ctx context.Context) error {
 		return err
 	}
 	id := op.objects().ID
-	if runs := op.actuator.runs; runs != nil {
-		if ticket, known := runs.Lookup(id); known {
-			return &runPendingError{ticket: ticket, other: true}
-		}
+	if ticket, known := op.actuator.Runs.Lookup(id); known {
+		return &runPendingError{ticket: ticket, other: true}
 	}
 	if err := op.waitForEarlierRun(ctx, false); err != nil {
 		return err

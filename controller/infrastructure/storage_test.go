@@ -39,7 +39,7 @@ func (e countedRuns) Run(ctx context.Context, req executor.Request) (*run.Result
 
 // storingIn keeps the states in storage (--state-storage) and counts the runs in runs.
 func storingIn(storage state.Storage, runs *atomic.Int64) actuatorOption {
-	return func(a *infrastructure.Actuator) {
+	return func(a *controllerSetup) {
 		local := a.Executor.(*executor.LocalExecutor)
 		a.StateStorage, local.StateStorage = storage, storage
 		a.Executor = countedRuns{LocalExecutor: local, runs: runs}

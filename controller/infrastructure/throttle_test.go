@@ -60,7 +60,7 @@ func TestAThrottledAccountWaitsWhileAnotherAccountsRunsGoOn(t *testing.T) {
 	throttled := throttlingShoot(t, ns, "throttled", accountA, "PutObject: SlowDown: Please reduce your request rate.")
 	next := throttlingShoot(t, ns, "next", accountA, "")
 	other := throttlingShoot(t, ns, "other", accountB, "")
-	startControllerWith(t, ns, workDir(t), env.Config, 4, func(a *infrastructure.Actuator) { a.RunsPerAccount = 1 })
+	startControllerWith(t, ns, workDir(t), env.Config, 4, func(a *controllerSetup) { a.Pipeline.RunsPerAccount = 1 })
 
 	g.Expect(env.Client.Create(ctx, throttled.infra)).To(Succeed())
 	// Retried, it waits for the account's budget at once: its last error stays.

@@ -27,6 +27,12 @@ const (
 type Config struct {
 	// Kind is KindLocal or KindPod.
 	Kind string
+	// MaxRuns, DriftShare, DriftAging and RunsPerAccount are the settings of the
+	// Pipeline's Scheduler (see there); defaults when zero.
+	MaxRuns        int
+	DriftShare     float64
+	DriftAging     time.Duration
+	RunsPerAccount int
 	// Terraform is the binary: for KindLocal, found on PATH when empty (and downloaded
 	// when AllowTerraformDownload is set); for KindPod, the image's when empty. With
 	// OpenTofu it must name the OpenTofu binary.

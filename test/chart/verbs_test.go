@@ -26,7 +26,7 @@ type use struct{ code, what string }
 // defaults (the pod executor, the webhook, secure metrics), one entry per resource, verb
 // and resourceNames (in parentheses). What holds it further: <release>-controller-writes.
 var controllerVerbs = map[string]use{
-	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (controller/infrastructure/namespace.go lists local Infrastructures); the finalizer and the operation annotation"},
+	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (controller/infrastructure/inputs.go lists local Infrastructures); the finalizer and the operation annotation"},
 	"patch,update extensions.gardener.cloud/infrastructures/status":                       {"controller/extension/reconciler.go", "lastOperation, lastError, providerStatus, state"},
 	"get,list,watch,patch,update extensions.gardener.cloud/controlplanes":                 {"controller/controlplane/setup.go", "the ControlPlane controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/controlplanes/status":                         {"controller/extension/reconciler.go", "lastOperation, lastError, the inventory in state"},

@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -45,7 +45,8 @@ type Actuator struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Providers *templates.Registry
-	Executor  executor.Executor
+	// Runs is the run pipeline the operations submit their runs to (executor.Pipeline).
+	Runs Runs
 	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
 	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
 	DriftInterval time.Duration
@@ -64,20 +65,9 @@ type Actuator struct {
 	// kept in the other kind is moved into it before the Infrastructure's next run, or
 	// when it is found up to date.
 	StateStorage state.Storage
-	// MaxRuns bounds the terraform runs under way, whatever the reconciles' concurrency;
-	// DriftShare is the share of them drift plans may hold (see executor.Scheduler).
-	MaxRuns    int
-	DriftShare float64
-	// DriftAging is how long a drift plan waits before it ranks ahead of reconciles;
-	// RunsPerAccount bounds the runs under way per cloud account and region (see
-	// executor.Scheduler).
-	DriftAging     time.Duration
-	RunsPerAccount int
 	// StateHistory is how many states of each Infrastructure are kept besides the live
 	// one (--state-history): 0 is state.DefaultHistoryDepth, below 0 none.
 	StateHistory int
-
-	runs *runs
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.
@@ -99,20 +89,12 @@ func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.Ext
 	}
 }
 
-// SetupWithManager registers the reconciler and the run scheduler of its actuator;
-// besides the Infrastructures, a change of a referenced secret reconciles the ones using
-// it, and so does the end of a run.
-func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, options controller.Options) error {
-	actuator, ok := r.Actuator.(*Actuator)
-	if !ok {
-		return fmt.Errorf("the reconciler's actuator is a %T, not an *infrastructure.Actuator", r.Actuator)
-	}
+// SetupWithManager registers the reconciler; besides the Infrastructures, a change of a
+// referenced secret reconciles the ones using it, and so does the end of a run, which
+// runEnds tells (executor.Pipeline.Ends).
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, runEnds source.Source, options controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Infrastructure{}, secretRefIndex, indexSecretRef); err != nil {
 		return fmt.Errorf("indexing Infrastructures by secret: %w", err)
-	}
-	runEnds, err := actuator.setupRuns(mgr)
-	if err != nil {
-		return err
 	}
 	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
 		return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
@@ -163,7 +145,7 @@ func (a *Actuator) operation(req request) *operation {
 
 // Reconcile applies the infrastructure.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
-	return a.outcome(req, a.operation(req).reconcile(ctx))
+	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
 }
 
 // UpToDate is true when the credentials did not change since the last apply. A state kept
@@ -201,8 +183,8 @@ func (a *Actuator) Restore(ctx context.Context, req request) error {
 // its metrics.
 func (a *Actuator) Forget(key client.ObjectKey) {
 	forgetMetrics(key)
-	if a.runs != nil {
-		a.runs.ForgetName(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
+	if a.Runs != nil {
+		a.Runs.ForgetName(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
 	}
 }
 
