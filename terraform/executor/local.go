@@ -86,7 +86,8 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	}
 	defer os.RemoveAll(tmp)
 	// What an earlier run reported is not this run's.
-	if err := os.Remove(reportFileOf(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	report := run.ReportFile(reportFileOf(dir))
+	if err := report.Clear(ctx); err != nil {
 		return nil, err
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
@@ -122,7 +123,6 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
 		defer cancel()
 	}
-	report := fileReport(reportFileOf(dir))
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
 	result, err := t.Run(runCtx)
 	stopProgress()

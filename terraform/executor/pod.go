@@ -182,11 +182,13 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	default:
 		log.Info("adoptingRunPod")
 	}
+	report := run.ReportAnnotations{Client: e.Client, ID: req.ID}
 	// When the pod was asked for, for its spans; unknown for an adopted one.
 	var created time.Time
 	if pod == nil {
-		if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
-			return nil, err
+		// What an earlier run reported is not this run's.
+		if err := report.Clear(ctx); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("clearing the progress of an earlier run: %w", err)
 		}
 		created = time.Now()
 		if pod, err = e.create(ctx, req); err != nil {
@@ -194,7 +196,6 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 		}
 		log.Info("runPodCreated")
 	}
-	report := annotationsReport(e.Client, req.ID)
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
 	result, err := e.wait(ctx, pods, req, pod, created)
 	stopProgress()

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -517,7 +518,9 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
 	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 	progress := `{"phase":"apply"}`
-	g.Expect(run.AnnotateConfig(ctx, env.Client, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, map[string]*string{run.AnnotationProgress: &progress})).To(Succeed())
+	annotated, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{run.AnnotationProgress: progress}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.ConfigName()}}, client.RawPatch(types.MergePatchType, annotated))).To(Succeed())
 	credentials := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, credentials)).To(Succeed())
 

@@ -1,28 +1,13 @@
 package run
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-)
-
-// A run reports how far it got and what it planned in annotations of its configuration
-// ConfigMap: a run pod may write ConfigMaps and nothing the controller reads otherwise,
-// and neither annotation holds more than resource addresses.
-const (
-	AnnotationProgress = LabelPrefix + "progress"
-	AnnotationPlan     = LabelPrefix + "plan"
 )
 
 // DefaultProgressInterval is how often at most a run writes its progress.
@@ -190,35 +175,4 @@ func listed(names []string, limit int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
-}
-
-// AnnotateConfig merges annotations into a run's configuration ConfigMap; a nil value
-// removes the annotation.
-func AnnotateConfig(ctx context.Context, c client.Client, config client.ObjectKey, annotations map[string]*string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.Namespace, Name: config.Name}}
-	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
-}
-
-// ReadRunAnnotations reads the progress and the plan a run wrote on its configuration
-// ConfigMap; either is nil when absent or unreadable.
-func ReadRunAnnotations(annotations map[string]string) (*Progress, *PlanSummary) {
-	var progress *Progress
-	var plan *PlanSummary
-	if data, ok := annotations[AnnotationProgress]; ok {
-		p := &Progress{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			progress = p
-		}
-	}
-	if data, ok := annotations[AnnotationPlan]; ok {
-		p := &PlanSummary{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			plan = p
-		}
-	}
-	return progress, plan
 }

@@ -147,7 +147,7 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 	}
 	log.Info("terraformStarted")
 	if t.Command != run.Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report)
+		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report())
 		t.tracker.setConfiguration(t.configuration)
 	}
 	result := &run.Result{}
@@ -243,17 +243,13 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 	return tf, stderr, nil
 }
 
-// report writes the run's progress and plan where the executor reads them: the report
-// file beside the controller, else the annotations of the configuration ConfigMap.
-func (t *Terraformer) report(ctx context.Context, annotations map[string]string) error {
-	patch := make(map[string]*string, len(annotations))
-	for k, v := range annotations {
-		patch[k] = &v
-	}
+// report is where the run's progress and plan go, where the executor reads them: the
+// report file beside the controller, else the annotations of the configuration ConfigMap.
+func (t *Terraformer) report() run.ReportTransport {
 	if t.ReportFile != "" {
-		return run.WriteReport(t.ReportFile, patch)
+		return run.ReportFile(t.ReportFile)
 	}
-	return run.AnnotateConfig(ctx, t.Client, client.ObjectKey{Namespace: t.Objects.ID.Namespace, Name: t.Objects.ConfigName()}, patch)
+	return run.ReportAnnotations{Client: t.Client, ID: t.Objects.ID}
 }
 
 // save saves the state once more after terraform exited, while the last progress and
