@@ -91,7 +91,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		return nil, err
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
-	t := &terraformer.Terraformer{
+	r := &terraformer.Runner{
 		Client:  e.Client,
 		Objects: state.RunObjects{ID: req.ID, Storage: e.StateStorage},
 		Command: req.Command,
@@ -114,9 +114,9 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		Env:               runEnv(homeOf(dir), tmp, req.Env),
 	}
 	if req.Background {
-		t.Nice = BackgroundNice
+		r.Nice = BackgroundNice
 	}
-	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", t.WorkDir)
+	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
 	runCtx := ctx
 	if e.RunTimeout > 0 {
 		var cancel context.CancelFunc
@@ -124,10 +124,10 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		defer cancel()
 	}
 	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	result, err := t.Run(runCtx)
+	result, err := r.Run(runCtx)
 	stopProgress()
 	if err != nil {
-		re := run.ErrorOf(t.Phases(), err)
+		re := run.ErrorOf(r.Phases(), err)
 		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
 			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
 			re.Err = errors.Join(ErrRunDeadline, re.Err)

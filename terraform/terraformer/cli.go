@@ -56,16 +56,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
 
-	t, err := o.terraformer(ctx, command, stdout, stderr)
+	r, err := o.runner(ctx, command, stdout, stderr)
 	if err != nil {
 		return o.fail(ctx, nil, o.finish(record, nil), err, stderr)
 	}
 	started := time.Now()
-	result, err := t.Run(ctx)
+	result, err := r.Run(ctx)
 	if err != nil {
-		return o.fail(ctx, t.Phases(), o.finish(record, t), err, stderr)
+		return o.fail(ctx, r.Phases(), o.finish(record, r), err, stderr)
 	}
-	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, t), nil); err != nil {
+	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, r), nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
@@ -128,8 +128,8 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	return o
 }
 
-// terraformer is the run the flags describe.
-func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdout, stderr io.Writer) (*Terraformer, error) {
+// runner is the run the flags describe.
+func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, stderr io.Writer) (*Runner, error) {
 	o.objects.ID.Purpose = run.Purpose(o.purpose)
 	if err := o.objects.ID.Validate(); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 			return nil, err
 		}
 	}
-	return &Terraformer{
+	return &Runner{
 		Client:           c,
 		Objects:          o.objects,
 		Command:          command,
@@ -186,10 +186,10 @@ func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *run.Po
 	return 1
 }
 
-// finish completes the record of a run that ends now, t's (nil: no run started).
-func (o *cliOptions) finish(record *run.PodRecord, t *Terraformer) *run.PodRecord {
-	if t != nil {
-		record.TerraformStarted = t.TerraformStarted()
+// finish completes the record of a run that ends now, r's (nil: no run started).
+func (o *cliOptions) finish(record *run.PodRecord, r *Runner) *run.PodRecord {
+	if r != nil {
+		record.TerraformStarted = r.TerraformStarted()
 	}
 	record.PeakMemory = cgroupPeakMemory(o.cgroupRoot)
 	record.Ended = time.Now()

@@ -32,10 +32,10 @@ import (
 // DefaultFinalSaveTimeout bounds the retries of the last state save after terraform exits.
 const DefaultFinalSaveTimeout = run.DefaultFinalSaveTimeout
 
-// Terraformer runs one terraform command of one run in a working directory: in a run
+// Runner runs one terraform command of one run in a working directory: in a run
 // pod's terraformer process (cmd/terraformer), or in the controller's own process for the
 // local executor, where runs of other working directories go on beside it.
-type Terraformer struct {
+type Runner struct {
 	Client  client.Client
 	Objects state.RunObjects
 	Command run.Command
@@ -99,70 +99,70 @@ type Terraformer struct {
 }
 
 // Phases is how long each terraform command of the last Run took.
-func (t *Terraformer) Phases() run.Phases { return t.phases }
+func (r *Runner) Phases() run.Phases { return r.phases }
 
 // TerraformStarted is when the last Run started its first terraform command; zero when
 // it started none.
-func (t *Terraformer) TerraformStarted() time.Time { return t.terraformStarted }
+func (r *Runner) TerraformStarted() time.Time { return r.terraformStarted }
 
 // timed runs one terraform command as the phase of that name.
-func (t *Terraformer) timed(phase string, command func() error) error {
+func (r *Runner) timed(phase string, command func() error) error {
 	started := time.Now()
-	if t.terraformStarted.IsZero() {
-		t.terraformStarted = started
+	if r.terraformStarted.IsZero() {
+		r.terraformStarted = started
 	}
 	err := command()
-	t.phases[phase] = time.Since(started)
+	r.phases[phase] = time.Since(started)
 	return err
 }
 
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
 // cleanly; the state is saved in any case.
-func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
-	if err := t.checkInput(); err != nil {
+func (r *Runner) Run(ctx context.Context) (*run.Result, error) {
+	if err := r.checkInput(); err != nil {
 		return nil, err
 	}
-	t.phases, t.terraformStarted = run.Phases{}, time.Time{}
-	id := t.Objects.ID
-	log := logf.FromContext(ctx).WithValues("command", t.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
+	r.phases, r.terraformStarted = run.Phases{}, time.Time{}
+	id := r.Objects.ID
+	log := logf.FromContext(ctx).WithValues("command", r.Command, "infrastructure", id.Namespace+"/"+id.Name, "purpose", id.Purpose)
 	ctx = logf.IntoContext(ctx, log)
 	// API calls that must finish even after an interrupt use this context.
 	persistCtx := context.WithoutCancel(ctx)
-	t.store = t.Objects.StateStore(t.Client)
+	r.store = r.Objects.StateStore(r.Client)
 
-	unlock, err := t.lockWorkDir()
+	unlock, err := r.lockWorkDir()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	tf, stderr, err := t.prepare(ctx)
+	tf, stderr, err := r.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var watcher *stateWatcher
-	if t.Command.WritesState() {
-		if watcher, err = watchState(persistCtx, t.statePath(), t.store, t.StateSaveInterval); err != nil {
+	if r.Command.WritesState() {
+		if watcher, err = watchState(persistCtx, r.statePath(), r.store, r.StateSaveInterval); err != nil {
 			return nil, fmt.Errorf("watching the state file: %w", err)
 		}
 	}
 	log.Info("terraformStarted")
-	if t.Command != run.Validate {
-		t.tracker = newTracker(persistCtx, t.Command, orDiscard(t.Stdout), t.ProgressInterval, t.report())
-		t.tracker.setConfiguration(t.configuration)
+	if r.Command != run.Validate {
+		r.tracker = newTracker(persistCtx, r.Command, orDiscard(r.Stdout), r.ProgressInterval, r.report())
+		r.tracker.setConfiguration(r.configuration)
 	}
 	result := &run.Result{}
-	runErr := t.execute(ctx, tf, result)
+	runErr := r.execute(ctx, tf, result)
 	if runErr != nil {
 		// The next run initialises again, in case the working directory was the cause.
-		forgetInit(t.WorkDir)
+		forgetInit(r.WorkDir)
 	}
-	if err := t.save(persistCtx, watcher, result); err != nil {
+	if err := r.save(persistCtx, watcher, result); err != nil {
 		return nil, errors.Join(err, runErr)
 	}
 	if runErr != nil {
-		return nil, t.failure(ctx, runErr, stderr.String())
+		return nil, r.failure(ctx, runErr, stderr.String())
 	}
-	if err := t.finish(persistCtx, result); err != nil {
+	if err := r.finish(persistCtx, result); err != nil {
 		return nil, err
 	}
 	log.Info("terraformSucceeded", "stateWrites", result.StateWrites)
@@ -170,17 +170,17 @@ func (t *Terraformer) Run(ctx context.Context) (*run.Result, error) {
 }
 
 // checkInput names the field of a run that can never work.
-func (t *Terraformer) checkInput() error {
-	if err := t.Objects.ID.Validate(); err != nil {
+func (r *Runner) checkInput() error {
+	if err := r.Objects.ID.Validate(); err != nil {
 		return err
 	}
-	if _, err := run.ParseCommand(string(t.Command)); err != nil {
+	if _, err := run.ParseCommand(string(r.Command)); err != nil {
 		return err
 	}
-	if t.WorkDir == "" {
+	if r.WorkDir == "" {
 		return run.InvalidInput("workDir", "must not be empty")
 	}
-	if t.TerraformPath == "" {
+	if r.TerraformPath == "" {
 		return run.InvalidInput("terraformPath", "must not be empty")
 	}
 	return nil
@@ -189,31 +189,31 @@ func (t *Terraformer) checkInput() error {
 // lockWorkDir keeps a second run from starting in the same working directory while the
 // first still runs, also one of another process (a restarted controller beside the
 // terraformer process of a run of its predecessor's).
-func (t *Terraformer) lockWorkDir() (unlock func(), err error) {
-	if err := os.MkdirAll(t.WorkDir, 0o700); err != nil {
+func (r *Runner) lockWorkDir() (unlock func(), err error) {
+	if err := os.MkdirAll(r.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the working directory: %w", err)
 	}
-	runLock := flock.New(filepath.Join(t.WorkDir, RunLockFile))
+	runLock := flock.New(filepath.Join(r.WorkDir, RunLockFile))
 	if locked, err := runLock.TryLock(); err != nil || !locked {
-		return nil, &run.Error{Command: string(t.Command), Message: run.ErrRunInProgress.Error(), Err: errors.Join(run.ErrRunInProgress, err)}
+		return nil, &run.Error{Command: string(r.Command), Message: run.ErrRunInProgress.Error(), Err: errors.Join(run.ErrRunInProgress, err)}
 	}
 	return func() { _ = runLock.Unlock() }, nil
 }
 
 // prepare makes the working directory ready for the command: the binary checked, the
 // configuration and the state in place, terraform initialised.
-func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
-	tf, stderr, err := t.terraform()
+func (r *Runner) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
+	tf, stderr, err := r.terraform()
 	if err != nil {
 		return nil, nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
 	// unless it checked this binary in this working directory before.
 	versionChecked := make(chan error, 1)
-	if t.versionChecked() {
+	if r.versionChecked() {
 		versionChecked <- nil
 	} else {
-		go func() { versionChecked <- t.checkVersion(ctx, tf) }()
+		go func() { versionChecked <- r.checkVersion(ctx, tf) }()
 	}
 	checkedVersion := sync.OnceValue(func() error { return <-versionChecked })
 	defer func() { _ = checkedVersion() }()
@@ -225,10 +225,10 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 	filesRead := make(chan struct{})
 	prepared.Go(func() error {
 		defer close(filesRead)
-		return t.writeFiles(prepareCtx)
+		return r.writeFiles(prepareCtx)
 	})
-	if t.Command != run.Validate {
-		prepared.Go(func() error { return t.prepareState(prepareCtx, filesRead) })
+	if r.Command != run.Validate {
+		prepared.Go(func() error { return r.prepareState(prepareCtx, filesRead) })
 	}
 	if err := prepared.Wait(); err != nil {
 		return nil, nil, err
@@ -236,8 +236,8 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 	if err := checkedVersion(); err != nil {
 		return nil, nil, err
 	}
-	tf.SetStdout(orDiscard(t.Stdout))
-	if err := t.init(ctx, tf); err != nil {
+	tf.SetStdout(orDiscard(r.Stdout))
+	if err := r.init(ctx, tf); err != nil {
 		return nil, nil, run.NewError("init", stderr.String(), err)
 	}
 	return tf, stderr, nil
@@ -245,56 +245,56 @@ func (t *Terraformer) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Bu
 
 // report is where the run's progress and plan go, where the executor reads them: the
 // report file beside the controller, else the annotations of the configuration ConfigMap.
-func (t *Terraformer) report() run.ReportTransport {
-	if t.ReportFile != "" {
-		return run.ReportFile(t.ReportFile)
+func (r *Runner) report() run.ReportTransport {
+	if r.ReportFile != "" {
+		return run.ReportFile(r.ReportFile)
 	}
-	return run.ReportAnnotations{Client: t.Client, ID: t.Objects.ID}
+	return run.ReportAnnotations{Client: r.Client, ID: r.Objects.ID}
 }
 
 // save saves the state once more after terraform exited, while the last progress and
 // the plan are written.
-func (t *Terraformer) save(ctx context.Context, watcher *stateWatcher, result *run.Result) error {
+func (r *Runner) save(ctx context.Context, watcher *stateWatcher, result *run.Result) error {
 	trackerStopped := make(chan struct{})
 	go func() {
 		defer close(trackerStopped)
-		if t.tracker != nil {
-			t.tracker.stop(ctx)
-			result.Plan = t.tracker.Plan()
+		if r.tracker != nil {
+			r.tracker.stop(ctx)
+			result.Plan = r.tracker.Plan()
 		}
 	}()
 	var saveErr error
 	if watcher != nil {
 		watcher.stop()
-		saveErr = t.finalSave(ctx)
+		saveErr = r.finalSave(ctx)
 	}
 	<-trackerStopped
-	result.StateWrites = t.store.Writes()
+	result.StateWrites = r.store.Writes()
 	return saveErr
 }
 
 // failure is the error of a command that failed, with terraform's own error blocks.
-func (t *Terraformer) failure(ctx context.Context, runErr error, stderr string) error {
+func (r *Runner) failure(ctx context.Context, runErr error, stderr string) error {
 	if ctx.Err() != nil {
-		return &run.Error{Command: string(t.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
+		return &run.Error{Command: string(r.Command), Message: "interrupted; the state was saved", Err: errors.Join(ctx.Err(), runErr)}
 	}
 	var validation *run.Error
 	if errors.As(runErr, &validation) {
 		return validation
 	}
 	// In JSON mode terraform reports its errors as diagnostics on stdout.
-	if blocks := t.tracker.errorBlocks(); len(blocks) > 0 {
-		return run.ErrorOfBlocks(string(t.Command), blocks, errors.Join(run.ErrTerraformFailed, runErr))
+	if blocks := r.tracker.errorBlocks(); len(blocks) > 0 {
+		return run.ErrorOfBlocks(string(r.Command), blocks, errors.Join(run.ErrTerraformFailed, runErr))
 	}
-	return run.NewError(string(t.Command), stderr, runErr)
+	return run.NewError(string(r.Command), stderr, runErr)
 }
 
 // finish reads the outputs of the saved state into result, and after a destroy
 // releases the run objects.
-func (t *Terraformer) finish(ctx context.Context, result *run.Result) error {
-	result.Phases = t.phases
-	if t.Command != run.Validate {
-		saved, err := os.ReadFile(t.statePath())
+func (r *Runner) finish(ctx context.Context, result *run.Result) error {
+	result.Phases = r.phases
+	if r.Command != run.Validate {
+		saved, err := os.ReadFile(r.statePath())
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("reading the state file: %w", err)
 		}
@@ -303,33 +303,33 @@ func (t *Terraformer) finish(ctx context.Context, result *run.Result) error {
 		}
 		result.State = saved
 	}
-	if t.Command == run.Destroy {
+	if r.Command == run.Destroy {
 		// A run pod may not write Secrets (its ClusterRole grants get only): the pod
 		// executor releases what the run could not.
-		if err := t.Objects.RemoveFinalizers(ctx, t.Client); err != nil && !apierrors.IsForbidden(err) {
+		if err := r.Objects.RemoveFinalizers(ctx, r.Client); err != nil && !apierrors.IsForbidden(err) {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *Terraformer) statePath() string { return filepath.Join(t.WorkDir, state.StateKey) }
+func (r *Runner) statePath() string { return filepath.Join(r.WorkDir, state.StateKey) }
 
 // writeFiles replaces the terraform files of the working directory by the configured ones.
-func (t *Terraformer) writeFiles(ctx context.Context) error {
-	files, err := t.Objects.ReadFiles(ctx, t.Client, t.Command.WritesState())
+func (r *Runner) writeFiles(ctx context.Context) error {
+	files, err := r.Objects.ReadFiles(ctx, r.Client, r.Command.WritesState())
 	if err != nil {
 		return err
 	}
-	if err := t.takeImportIDs(files); err != nil {
+	if err := r.takeImportIDs(files); err != nil {
 		return err
 	}
 	for name := range files {
 		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.StateKey {
-			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), name), "must be a plain terraform file name")
+			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), name), "must be a plain terraform file name")
 		}
 	}
-	old, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf*"))
+	old, err := filepath.Glob(filepath.Join(r.WorkDir, "*.tf*"))
 	if err != nil {
 		return err
 	}
@@ -341,11 +341,11 @@ func (t *Terraformer) writeFiles(ctx context.Context) error {
 		}
 	}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(t.WorkDir, name), content, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(r.WorkDir, name), content, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	t.configuration = filesDigest(files)
+	r.configuration = filesDigest(files)
 	return nil
 }
 
@@ -360,38 +360,38 @@ func filesDigest(files map[string][]byte) string {
 
 // takeImportIDs takes the provider's import ID templates out of the configuration, and
 // has the store index every state it saves with them.
-func (t *Terraformer) takeImportIDs(files map[string][]byte) error {
+func (r *Runner) takeImportIDs(files map[string][]byte) error {
 	declared, ok := files[state.ImportIDsKey]
 	if !ok {
-		_, t.imports = files[state.ImportsFile]
+		_, r.imports = files[state.ImportsFile]
 		return nil
 	}
 	delete(files, state.ImportIDsKey)
-	_, t.imports = files[state.ImportsFile]
+	_, r.imports = files[state.ImportsFile]
 	var templates map[string]string
 	if err := json.Unmarshal(declared, &templates); err != nil {
-		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), state.ImportIDsKey), err.Error())
 	}
 	ids, err := state.ParseImportIDs(templates)
 	if err != nil {
-		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", t.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), state.ImportIDsKey), err.Error())
 	}
-	t.store.SetImportIDs(ids)
+	r.store.SetImportIDs(ids)
 	return nil
 }
 
 // prepareState puts the newest known state into the working directory: the stored one,
 // or the one a killed run left behind when that is newer and of the same lineage.
-func (t *Terraformer) prepareState(ctx context.Context, filesRead <-chan struct{}) error {
-	load := t.store.Load
-	if t.Command.WritesState() {
-		load = t.store.Claim
+func (r *Runner) prepareState(ctx context.Context, filesRead <-chan struct{}) error {
+	load := r.store.Load
+	if r.Command.WritesState() {
+		load = r.store.Claim
 	}
 	stored, err := load(ctx)
 	if err != nil {
 		return err
 	}
-	local, err := os.ReadFile(t.statePath())
+	local, err := os.ReadFile(r.statePath())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading the state file: %w", err)
 	}
@@ -403,24 +403,24 @@ func (t *Terraformer) prepareState(ctx context.Context, filesRead <-chan struct{
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		recovered, err := t.store.Save(ctx, local)
+		recovered, err := r.store.Save(ctx, local)
 		switch {
 		case recovered:
 			logf.FromContext(ctx).Info("recoveredLocalState")
-			t.priorResources = holdsResources(local)
+			r.priorResources = holdsResources(local)
 			return nil
 		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch) && !errors.Is(err, state.ErrStaleState):
 			return fmt.Errorf("%w: %w", run.ErrStateNotSaved, err)
 		}
 	}
-	t.priorResources = holdsResources(stored)
+	r.priorResources = holdsResources(stored)
 	if len(stored) == 0 {
-		if err := os.Remove(t.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(r.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	return os.WriteFile(t.statePath(), stored, 0o600)
+	return os.WriteFile(r.statePath(), stored, 0o600)
 }
 
 // holdsResources says whether a state lists any resource; an empty or unreadable one
@@ -432,28 +432,28 @@ func holdsResources(state []byte) bool {
 	return json.Unmarshal(state, &s) == nil && len(s.Resources) > 0
 }
 
-func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
-	tf, err := tfexec.NewTerraform(t.WorkDir, t.TerraformPath)
+func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
+	tf, err := tfexec.NewTerraform(r.WorkDir, r.TerraformPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
 	}
 	stderr := &bytes.Buffer{}
 	// `terraform version -json` is of no interest in the run's output.
 	tf.SetStdout(io.Discard)
-	t.stderr = io.MultiWriter(orDiscard(t.Stderr), stderr)
-	tf.SetStderr(t.stderr)
-	if err := tf.SetWaitDelay(t.stopTimeout()); err != nil {
+	r.stderr = io.MultiWriter(orDiscard(r.Stderr), stderr)
+	tf.SetStderr(r.stderr)
+	if err := tf.SetWaitDelay(r.stopTimeout()); err != nil {
 		return nil, nil, err
 	}
-	cliConfig, err := plugins(t.Plugins).writeCLIConfig(t.WorkDir)
+	cliConfig, err := plugins(r.Plugins).writeCLIConfig(r.WorkDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	t.cliConfig = cliConfig
+	r.cliConfig = cliConfig
 	// The commands terraform-exec runs (version, init, validate) read no variables: it
 	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
 	env := map[string]string{}
-	for _, kv := range t.terraformEnv() {
+	for _, kv := range r.terraformEnv() {
 		name, value, _ := strings.Cut(kv, "=")
 		env[name] = value
 	}
@@ -464,30 +464,30 @@ func (t *Terraformer) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	return tf, stderr, nil
 }
 
-func (t *Terraformer) stopTimeout() time.Duration {
-	if t.StopTimeout == 0 {
+func (r *Runner) stopTimeout() time.Duration {
+	if r.StopTimeout == 0 {
 		return run.DefaultStopTimeout
 	}
-	return t.StopTimeout
+	return r.StopTimeout
 }
 
 // checkVersion refuses a binary of another version, and records a binary it accepted in
 // the working directory.
-func (t *Terraformer) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
+func (r *Runner) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, t.TerraformPath, err)
+		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, r.TerraformPath, err)
 	}
 	want, binary := run.TerraformVersion, "terraform"
-	if t.OpenTofu {
+	if r.OpenTofu {
 		want, binary = run.OpenTofuVersion, "OpenTofu"
 	}
 	if v.String() != want {
-		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, t.TerraformPath, binary, v, want)
+		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, r.TerraformPath, binary, v, want)
 	}
-	identity := t.binaryIdentity()
+	identity := r.binaryIdentity()
 	checkedBinaries.Store(identity, true)
-	record := filepath.Join(t.WorkDir, versionRecord)
+	record := filepath.Join(r.WorkDir, versionRecord)
 	if err := os.MkdirAll(filepath.Dir(record), 0o700); err != nil {
 		return err
 	}
@@ -501,15 +501,15 @@ const versionRecord = ".terraform/terraseed-version-checked"
 // versionChecked says whether a run checked the version of this very binary (path, size,
 // modification time, and the version wanted) in this process or in the working directory
 // before.
-func (t *Terraformer) versionChecked() bool {
-	identity := t.binaryIdentity()
+func (r *Runner) versionChecked() bool {
+	identity := r.binaryIdentity()
 	if identity == "" {
 		return false
 	}
 	if _, ok := checkedBinaries.Load(identity); ok {
 		return true
 	}
-	recorded, err := os.ReadFile(filepath.Join(t.WorkDir, versionRecord))
+	recorded, err := os.ReadFile(filepath.Join(r.WorkDir, versionRecord))
 	return err == nil && string(recorded) == identity
 }
 
@@ -519,12 +519,12 @@ func (t *Terraformer) versionChecked() bool {
 var checkedBinaries sync.Map
 
 // binaryIdentity names the binary at TerraformPath as it is now; empty when it cannot be read.
-func (t *Terraformer) binaryIdentity() string {
-	info, err := os.Stat(t.TerraformPath)
+func (r *Runner) binaryIdentity() string {
+	info, err := os.Stat(r.TerraformPath)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", t.TerraformPath, info.Size(), info.ModTime().UnixNano(), t.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", r.TerraformPath, info.Size(), info.ModTime().UnixNano(), r.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
 }
 
 // RunLockFile, in the working directory, is locked by the run that works in it.
@@ -544,9 +544,9 @@ const initRecord = ".terraform/terraseed-initialised"
 // init runs terraform init unless the working directory was initialised for the same
 // configuration files, lock file, CLI configuration and binary by an earlier run that
 // succeeded: init would then change nothing, and costs a terraform process.
-func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
-	record := filepath.Join(t.WorkDir, initRecord)
-	digest, err := t.initDigest()
+func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
+	record := filepath.Join(r.WorkDir, initRecord)
+	digest, err := r.initDigest()
 	if err != nil {
 		return err
 	}
@@ -554,9 +554,9 @@ func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
 		logf.FromContext(ctx).V(1).Info("initialisedAlready")
 		return nil
 	}
-	forgetInit(t.WorkDir)
-	err = t.timed("init", func() error {
-		unlock, err := plugins(t.Plugins).lockCache(ctx)
+	forgetInit(r.WorkDir)
+	err = r.timed("init", func() error {
+		unlock, err := plugins(r.Plugins).lockCache(ctx)
 		if err != nil {
 			return err
 		}
@@ -567,7 +567,7 @@ func (t *Terraformer) init(ctx context.Context, tf *tfexec.Terraform) error {
 		return err
 	}
 	// init wrote the lock file the digest covers.
-	if digest, err = t.initDigest(); err != nil {
+	if digest, err = r.initDigest(); err != nil {
 		return err
 	}
 	// A configuration without providers or modules leaves no data directory behind.
@@ -583,20 +583,20 @@ func forgetInit(dir string) { _ = os.Remove(filepath.Join(dir, initRecord)) }
 // initDigest covers what terraform init reads: the binary, the CLI configuration (the
 // plugin mirror and cache), the configuration files (providers, modules, backend) and the
 // dependency lock file; not the variables, which init does not read.
-func (t *Terraformer) initDigest() (string, error) {
-	files, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf"))
+func (r *Runner) initDigest() (string, error) {
+	files, err := filepath.Glob(filepath.Join(r.WorkDir, "*.tf"))
 	if err != nil {
 		return "", err
 	}
-	jsonFiles, err := filepath.Glob(filepath.Join(t.WorkDir, "*.tf.json"))
+	jsonFiles, err := filepath.Glob(filepath.Join(r.WorkDir, "*.tf.json"))
 	if err != nil {
 		return "", err
 	}
 	files = append(files, jsonFiles...)
 	slices.Sort(files)
-	files = append(files, filepath.Join(t.WorkDir, ".terraform.lock.hcl"), t.cliConfig)
+	files = append(files, filepath.Join(r.WorkDir, ".terraform.lock.hcl"), r.cliConfig)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", t.binaryIdentity())
+	fmt.Fprintf(h, "%s\x00", r.binaryIdentity())
 	for _, path := range files {
 		content, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -608,33 +608,33 @@ func (t *Terraformer) initDigest() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (t *Terraformer) execute(ctx context.Context, tf *tfexec.Terraform, result *run.Result) error {
-	switch t.Command {
+func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.Result) error {
+	switch r.Command {
 	case run.Apply:
-		return t.apply(ctx)
+		return r.apply(ctx)
 	case run.Destroy:
-		return t.timed(string(run.Destroy), func() error {
-			w := t.tracker.writer(planOutput)
-			_, err := t.runJSON(ctx, w, destroyArgs(t.Parallelism))
+		return r.timed(string(run.Destroy), func() error {
+			w := r.tracker.writer(planOutput)
+			_, err := r.runJSON(ctx, w, destroyArgs(r.Parallelism))
 			_ = w.Close()
 			return err
 		})
 	case run.Plan:
-		return t.timed(string(run.Plan), func() error {
-			changes, err := t.plan(ctx, "", false)
+		return r.timed(string(run.Plan), func() error {
+			changes, err := r.plan(ctx, "", false)
 			if err == nil {
-				t.tracker.publishPlan(false)
+				r.tracker.publishPlan(false)
 			}
 			result.Changes = changes
 			return err
 		})
 	case run.Validate:
-		return t.timed(string(run.Validate), func() error { return t.validate(ctx, tf) })
+		return r.timed(string(run.Validate), func() error { return r.validate(ctx, tf) })
 	}
-	return run.InvalidInput("command", string(t.Command))
+	return run.InvalidInput("command", string(r.Command))
 }
 
-func (t *Terraformer) validate(ctx context.Context, tf *tfexec.Terraform) error {
+func (r *Runner) validate(ctx context.Context, tf *tfexec.Terraform) error {
 	out, err := tf.Validate(ctx)
 	if err != nil {
 		return err
@@ -659,52 +659,52 @@ const planFile = "terraseed.tfplan"
 // be of a protected type. Over a state holding no resource, importing none, nothing can
 // be destroyed, and without protected types (or with leave to destroy them) there is
 // nothing to refuse.
-func (t *Terraformer) guarded() bool {
-	return (t.priorResources || t.imports) && len(t.ProtectedTypes) > 0 && !t.AllowDestroy
+func (r *Runner) guarded() bool {
+	return (r.priorResources || r.imports) && len(r.ProtectedTypes) > 0 && !r.AllowDestroy
 }
 
 // apply applies the configuration. A guarded one plans, publishes the plan, refuses one
 // that destroys a protected resource, and applies exactly the plan it checked, or nothing
 // when the plan changes nothing; any other is one terraform apply, whose plan is read
 // from what it shows before applying.
-func (t *Terraformer) apply(ctx context.Context) error {
-	if !t.guarded() {
-		err := t.timed(string(run.Apply), func() error {
-			w := t.tracker.writer(planningApplyOutput)
-			_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, ""))
+func (r *Runner) apply(ctx context.Context) error {
+	if !r.guarded() {
+		err := r.timed(string(run.Apply), func() error {
+			w := r.tracker.writer(planningApplyOutput)
+			_, err := r.runJSON(ctx, w, applyArgs(r.Parallelism, ""))
 			_ = w.Close()
 			return err
 		})
-		if hits := t.tracker.Plan().Destroys(t.ProtectedTypes); len(hits) > 0 {
+		if hits := r.tracker.Plan().Destroys(r.ProtectedTypes); len(hits) > 0 {
 			logf.FromContext(ctx).Info("destroyedProtectedResources", "changes", len(hits))
 		}
 		return err
 	}
 	var changes bool
-	err := t.timed(string(run.Plan), func() error {
+	err := r.timed(string(run.Plan), func() error {
 		var err error
-		changes, err = t.plan(ctx, planFile, true)
+		changes, err = r.plan(ctx, planFile, true)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if plan := t.tracker.Plan(); len(plan.Destroys(t.ProtectedTypes)) > 0 {
-		if t.AllowDestroyPlan == "" || t.AllowDestroyPlan != plan.Digest {
-			t.tracker.publishPlan(false)
-			return run.ProtectedError(plan, t.AllowDestroyPlan, t.ProtectedTypes)
+	if plan := r.tracker.Plan(); len(plan.Destroys(r.ProtectedTypes)) > 0 {
+		if r.AllowDestroyPlan == "" || r.AllowDestroyPlan != plan.Digest {
+			r.tracker.publishPlan(false)
+			return run.ProtectedError(plan, r.AllowDestroyPlan, r.ProtectedTypes)
 		}
-		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", t.AllowDestroyPlan)
+		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", r.AllowDestroyPlan)
 	}
-	t.tracker.publishPlan(changes)
+	r.tracker.publishPlan(changes)
 	if !changes {
 		// Nothing to apply, and so no state to write.
 		logf.FromContext(ctx).V(1).Info("nothingToApply")
 		return nil
 	}
-	return t.timed(string(run.Apply), func() error {
-		w := t.tracker.writer(appliedPlanOutput)
-		_, err := t.runJSON(ctx, w, applyArgs(t.Parallelism, planFile))
+	return r.timed(string(run.Apply), func() error {
+		w := r.tracker.writer(appliedPlanOutput)
+		_, err := r.runJSON(ctx, w, applyArgs(r.Parallelism, planFile))
 		_ = w.Close()
 		return err
 	})
@@ -712,9 +712,9 @@ func (t *Terraformer) apply(ctx context.Context) error {
 
 // plan runs `terraform plan`, saving the plan to out when set, and says whether it found
 // changes.
-func (t *Terraformer) plan(ctx context.Context, out string, lock bool) (bool, error) {
-	w := t.tracker.writer(planOutput)
-	code, err := t.runJSON(ctx, w, planArgs(t.Parallelism, out, lock))
+func (r *Runner) plan(ctx context.Context, out string, lock bool) (bool, error) {
+	w := r.tracker.writer(planOutput)
+	code, err := r.runJSON(ctx, w, planArgs(r.Parallelism, out, lock))
 	_ = w.Close()
 	if code == exitChanges {
 		return true, nil
@@ -724,15 +724,15 @@ func (t *Terraformer) plan(ctx context.Context, out string, lock bool) (bool, er
 
 // finalSave writes the state once more after terraform exited, retrying until the
 // deadline; if that fails the state goes to StateFallback so that it is not lost.
-func (t *Terraformer) finalSave(ctx context.Context) error {
-	saved, err := os.ReadFile(t.statePath())
+func (r *Runner) finalSave(ctx context.Context) error {
+	saved, err := os.ReadFile(r.statePath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%w: reading the state file: %w", run.ErrStateNotSaved, err)
 	}
-	timeout := t.FinalSaveTimeout
+	timeout := r.FinalSaveTimeout
 	if timeout == 0 {
 		timeout = DefaultFinalSaveTimeout
 	}
@@ -741,7 +741,7 @@ func (t *Terraformer) finalSave(ctx context.Context) error {
 	var lastErr error
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 10 * time.Second}
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		_, lastErr = t.store.Save(ctx, saved)
+		_, lastErr = r.store.Save(ctx, saved)
 		// A newer stored state stays newer: the run fails naming it, its state kept in
 		// StateFallback.
 		if errors.Is(lastErr, state.ErrInvalidState) || errors.Is(lastErr, state.ErrLineageMismatch) || errors.Is(lastErr, state.ErrStaleState) {
@@ -755,8 +755,8 @@ func (t *Terraformer) finalSave(ctx context.Context) error {
 	if lastErr == nil {
 		lastErr = err
 	}
-	if t.StateFallback != nil {
-		fmt.Fprintf(t.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, saved, StateFallbackEnd)
+	if r.StateFallback != nil {
+		fmt.Fprintf(r.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, saved, StateFallbackEnd)
 	}
 	return fmt.Errorf("%w: %w", run.ErrStateNotSaved, lastErr)
 }
