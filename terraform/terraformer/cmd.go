@@ -20,30 +20,6 @@ import (
 // version itself, once per working directory and binary (see versionChecked). Init and
 // validate, which need no JSON stream, still go through terraform-exec.
 
-// planArgs are those of `terraform plan`: -detailed-exitcode, so that its exit code says
-// whether it found changes; out, when set, is where it saves the plan.
-func planArgs(parallelism int, out string, lock bool) []string {
-	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", "-lock=" + strconv.FormatBool(lock)}
-	if out != "" {
-		args = append(args, "-out="+out)
-	}
-	return append(args, parallelismArg(parallelism), "-refresh=true", "-json")
-}
-
-// applyArgs are those of `terraform apply`, of a saved plan when plan is set.
-func applyArgs(parallelism int, plan string) []string {
-	args := []string{"apply", "-no-color", "-auto-approve", "-input=false", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
-	if plan != "" {
-		args = append(args, plan)
-	}
-	return args
-}
-
-// destroyArgs are those of `terraform destroy`.
-func destroyArgs(parallelism int) []string {
-	return []string{"destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout=0s", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
-}
-
 // parallelismArg is terraform's own default when parallelism is not set.
 func parallelismArg(parallelism int) string {
 	if parallelism <= 0 {
@@ -51,9 +27,6 @@ func parallelismArg(parallelism int) string {
 	}
 	return "-parallelism=" + strconv.Itoa(parallelism)
 }
-
-// exitChanges is the exit code of `terraform plan -detailed-exitcode` that found changes.
-const exitChanges = 2
 
 // runJSON runs terraform with args in the working directory, its JSON output to stdout
 // and its errors to the run's stderr, and returns its exit code. Cancelling ctx
