@@ -27,6 +27,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -104,12 +105,14 @@ func newReconciler(t testing.TB, c client.Client, reader client.Reader, config *
 		Recorder:  recorder,
 		Providers: providers,
 		Executor: &executor.LocalExecutor{
-			Client:        c,
-			TerraformPath: testenv.Terraform(t),
-			Plugins:       run.Plugins{Mirror: testenv.ProviderMirror(t)},
-			BaseDir:       workDir,
-			StopTimeout:   time.Minute,
-			Output:        output,
+			Client: c,
+			Settings: terraformer.Settings{
+				Terraform:   testenv.Terraform(t),
+				Plugins:     run.Plugins{Mirror: testenv.ProviderMirror(t)},
+				StopTimeout: time.Minute,
+			},
+			BaseDir: workDir,
+			Output:  output,
 		},
 	}, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling"}, nil)
 }

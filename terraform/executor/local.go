@@ -29,21 +29,14 @@ type LocalExecutor struct {
 	// Client reads and writes the run objects and the state; it must not cache ConfigMaps
 	// and Secrets.
 	Client client.Client
-	// TerraformPath is the terraform binary of the pinned version.
-	TerraformPath string
-	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
-	OpenTofu bool
-	Plugins  run.Plugins
+	// Settings go to every run as they are, with a request's own parallelism:
+	// Settings.Terraform is the terraform binary of the pinned version; the runs write
+	// their progress, and it is read, every Settings.ProgressInterval.
+	Settings terraformer.Settings
 	// BaseDir holds one directory per run ID.
-	BaseDir     string
-	Parallelism int
+	BaseDir string
 	// Output receives terraform's output, and how a run failed; discarded when nil.
 	Output io.Writer
-	// StopTimeout is how long a cancelled run may take to stop before it is killed.
-	StopTimeout time.Duration
-	// ProgressInterval is how often the run writes its progress and it is read;
-	// run.DefaultProgressInterval when zero.
-	ProgressInterval time.Duration
 	// RunTimeout, when set, bounds a run: then it is stopped as a shutdown stops it
 	// (terraform interrupted, the state saved) and fails with ErrRunDeadline.
 	RunTimeout time.Duration
@@ -91,6 +84,8 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		return nil, err
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
+	settings := e.Settings
+	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
 	r := &terraformer.Runner{
 		Client:  e.Client,
 		Objects: state.RunObjects{ID: req.ID, Storage: e.StateStorage},
@@ -99,17 +94,12 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		// The working directory outlives the run: a run killed between two saves leaves
 		// its newest state there for the next.
 		StateSaveInterval: LocalStateSaveInterval,
-		TerraformPath:     e.TerraformPath,
-		OpenTofu:          e.OpenTofu,
-		Plugins:           e.Plugins,
-		Parallelism:       cmp.Or(req.Parallelism, e.Parallelism),
+		Settings:          settings,
 		Stdout:            output,
 		Stderr:            output,
-		StopTimeout:       e.StopTimeout,
 		ProtectedTypes:    req.ProtectedTypes,
 		AllowDestroy:      req.AllowDestroy,
 		AllowDestroyPlan:  req.AllowDestroyPlan,
-		ProgressInterval:  e.ProgressInterval,
 		ReportFile:        reportFileOf(dir),
 		Env:               runEnv(homeOf(dir), tmp, req.Env),
 	}
@@ -123,7 +113,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
 		defer cancel()
 	}
-	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
+	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
 	result, err := r.Run(runCtx)
 	stopProgress()
 	if err != nil {

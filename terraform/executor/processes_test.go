@@ -316,7 +316,7 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 2)
 	binary, commands := loggingTerraform(t)
-	f.executor.TerraformPath = binary
+	f.executor.Settings.Terraform = binary
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -25,7 +25,7 @@ func (r *Runner) apply(ctx context.Context) error {
 	if !r.guarded() {
 		err := r.timed(string(run.Apply), func() error {
 			w := r.tracker.writer(planningApplyOutput)
-			_, err := r.runJSON(ctx, w, applyArgs(r.Parallelism, ""))
+			_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, ""))
 			_ = w.Close()
 			return err
 		})
@@ -58,7 +58,7 @@ func (r *Runner) apply(ctx context.Context) error {
 	}
 	return r.timed(string(run.Apply), func() error {
 		w := r.tracker.writer(appliedPlanOutput)
-		_, err := r.runJSON(ctx, w, applyArgs(r.Parallelism, planFile))
+		_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, planFile))
 		_ = w.Close()
 		return err
 	})

@@ -79,20 +79,15 @@ type cliOptions struct {
 	stateStorage           string
 	kubeconfig             string
 	workDir                string
-	terraformPath          string
 	allowInstall           bool
 	installDir             string
-	parallelism            int
 	terminationMessagePath string
 	finalSaveTimeout       time.Duration
-	stopTimeout            time.Duration
-	openTofu               bool
 	protected              string
 	allowDestroy           bool
 	allowDestroyPlan       string
-	progressInterval       time.Duration
 	reportFile             string
-	plugins                run.Plugins
+	settings               Settings
 	// cgroupRoot is where the container's cgroup is mounted, read for its peak memory.
 	cgroupRoot string
 }
@@ -101,18 +96,13 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	o := &cliOptions{cgroupRoot: "/sys/fs/cgroup"}
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
 	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
-	flags.StringVar(&o.terraformPath, "terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
 	flags.BoolVar(&o.allowInstall, "allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
 	flags.StringVar(&o.installDir, "terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
-	flags.IntVar(&o.parallelism, "parallelism", 0, "concurrent terraform operations (default: terraform's)")
 	flags.StringVar(&o.terminationMessagePath, "termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 	flags.DurationVar(&o.finalSaveTimeout, "final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
-	flags.DurationVar(&o.stopTimeout, "stop-timeout", run.DefaultStopTimeout, "how long terraform may take to stop after an interrupt (SIGTERM, SIGINT) before it is killed; the final save follows")
-	flags.BoolVar(&o.openTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
 	flags.StringVar(&o.protected, "protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 	flags.BoolVar(&o.allowDestroy, "allow-destroy", false, "let an apply destroy or replace resources of the protected types")
 	flags.StringVar(&o.allowDestroyPlan, "allow-destroy-plan", "", "digest of the one plan that may destroy or replace resources of the protected types")
-	flags.DurationVar(&o.progressInterval, "progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
 	flags.StringVar(&o.reportFile, "report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
 	flags.StringVar(&o.objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
 	flags.StringVar(&o.objects.ID.Name, "name", "", "name of the owner, e.g. the Infrastructure; the object names derive from it (required)")
@@ -122,9 +112,8 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	flags.StringVar(&o.objects.Vars, "variables-secret-name", "", "Secret holding the variables (default: <name>.<purpose>.tf-vars)")
 	flags.StringVar(&o.objects.State, "state-configmap-name", "", "object holding the state, a ConfigMap or a Secret (--state-storage) (default: <name>.<purpose>.tf-state)")
 	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object the state is kept in: configmap or secret")
-	flags.StringVar(&o.plugins.Mirror, "plugin-mirror", os.Getenv("TERRAFORM_PROVIDER_MIRROR"), "filesystem mirror of provider plugins")
-	flags.StringVar(&o.plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
-	flags.BoolVar(&o.plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
+	// The settings of the executor's configuration, as Settings.Args passes them.
+	o.settings.bindFlags(flags)
 	return o
 }
 
@@ -145,12 +134,12 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 	}
 	// A binary named on the command line is used as is: the run checks its version with
 	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
-	tfPath := o.terraformPath
-	if tfPath == "" && o.openTofu {
+	settings := o.settings
+	if settings.Terraform == "" && settings.OpenTofu {
 		return nil, run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu")
 	}
-	if tfPath == "" {
-		if tfPath, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
+	if settings.Terraform == "" {
+		if settings.Terraform, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
 			return nil, err
 		}
 	}
@@ -159,20 +148,15 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 		Objects:          o.objects,
 		Command:          command,
 		WorkDir:          o.workDir,
-		TerraformPath:    tfPath,
-		OpenTofu:         o.openTofu,
+		Settings:         settings,
 		ProtectedTypes:   splitList(o.protected),
 		AllowDestroy:     o.allowDestroy,
 		AllowDestroyPlan: o.allowDestroyPlan,
-		ProgressInterval: o.progressInterval,
 		ReportFile:       o.reportFile,
-		Plugins:          o.plugins,
-		Parallelism:      o.parallelism,
 		Stdout:           stdout,
 		Stderr:           stderr,
 		StateFallback:    stdout,
 		FinalSaveTimeout: o.finalSaveTimeout,
-		StopTimeout:      o.stopTimeout,
 	}, nil
 }
 

@@ -35,7 +35,7 @@ func (r *Runner) runJSON(ctx context.Context, stdout io.Writer, args []string) (
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, r.TerraformPath, args...)
+	cmd := exec.CommandContext(ctx, r.Settings.Terraform, args...)
 	cmd.Dir = r.WorkDir
 	cmd.Env = append(r.terraformEnv(), "TF_CLI_CONFIG_FILE="+r.cliConfig)
 	cmd.Stdout, cmd.Stderr = stdout, r.stderr
@@ -45,7 +45,7 @@ func (r *Runner) runJSON(ctx context.Context, stdout io.Writer, args []string) (
 	// the next run recovers, or in the state it saved as it went.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = r.stopTimeout()
+	cmd.WaitDelay = r.Settings.stopTimeout()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

@@ -33,7 +33,7 @@ func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
 	}
 	forgetInit(r.WorkDir)
 	err = r.timed("init", func() error {
-		unlock, err := plugins(r.Plugins).lockCache(ctx)
+		unlock, err := plugins(r.Settings.Plugins).lockCache(ctx)
 		if err != nil {
 			return err
 		}

@@ -39,21 +39,15 @@ type Runner struct {
 	// whose working directory dies with it (a run pod); a run whose working directory
 	// outlives it may save less often, its next run taking a newer state from there.
 	StateSaveInterval time.Duration
-	// TerraformPath is the terraform binary (see FindTerraform); a run of another version fails.
-	TerraformPath string
-	// OpenTofu says that TerraformPath is OpenTofu of run.OpenTofuVersion instead.
-	OpenTofu bool
-	Plugins  run.Plugins
-	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
-	Parallelism int
+	// Settings are the executor's, with the request's parallelism; Settings.Terraform must
+	// name the binary.
+	Settings Settings
 	// Stdout and Stderr receive terraform's output.
 	Stdout, Stderr io.Writer
 	// StateFallback receives the state when it cannot be saved to the API server.
 	StateFallback io.Writer
 	// FinalSaveTimeout bounds the last save; DefaultFinalSaveTimeout when zero.
 	FinalSaveTimeout time.Duration
-	// StopTimeout bounds the wait for terraform after an interrupt; run.DefaultStopTimeout when zero.
-	StopTimeout time.Duration
 	// ProtectedTypes are resource types an apply must not destroy or replace unless
 	// AllowDestroy is set; the run then fails with ErrDestroyProtected before changing anything.
 	ProtectedTypes []string
@@ -61,8 +55,6 @@ type Runner struct {
 	// AllowDestroyPlan, when set, lets exactly the plan of this digest destroy or replace
 	// protected resources: the apply then applies the very plan it checked.
 	AllowDestroyPlan string
-	// ProgressInterval is how often at most the progress is written; DefaultProgressInterval when zero.
-	ProgressInterval time.Duration
 	// ReportFile, when set, receives the progress and the plan instead of the annotations
 	// of the configuration ConfigMap: for a run on the machine of the executor that reads it.
 	ReportFile string
@@ -139,7 +131,7 @@ func (r *Runner) Run(ctx context.Context) (*run.Result, error) {
 	}
 	log.Info("terraformStarted")
 	if r.Command != run.Validate {
-		r.tracker = newTracker(persistCtx, r.Command, orDiscard(r.Stdout), r.ProgressInterval, r.report())
+		r.tracker = newTracker(persistCtx, r.Command, orDiscard(r.Stdout), r.Settings.ProgressInterval, r.report())
 		r.tracker.setConfiguration(r.configuration)
 	}
 	result := &run.Result{}
@@ -172,7 +164,7 @@ func (r *Runner) checkInput() error {
 	if r.WorkDir == "" {
 		return run.InvalidInput("workDir", "must not be empty")
 	}
-	if r.TerraformPath == "" {
+	if r.Settings.Terraform == "" {
 		return run.InvalidInput("terraformPath", "must not be empty")
 	}
 	return nil
@@ -313,7 +305,7 @@ func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.
 }
 
 func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
-	tf, err := tfexec.NewTerraform(r.WorkDir, r.TerraformPath)
+	tf, err := tfexec.NewTerraform(r.WorkDir, r.Settings.Terraform)
 	if err != nil {
 		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
 	}
@@ -322,10 +314,10 @@ func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	tf.SetStdout(io.Discard)
 	r.stderr = io.MultiWriter(orDiscard(r.Stderr), stderr)
 	tf.SetStderr(r.stderr)
-	if err := tf.SetWaitDelay(r.stopTimeout()); err != nil {
+	if err := tf.SetWaitDelay(r.Settings.stopTimeout()); err != nil {
 		return nil, nil, err
 	}
-	cliConfig, err := plugins(r.Plugins).writeCLIConfig(r.WorkDir)
+	cliConfig, err := plugins(r.Settings.Plugins).writeCLIConfig(r.WorkDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -342,13 +334,6 @@ func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 		return nil, nil, err
 	}
 	return tf, stderr, nil
-}
-
-func (r *Runner) stopTimeout() time.Duration {
-	if r.StopTimeout == 0 {
-		return run.DefaultStopTimeout
-	}
-	return r.StopTimeout
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -17,14 +17,14 @@ import (
 func (r *Runner) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, r.TerraformPath, err)
+		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, r.Settings.Terraform, err)
 	}
 	want, binary := run.TerraformVersion, "terraform"
-	if r.OpenTofu {
+	if r.Settings.OpenTofu {
 		want, binary = run.OpenTofuVersion, "OpenTofu"
 	}
 	if v.String() != want {
-		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, r.TerraformPath, binary, v, want)
+		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, r.Settings.Terraform, binary, v, want)
 	}
 	identity := r.binaryIdentity()
 	checkedBinaries.Store(identity, true)
@@ -59,11 +59,11 @@ func (r *Runner) versionChecked() bool {
 // in a new working directory need not ask a binary again that an earlier run asked.
 var checkedBinaries sync.Map
 
-// binaryIdentity names the binary at TerraformPath as it is now; empty when it cannot be read.
+// binaryIdentity names the binary at Settings.Terraform as it is now; empty when it cannot be read.
 func (r *Runner) binaryIdentity() string {
-	info, err := os.Stat(r.TerraformPath)
+	info, err := os.Stat(r.Settings.Terraform)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", r.TerraformPath, info.Size(), info.ModTime().UnixNano(), r.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", r.Settings.Terraform, info.Size(), info.ModTime().UnixNano(), r.Settings.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
 }
