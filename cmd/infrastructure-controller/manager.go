@@ -37,6 +37,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
@@ -400,13 +401,14 @@ func controlPlaneWorkloads(s *k8sruntime.Scheme) map[client.Object]cache.ByObjec
 // executorConfig is the executor the flags configure, checked.
 func (o managerOptions) executorConfig() (executor.Config, error) {
 	cfg := executor.Config{
-		Kind:                   o.executor,
-		Terraform:              o.terraform,
-		OpenTofu:               o.openTofu,
+		Kind: o.executor,
+		Settings: terraformer.Settings{
+			Terraform: o.terraform,
+			OpenTofu:  o.openTofu,
+			Plugins:   run.Plugins{Mirror: o.pluginMirror, CacheDir: o.pluginCache},
+		},
 		AllowTerraformDownload: o.allowTerraformDownload,
 		WorkDir:                o.workDir,
-		PluginMirror:           o.pluginMirror,
-		PluginCache:            o.pluginCache,
 		Image:                  o.terraformerImage,
 		ServiceAccountName:     o.terraformerAccount,
 		RunTimeout:             o.runTimeout,

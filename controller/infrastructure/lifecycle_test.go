@@ -40,7 +40,7 @@ func TestLifecycleOnOpenTofu(t *testing.T) {
 	tofu := testenv.OpenTofu(t)
 	testLifecycle(t, run.OpenTofuVersion, func(a *controllerSetup) {
 		e := a.Executor.(*executor.LocalExecutor)
-		e.TerraformPath, e.OpenTofu = tofu, true
+		e.Settings.Terraform, e.Settings.OpenTofu = tofu, true
 	})
 }
 

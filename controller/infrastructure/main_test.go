@@ -27,6 +27,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -119,12 +120,14 @@ func newSetup(t testing.TB, c client.Client, reader client.Reader, workDir strin
 			Providers: providers,
 		},
 		Executor: &executor.LocalExecutor{
-			Client:        c,
-			TerraformPath: testenv.Terraform(t),
-			Plugins:       run.Plugins{Mirror: testenv.ProviderMirror(t)},
-			BaseDir:       workDir,
-			StopTimeout:   time.Minute,
-			Output:        output,
+			Client: c,
+			Settings: terraformer.Settings{
+				Terraform:   testenv.Terraform(t),
+				Plugins:     run.Plugins{Mirror: testenv.ProviderMirror(t)},
+				StopTimeout: time.Minute,
+			},
+			BaseDir: workDir,
+			Output:  output,
 		},
 	}
 }

@@ -191,8 +191,8 @@ func TestProgressRisesInTheStatusDuringASlowApply(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
 	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) {
 		// One step after the other: twelve seconds.
-		a.Executor.(*executor.LocalExecutor).Parallelism = 1
-		a.Executor.(*executor.LocalExecutor).ProgressInterval = 300 * time.Millisecond
+		a.Executor.(*executor.LocalExecutor).Settings.Parallelism = 1
+		a.Executor.(*executor.LocalExecutor).Settings.ProgressInterval = 300 * time.Millisecond
 	})
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 

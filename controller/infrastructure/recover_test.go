@@ -165,7 +165,7 @@ func TestCorruptStateWithoutHistoryIsRecoveredByImportsOnOpenTofu(t *testing.T) 
 	tofu := testenv.OpenTofu(t)
 	testRecoveryByImports(t, func(a *controllerSetup) {
 		e := a.Executor.(*executor.LocalExecutor)
-		e.TerraformPath, e.OpenTofu = tofu, true
+		e.Settings.Terraform, e.Settings.OpenTofu = tofu, true
 	})
 }
 

@@ -17,7 +17,7 @@ func TestALocalRunOverItsTimeoutIsStoppedWithItsStateSaved(t *testing.T) {
 	g := NewWithT(t)
 	f, gate := heldApply(t)
 	f.executor.RunTimeout = 5 * time.Second
-	f.executor.StopTimeout = time.Minute
+	f.executor.Settings.StopTimeout = time.Minute
 
 	started := time.Now()
 	_, err := f.run(run.Apply)

@@ -124,7 +124,7 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	// No other terraform release can be built here; a script answers `terraform version -json` as 1.4.6 does.
 	other := filepath.Join(t.TempDir(), "terraform")
 	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
-	f.executor.TerraformPath = other
+	f.executor.Settings.Terraform = other
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).To(HaveOccurred())

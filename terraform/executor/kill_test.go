@@ -37,11 +37,11 @@ func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 		"--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose),
 		"--kubeconfig", kubeconfig,
 		"--work-dir", workDirOf(dir),
-		"--terraform", f.executor.TerraformPath,
-		"--plugin-mirror", f.executor.Plugins.Mirror,
+		"--terraform", f.executor.Settings.Terraform,
+		"--plugin-mirror", f.executor.Settings.Plugins.Mirror,
 		"--termination-message-path", termination,
 		"--report-file", reportFileOf(dir),
-	}, runArgs(req, false, 0)...)
+	}, runArgs(req)...)
 	cmd := exec.Command(testenv.TerraformerBinary(f.t), args...)
 	cmd.Env = runEnv(homeOf(dir), os.TempDir(), req.Env)
 	cmd.Stdout, cmd.Stderr = f.output, f.output

@@ -29,21 +29,14 @@ type LocalExecutor struct {
 	// Client reads and writes the run objects and the state; it must not cache ConfigMaps
 	// and Secrets.
 	Client client.Client
-	// TerraformPath is the terraform binary of the pinned version.
-	TerraformPath string
-	// OpenTofu says that TerraformPath is OpenTofu of the pinned version instead.
-	OpenTofu bool
-	Plugins  run.Plugins
+	// Settings go to every run as they are, with a request's own parallelism:
+	// Settings.Terraform is the terraform binary of the pinned version; the runs write
+	// their progress, and it is read, every Settings.ProgressInterval.
+	Settings terraformer.Settings
 	// BaseDir holds one directory per run ID.
-	BaseDir     string
-	Parallelism int
+	BaseDir string
 	// Output receives terraform's output, and how a run failed; discarded when nil.
 	Output io.Writer
-	// StopTimeout is how long a cancelled run may take to stop before it is killed.
-	StopTimeout time.Duration
-	// ProgressInterval is how often the run writes its progress and it is read;
-	// run.DefaultProgressInterval when zero.
-	ProgressInterval time.Duration
 	// RunTimeout, when set, bounds a run: then it is stopped as a shutdown stops it
 	// (terraform interrupted, the state saved) and fails with ErrRunDeadline.
 	RunTimeout time.Duration
@@ -86,11 +79,14 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	}
 	defer os.RemoveAll(tmp)
 	// What an earlier run reported is not this run's.
-	if err := os.Remove(reportFileOf(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	report := run.ReportFile(reportFileOf(dir))
+	if err := report.Clear(ctx); err != nil {
 		return nil, err
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
-	t := &terraformer.Terraformer{
+	settings := e.Settings
+	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
+	r := &terraformer.Runner{
 		Client:  e.Client,
 		Objects: state.RunObjects{ID: req.ID, Storage: e.StateStorage},
 		Command: req.Command,
@@ -98,36 +94,30 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		// The working directory outlives the run: a run killed between two saves leaves
 		// its newest state there for the next.
 		StateSaveInterval: LocalStateSaveInterval,
-		TerraformPath:     e.TerraformPath,
-		OpenTofu:          e.OpenTofu,
-		Plugins:           e.Plugins,
-		Parallelism:       cmp.Or(req.Parallelism, e.Parallelism),
+		Settings:          settings,
 		Stdout:            output,
 		Stderr:            output,
-		StopTimeout:       e.StopTimeout,
 		ProtectedTypes:    req.ProtectedTypes,
 		AllowDestroy:      req.AllowDestroy,
 		AllowDestroyPlan:  req.AllowDestroyPlan,
-		ProgressInterval:  e.ProgressInterval,
 		ReportFile:        reportFileOf(dir),
 		Env:               runEnv(homeOf(dir), tmp, req.Env),
 	}
 	if req.Background {
-		t.Nice = BackgroundNice
+		r.Nice = BackgroundNice
 	}
-	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", t.WorkDir)
+	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
 	runCtx := ctx
 	if e.RunTimeout > 0 {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
 		defer cancel()
 	}
-	report := fileReport(reportFileOf(dir))
-	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
-	result, err := t.Run(runCtx)
+	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
+	result, err := r.Run(runCtx)
 	stopProgress()
 	if err != nil {
-		re := run.ErrorOf(t.Phases(), err)
+		re := run.ErrorOf(r.Phases(), err)
 		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
 			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
 			re.Err = errors.Join(ErrRunDeadline, re.Err)

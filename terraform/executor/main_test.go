@@ -20,6 +20,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -55,11 +56,13 @@ func newFixture(t testing.TB, resources int) *fixture {
 	g.Expect(f.objects.WriteVars(context.Background(), env.Client, vars)).To(Succeed())
 
 	f.executor = &LocalExecutor{
-		Client:        env.Client,
-		TerraformPath: testenv.Terraform(t),
-		Plugins:       run.Plugins{Mirror: testenv.ProviderMirror(t)},
-		BaseDir:       t.TempDir(),
-		Output:        f.output,
+		Client: env.Client,
+		Settings: terraformer.Settings{
+			Terraform: testenv.Terraform(t),
+			Plugins:   run.Plugins{Mirror: testenv.ProviderMirror(t)},
+		},
+		BaseDir: t.TempDir(),
+		Output:  f.output,
 	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(writeKubeconfig(env.Config, path)).To(Succeed())

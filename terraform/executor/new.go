@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -33,17 +34,17 @@ type Config struct {
 	DriftShare     float64
 	DriftAging     time.Duration
 	RunsPerAccount int
-	// Terraform is the binary: for KindLocal, found on PATH when empty (and downloaded
-	// when AllowTerraformDownload is set); for KindPod, the image's when empty. With
-	// OpenTofu it must name the OpenTofu binary.
-	Terraform              string
-	OpenTofu               bool
+	// Settings are how every run runs terraform. Settings.Terraform is the binary: for
+	// KindLocal, found on PATH when empty (and downloaded when AllowTerraformDownload is
+	// set); for KindPod, the image's when empty. With Settings.OpenTofu it must name the
+	// OpenTofu binary. Settings.Plugins.Mirror is the provider mirror; Plugins.CacheDir
+	// the shared plugin cache, a default below WorkDir (local) or in the pod (pod) when
+	// empty. Settings.StopTimeout is LocalStopTimeout (local) or run.DefaultStopTimeout
+	// (pod) when zero.
+	Settings               terraformer.Settings
 	AllowTerraformDownload bool
 	// WorkDir holds a local executor's runs, downloaded terraform and plugin cache.
 	WorkDir string
-	// PluginMirror is the provider mirror; PluginCache the shared plugin cache, a
-	// default below WorkDir (local) or in the pod (pod) when empty.
-	PluginMirror, PluginCache string
 
 	// The run pods' image, ServiceAccount, labels, resources and deadlines (KindPod).
 	Image              string
@@ -77,12 +78,12 @@ func (c Config) ShutdownTimeout() time.Duration {
 	if c.Kind != KindLocal {
 		return podExecutorShutdown
 	}
-	return run.StopBound(LocalStopTimeout)
+	return run.StopBound(cmp.Or(c.Settings.StopTimeout, LocalStopTimeout))
 }
 
 // Validate names the field of a configuration New cannot build.
 func (c Config) Validate() error {
-	if c.OpenTofu && c.Terraform == "" {
+	if c.Settings.OpenTofu && c.Settings.Terraform == "" {
 		return run.InvalidInput("terraform", "must name the OpenTofu binary when OpenTofu is set")
 	}
 	switch c.Kind {
@@ -112,29 +113,26 @@ func New(ctx context.Context, c client.Client, restConfig *rest.Config, cfg Conf
 }
 
 func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor, error) {
-	terraformPath := cfg.Terraform
-	if !cfg.OpenTofu {
+	settings := cfg.Settings
+	if !settings.OpenTofu {
 		var err error
-		if terraformPath, err = terraformer.FindTerraform(ctx, cfg.Terraform, cfg.AllowTerraformDownload, filepath.Join(cfg.WorkDir, "bin")); err != nil {
+		if settings.Terraform, err = terraformer.FindTerraform(ctx, settings.Terraform, cfg.AllowTerraformDownload, filepath.Join(cfg.WorkDir, "bin")); err != nil {
 			return nil, run.InvalidInput("terraform", err.Error())
 		}
 	}
-	pluginCache := cfg.PluginCache
-	if pluginCache == "" {
-		pluginCache = filepath.Join(cfg.WorkDir, "plugin-cache")
+	if settings.Plugins.CacheDir == "" {
+		settings.Plugins.CacheDir = filepath.Join(cfg.WorkDir, "plugin-cache")
 	}
-	if err := os.MkdirAll(pluginCache, 0o700); err != nil {
+	if err := os.MkdirAll(settings.Plugins.CacheDir, 0o700); err != nil {
 		return nil, err
 	}
+	settings.StopTimeout = cmp.Or(settings.StopTimeout, LocalStopTimeout)
 	return &LocalExecutor{
-		Client:        c,
-		TerraformPath: terraformPath,
-		OpenTofu:      cfg.OpenTofu,
-		Plugins:       run.Plugins{Mirror: cfg.PluginMirror, CacheDir: pluginCache},
-		BaseDir:       filepath.Join(cfg.WorkDir, "runs"),
-		StopTimeout:   LocalStopTimeout,
-		RunTimeout:    cfg.RunTimeout,
-		StateStorage:  cfg.StateStorage,
+		Client:       c,
+		Settings:     settings,
+		BaseDir:      filepath.Join(cfg.WorkDir, "runs"),
+		RunTimeout:   cfg.RunTimeout,
+		StateStorage: cfg.StateStorage,
 	}, nil
 }
 
@@ -143,14 +141,13 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 	if err != nil {
 		return nil, err
 	}
-	pluginCache := cfg.PluginCache
-	if pluginCache == "" {
-		pluginCache = "/tmp/plugin-cache"
+	settings := cfg.Settings
+	if settings.Plugins.CacheDir == "" {
+		settings.Plugins.CacheDir = "/tmp/plugin-cache"
 	}
 	// The image's terraform is the terraformer's default; OpenTofu is named.
-	imageTerraform := ""
-	if cfg.OpenTofu {
-		imageTerraform = cfg.Terraform
+	if !settings.OpenTofu {
+		settings.Terraform = ""
 	}
 	return &PodExecutor{
 		Client:             c,
@@ -159,13 +156,10 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		ServiceAccountName: cfg.ServiceAccountName,
 		// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
 		ManageServiceAccount: true,
-		PluginMirror:         cfg.PluginMirror,
-		PluginCacheDir:       pluginCache,
+		Settings:             settings,
 		RunTimeout:           cfg.RunTimeout,
 		CreationTimeout:      cfg.CreationTimeout,
 		PodLabels:            cfg.PodLabels,
-		OpenTofu:             cfg.OpenTofu,
-		TerraformPath:        imageTerraform,
 		Resources:            cfg.Resources,
 		Placement:            cfg.Placement,
 		MaxStateSize:         cfg.MaxStateSize,

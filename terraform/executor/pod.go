@@ -22,6 +22,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // LabelCommand names the terraform command a run pod executes.
@@ -65,27 +66,21 @@ type PodExecutor struct {
 	// StateStorage is the kind of object the runs keep their state in; the run pods'
 	// Role names objects of this kind only.
 	StateStorage state.Storage
-	// PluginMirror and PluginCacheDir are paths inside the image or mounted volumes.
-	PluginMirror, PluginCacheDir string
-	Parallelism                  int
+	// Settings reach each run pod as its arguments (Settings.Args), with a request's own
+	// parallelism. Settings.Plugins are paths inside the image or mounted volumes;
+	// Settings.Terraform names OpenTofu in the image with Settings.OpenTofu, else it is
+	// empty: the image's terraform. Settings.StopTimeout is how long terraform in a run
+	// pod may take to stop after SIGTERM before it is killed; the pod's termination grace
+	// period adds the final save to it. The run pods write their progress, and it is
+	// read, every Settings.ProgressInterval.
+	Settings terraformer.Settings
 	// CreationTimeout bounds how long a pod may stay pending.
 	CreationTimeout time.Duration
 	// RunTimeout becomes the pod's activeDeadlineSeconds.
 	RunTimeout time.Duration
-	// StopTimeout is how long terraform in a run pod may take to stop after SIGTERM
-	// before it is killed; the pod's termination grace period adds the final save to it.
-	// run.DefaultStopTimeout when zero.
-	StopTimeout time.Duration
 	// PollInterval is how often a waiting run looks at its pod in the watch's cache
 	// besides at each of its changes (no request); DefaultPodRecheckInterval when zero.
 	PollInterval time.Duration
-	// OpenTofu runs OpenTofu of the pinned version instead of terraform: TerraformPath
-	// names it in the image.
-	OpenTofu      bool
-	TerraformPath string
-	// ProgressInterval is how often the run writes its progress and it is read;
-	// run.DefaultProgressInterval when zero.
-	ProgressInterval time.Duration
 
 	guard runGuard
 
@@ -182,11 +177,13 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	default:
 		log.Info("adoptingRunPod")
 	}
+	report := run.ReportAnnotations{Client: e.Client, ID: req.ID}
 	// When the pod was asked for, for its spans; unknown for an adopted one.
 	var created time.Time
 	if pod == nil {
-		if err := clearRunAnnotations(ctx, e.Client, req.ID); err != nil {
-			return nil, err
+		// What an earlier run reported is not this run's.
+		if err := report.Clear(ctx); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("clearing the progress of an earlier run: %w", err)
 		}
 		created = time.Now()
 		if pod, err = e.create(ctx, req); err != nil {
@@ -194,8 +191,7 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 		}
 		log.Info("runPodCreated")
 	}
-	report := annotationsReport(e.Client, req.ID)
-	stopProgress := followProgress(ctx, report, req, e.ProgressInterval)
+	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
 	result, err := e.wait(ctx, pods, req, pod, created)
 	stopProgress()
 	if err != nil {
@@ -336,36 +332,21 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	if req.ID.Purpose != run.PurposeInfra {
 		args = append(args, "--purpose", string(req.ID.Purpose))
 	}
-	if e.PluginMirror != "" {
-		args = append(args, "--plugin-mirror", e.PluginMirror)
-	}
-	if e.PluginCacheDir != "" {
-		args = append(args, "--plugin-cache-dir", e.PluginCacheDir)
-	}
-	if parallelism := cmp.Or(req.Parallelism, e.Parallelism); parallelism > 0 {
-		args = append(args, "--parallelism", fmt.Sprint(parallelism))
-	}
-	if e.TerraformPath != "" {
-		args = append(args, "--terraform", e.TerraformPath)
-	}
+	settings := e.Settings
+	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
+	args = append(args, settings.Args()...)
 	// Left out for the default, so that a terraformer image of a version without it
 	// still runs.
 	if e.StateStorage == state.StorageSecret {
 		args = append(args, "--state-storage", string(e.StateStorage))
 	}
-	args = append(args, runArgs(req, e.OpenTofu, e.ProgressInterval)...)
+	args = append(args, runArgs(req)...)
 	var deadline *int64
 	if e.RunTimeout > 0 {
 		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
 	}
-	stop := e.StopTimeout
-	if stop == 0 {
-		stop = run.DefaultStopTimeout
-	} else if stop != run.DefaultStopTimeout {
-		args = append(args, "--stop-timeout", stop.String())
-	}
 	// The kubelet must not kill the terraformer before its final save.
-	grace := run.StopBound(stop)
+	grace := run.StopBound(cmp.Or(settings.StopTimeout, run.DefaultStopTimeout))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{
@@ -622,11 +603,8 @@ func resultFromState(ctx context.Context, store *state.StateStore, command run.C
 }
 
 // runArgs are the terraformer's flags a run pod gets from a request.
-func runArgs(req Request, openTofu bool, progressInterval time.Duration) []string {
+func runArgs(req Request) []string {
 	var args []string
-	if openTofu {
-		args = append(args, "--opentofu")
-	}
 	if len(req.ProtectedTypes) > 0 {
 		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
 	}
@@ -635,9 +613,6 @@ func runArgs(req Request, openTofu bool, progressInterval time.Duration) []strin
 	}
 	if req.AllowDestroyPlan != "" {
 		args = append(args, "--allow-destroy-plan", req.AllowDestroyPlan)
-	}
-	if progressInterval > 0 {
-		args = append(args, "--progress-interval", progressInterval.String())
 	}
 	return args
 }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -159,8 +160,8 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	}
 	// The in-cluster configuration and the image's paths, as this machine has them.
 	args := append(c.Args[:len(c.Args):len(c.Args)], "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
-		"--termination-message-path", termination, "--terraform", k.f.executor.TerraformPath,
-		"--plugin-mirror", k.f.executor.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Plugins.CacheDir)
+		"--termination-message-path", termination, "--terraform", k.f.executor.Settings.Terraform,
+		"--plugin-mirror", k.f.executor.Settings.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Settings.Plugins.CacheDir)
 	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
 	cmd.Env = runEnv(homeOf(dir), os.TempDir(), nil)
 	for key, value := range secret.Data {
@@ -415,7 +416,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		g := NewWithT(t)
 		startKubelet(f, false)
 		e := f.podExecutor()
-		e.Parallelism = 1
+		e.Settings.Parallelism = 1
 		e.RunTimeout = 2 * time.Second
 		_, err := e.Run(context.Background(), f.request(run.Apply))
 		g.Expect(err).To(MatchError(ErrRunDeadline))
@@ -425,7 +426,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		// object is in the state, or (the create in flight when the kubectl provider was
 		// stopped) the id it is named after is, so a rerun applies the same object again.
 		created, listed := f.expectNoLostStateEntry(g)
-		g.Expect(created-listed).To(BeNumerically("<=", e.Parallelism), "at most the creates in flight are missing")
+		g.Expect(created-listed).To(BeNumerically("<=", e.Settings.Parallelism), "at most the creates in flight are missing")
 	})
 }
 
@@ -517,7 +518,9 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
 	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 	progress := `{"phase":"apply"}`
-	g.Expect(run.AnnotateConfig(ctx, env.Client, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, map[string]*string{run.AnnotationProgress: &progress})).To(Succeed())
+	annotated, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{run.AnnotationProgress: progress}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.ConfigName()}}, client.RawPatch(types.MergePatchType, annotated))).To(Succeed())
 	credentials := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, credentials)).To(Succeed())
 
@@ -571,7 +574,7 @@ func TestPodExecutorStopsARunGracefully(t *testing.T) {
 	// Bound to a node, as a scheduled pod is: its deletion then takes its grace period.
 	k := startKubeletWith(f, kubeletOptions{serveLogs: true})
 	e := f.podExecutor()
-	e.StopTimeout = 45 * time.Second
+	e.Settings.StopTimeout = 45 * time.Second
 
 	done := make(chan error, 1)
 	go func() {

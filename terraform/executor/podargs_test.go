@@ -7,13 +7,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // A run pod gets the plan a request allows and the request's parallelism over the
 // executor's.
 func TestARunPodCarriesTheAllowedPlanAndTheProvidersParallelism(t *testing.T) {
 	g := NewWithT(t)
-	e := &PodExecutor{Image: "terraformer", Parallelism: 10}
+	e := &PodExecutor{Image: "terraformer", Settings: terraformer.Settings{Parallelism: 10}}
 	req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply,
 		ProtectedTypes: []string{"aws_vpc"}, AllowDestroyPlan: "sha256:0123456789abcdef", Parallelism: 3}
 	g.Expect(req.Validate()).To(Succeed())

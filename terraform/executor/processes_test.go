@@ -121,8 +121,10 @@ func (f *fixture) configVersion(g Gomega) string {
 
 // publishedPlan is the plan the run reported beside it, which the executor reads.
 func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
-	report, err := run.ReadReportFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
+	data, err := os.ReadFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
 	g.Expect(err).NotTo(HaveOccurred())
+	report := map[string]string{}
+	g.Expect(json.Unmarshal(data, &report)).To(Succeed())
 	g.Expect(report).To(HaveKey(run.AnnotationPlan))
 	plan := &run.PlanSummary{}
 	g.Expect(json.Unmarshal([]byte(report[run.AnnotationPlan]), plan)).To(Succeed())
@@ -314,7 +316,7 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 2)
 	binary, commands := loggingTerraform(t)
-	f.executor.TerraformPath = binary
+	f.executor.Settings.Terraform = binary
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -51,11 +51,11 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 			const total = 2*resources + 2
 
 			var exec Executor = f.executor
-			f.executor.ProgressInterval = 200 * time.Millisecond
+			f.executor.Settings.ProgressInterval = 200 * time.Millisecond
 			if name == "pod" {
 				startKubelet(f, false)
 				pe := f.podExecutor()
-				pe.ProgressInterval = 200 * time.Millisecond
+				pe.Settings.ProgressInterval = 200 * time.Millisecond
 				exec = pe
 			}
 			log := &progressLog{}

@@ -1,33 +1,188 @@
 package run
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// WriteReport merges annotations into the report file at path, as a run reports its
-// progress and plan when it runs beside the controller: a file the executor reads costs
-// no request to the API server. The file is replaced, never written in place, so that a
-// reader sees a whole report. A nil value removes the annotation.
-func WriteReport(path string, annotations map[string]*string) error {
-	report, err := ReadReportFile(path)
+// Report is what a run reports while it runs: how far it got, and what it planned. The
+// runner writes it as it goes and the executor reads it, through one of two transports:
+// the annotations of the run's configuration ConfigMap (ReportAnnotations, a run pod's),
+// or a file beside the controller (ReportFile, a local run's). Either holds the same
+// annotations: AnnotationProgress and AnnotationPlan, each the JSON of its part. The
+// format does not change: run pods of an older version may still write it.
+type Report struct {
+	// Progress is nil when none was reported (or it is unreadable).
+	Progress *Progress
+	// Plan is nil when none was reported (or it is unreadable).
+	Plan *PlanSummary
+}
+
+// The annotations of a report. A run pod may write ConfigMaps and nothing the controller
+// reads otherwise, and neither annotation holds more than resource addresses.
+const (
+	AnnotationProgress = LabelPrefix + "progress"
+	AnnotationPlan     = LabelPrefix + "plan"
+)
+
+// DefaultProgressInterval is how often at most a run writes its progress.
+const DefaultProgressInterval = 3 * time.Second
+
+// Progress is how far a run got.
+type Progress struct {
+	Command string `json:"command"`
+	// Phase is "planning" until terraform changes anything, then "applying" or "destroying".
+	Phase string `json:"phase"`
+	// Done of Total changes of the plan are made.
+	Done  int `json:"done"`
+	Total int `json:"total"`
+	// Current is the change under way, e.g. "creating aws_nat_gateway.natgw_z1".
+	Current string `json:"current,omitempty"`
+}
+
+// Description reads like "applying 12/40: creating aws_nat_gateway.natgw_z1".
+func (p Progress) Description() string {
+	s := p.Phase
+	if p.Total > 0 {
+		s += fmt.Sprintf(" %d/%d", p.Done, p.Total)
+	}
+	if p.Current != "" {
+		s += ": " + p.Current
+	}
+	return s
+}
+
+// Percent maps the changes made to Gardener's progress: 1 when started, 99 at most
+// before the operation succeeded.
+func (p Progress) Percent() int32 {
+	if p.Total == 0 {
+		return 1
+	}
+	return int32(1 + min(p.Done, p.Total)*98/p.Total)
+}
+
+// ReportTransport is where a run's report goes and is read from.
+type ReportTransport interface {
+	// Write merges the parts of the report that are set into what was reported.
+	Write(ctx context.Context, r Report) error
+	// Read reads what was reported so far.
+	Read(ctx context.Context) (Report, error)
+	// Clear removes what an earlier run reported.
+	Clear(ctx context.Context) error
+}
+
+// annotations are the parts of r that are set, as they are written.
+func (r Report) annotations() map[string]*string {
+	annotations := map[string]*string{}
+	if r.Progress != nil {
+		data, _ := json.Marshal(r.Progress)
+		annotations[AnnotationProgress] = ptrTo(string(data))
+	}
+	if r.Plan != nil {
+		data, _ := json.Marshal(r.Plan)
+		annotations[AnnotationPlan] = ptrTo(string(data))
+	}
+	return annotations
+}
+
+func ptrTo(s string) *string { return &s }
+
+// reportOf reads a report from its annotations; a part absent or unreadable is nil.
+func reportOf(annotations map[string]string) Report {
+	var r Report
+	if data, ok := annotations[AnnotationProgress]; ok {
+		p := &Progress{}
+		if json.Unmarshal([]byte(data), p) == nil {
+			r.Progress = p
+		}
+	}
+	if data, ok := annotations[AnnotationPlan]; ok {
+		p := &PlanSummary{}
+		if json.Unmarshal([]byte(data), p) == nil {
+			r.Plan = p
+		}
+	}
+	return r
+}
+
+// clearedReport removes both annotations.
+var clearedReport = map[string]*string{AnnotationProgress: nil, AnnotationPlan: nil}
+
+// ReportAnnotations is the report of the run of ID on its configuration ConfigMap: a run
+// pod's, which the pod executor reads.
+type ReportAnnotations struct {
+	Client client.Client
+	ID     ID
+}
+
+var _ ReportTransport = ReportAnnotations{}
+
+func (a ReportAnnotations) key() client.ObjectKey {
+	return client.ObjectKey{Namespace: a.ID.Namespace, Name: a.ID.ConfigName()}
+}
+
+// Write merges the report's parts into the ConfigMap's annotations.
+func (a ReportAnnotations) Write(ctx context.Context, r Report) error {
+	return a.annotate(ctx, r.annotations())
+}
+
+// Read reads the report; an empty one when the ConfigMap is gone.
+func (a ReportAnnotations) Read(ctx context.Context) (Report, error) {
+	cm := &corev1.ConfigMap{}
+	if err := a.Client.Get(ctx, a.key(), cm); err != nil {
+		return Report{}, client.IgnoreNotFound(err)
+	}
+	return reportOf(cm.Annotations), nil
+}
+
+// Clear removes the report's annotations; a ConfigMap that is gone fails with NotFound.
+func (a ReportAnnotations) Clear(ctx context.Context) error {
+	return a.annotate(ctx, clearedReport)
+}
+
+// annotate merges annotations into the ConfigMap; a nil value removes the annotation.
+func (a ReportAnnotations) annotate(ctx context.Context, annotations map[string]*string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
-	for k, v := range annotations {
-		if v == nil {
-			delete(report, k)
-			continue
-		}
+	key := a.key()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return a.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
+}
+
+// ReportFile is the report of a run beside the controller, in the file at this path, a
+// JSON object of the annotations: a file the local executor reads costs no request to the
+// API server.
+type ReportFile string
+
+var _ ReportTransport = ReportFile("")
+
+// Write merges the report's parts into the file. The file is replaced, never written in
+// place, so that a reader sees a whole report.
+func (f ReportFile) Write(_ context.Context, r Report) error {
+	report, err := f.annotations()
+	if err != nil {
+		return err
+	}
+	for k, v := range r.annotations() {
 		report[k] = *v
 	}
 	data, err := json.Marshal(report)
 	if err != nil {
 		return err
 	}
+	path := string(f)
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("writing the run's report: %w", err)
@@ -43,11 +198,27 @@ func WriteReport(path string, annotations map[string]*string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// ReadReportFile reads the annotations a run wrote to its report file; none when the
-// file does not exist.
-func ReadReportFile(path string) (map[string]string, error) {
+// Read reads the report; an empty one when the file does not exist.
+func (f ReportFile) Read(context.Context) (Report, error) {
+	annotations, err := f.annotations()
+	if err != nil {
+		return Report{}, err
+	}
+	return reportOf(annotations), nil
+}
+
+// Clear removes the file.
+func (f ReportFile) Clear(context.Context) error {
+	if err := os.Remove(string(f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// annotations reads the annotations in the file; none when it does not exist.
+func (f ReportFile) annotations() (map[string]string, error) {
 	report := map[string]string{}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(string(f))
 	if errors.Is(err, os.ErrNotExist) {
 		return report, nil
 	}
@@ -55,7 +226,7 @@ func ReadReportFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("reading the run's report: %w", err)
 	}
 	if err := json.Unmarshal(data, &report); err != nil {
-		return nil, fmt.Errorf("reading the run's report %s: %w", path, err)
+		return nil, fmt.Errorf("reading the run's report %s: %w", string(f), err)
 	}
 	return report, nil
 }

@@ -56,16 +56,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
 
-	t, err := o.terraformer(ctx, command, stdout, stderr)
+	r, err := o.runner(ctx, command, stdout, stderr)
 	if err != nil {
 		return o.fail(ctx, nil, o.finish(record, nil), err, stderr)
 	}
 	started := time.Now()
-	result, err := t.Run(ctx)
+	result, err := r.Run(ctx)
 	if err != nil {
-		return o.fail(ctx, t.Phases(), o.finish(record, t), err, stderr)
+		return o.fail(ctx, r.Phases(), o.finish(record, r), err, stderr)
 	}
-	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, t), nil); err != nil {
+	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, r), nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
@@ -79,20 +79,15 @@ type cliOptions struct {
 	stateStorage           string
 	kubeconfig             string
 	workDir                string
-	terraformPath          string
 	allowInstall           bool
 	installDir             string
-	parallelism            int
 	terminationMessagePath string
 	finalSaveTimeout       time.Duration
-	stopTimeout            time.Duration
-	openTofu               bool
 	protected              string
 	allowDestroy           bool
 	allowDestroyPlan       string
-	progressInterval       time.Duration
 	reportFile             string
-	plugins                run.Plugins
+	settings               Settings
 	// cgroupRoot is where the container's cgroup is mounted, read for its peak memory.
 	cgroupRoot string
 }
@@ -101,18 +96,13 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	o := &cliOptions{cgroupRoot: "/sys/fs/cgroup"}
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the run objects (default: in-cluster)")
 	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraformer"), "working directory, private to this run")
-	flags.StringVar(&o.terraformPath, "terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
 	flags.BoolVar(&o.allowInstall, "allow-terraform-install", false, "install terraform from releases.hashicorp.com when no binary of the pinned version is found")
 	flags.StringVar(&o.installDir, "terraform-install-dir", filepath.Join(os.TempDir(), "terraform-install"), "where an installed terraform goes")
-	flags.IntVar(&o.parallelism, "parallelism", 0, "concurrent terraform operations (default: terraform's)")
 	flags.StringVar(&o.terminationMessagePath, "termination-message-path", "/dev/termination-log", "file receiving how long the run's phases took and a failed run's error")
 	flags.DurationVar(&o.finalSaveTimeout, "final-save-timeout", DefaultFinalSaveTimeout, "how long to retry saving the state after terraform exits")
-	flags.DurationVar(&o.stopTimeout, "stop-timeout", run.DefaultStopTimeout, "how long terraform may take to stop after an interrupt (SIGTERM, SIGINT) before it is killed; the final save follows")
-	flags.BoolVar(&o.openTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
 	flags.StringVar(&o.protected, "protected-resource-types", "", "comma-separated resource types an apply must not destroy or replace")
 	flags.BoolVar(&o.allowDestroy, "allow-destroy", false, "let an apply destroy or replace resources of the protected types")
 	flags.StringVar(&o.allowDestroyPlan, "allow-destroy-plan", "", "digest of the one plan that may destroy or replace resources of the protected types")
-	flags.DurationVar(&o.progressInterval, "progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
 	flags.StringVar(&o.reportFile, "report-file", "", "file receiving the progress and the plan instead of the configuration ConfigMap's annotations")
 	flags.StringVar(&o.objects.ID.Namespace, "namespace", "", "namespace of the run objects (required)")
 	flags.StringVar(&o.objects.ID.Name, "name", "", "name of the owner, e.g. the Infrastructure; the object names derive from it (required)")
@@ -122,14 +112,13 @@ func bindFlags(flags *flag.FlagSet) *cliOptions {
 	flags.StringVar(&o.objects.Vars, "variables-secret-name", "", "Secret holding the variables (default: <name>.<purpose>.tf-vars)")
 	flags.StringVar(&o.objects.State, "state-configmap-name", "", "object holding the state, a ConfigMap or a Secret (--state-storage) (default: <name>.<purpose>.tf-state)")
 	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object the state is kept in: configmap or secret")
-	flags.StringVar(&o.plugins.Mirror, "plugin-mirror", os.Getenv("TERRAFORM_PROVIDER_MIRROR"), "filesystem mirror of provider plugins")
-	flags.StringVar(&o.plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
-	flags.BoolVar(&o.plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
+	// The settings of the executor's configuration, as Settings.Args passes them.
+	o.settings.bindFlags(flags)
 	return o
 }
 
-// terraformer is the run the flags describe.
-func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdout, stderr io.Writer) (*Terraformer, error) {
+// runner is the run the flags describe.
+func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, stderr io.Writer) (*Runner, error) {
 	o.objects.ID.Purpose = run.Purpose(o.purpose)
 	if err := o.objects.ID.Validate(); err != nil {
 		return nil, err
@@ -145,34 +134,29 @@ func (o *cliOptions) terraformer(ctx context.Context, command run.Command, stdou
 	}
 	// A binary named on the command line is used as is: the run checks its version with
 	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
-	tfPath := o.terraformPath
-	if tfPath == "" && o.openTofu {
+	settings := o.settings
+	if settings.Terraform == "" && settings.OpenTofu {
 		return nil, run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu")
 	}
-	if tfPath == "" {
-		if tfPath, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
+	if settings.Terraform == "" {
+		if settings.Terraform, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
 			return nil, err
 		}
 	}
-	return &Terraformer{
+	return &Runner{
 		Client:           c,
 		Objects:          o.objects,
 		Command:          command,
 		WorkDir:          o.workDir,
-		TerraformPath:    tfPath,
-		OpenTofu:         o.openTofu,
+		Settings:         settings,
 		ProtectedTypes:   splitList(o.protected),
 		AllowDestroy:     o.allowDestroy,
 		AllowDestroyPlan: o.allowDestroyPlan,
-		ProgressInterval: o.progressInterval,
 		ReportFile:       o.reportFile,
-		Plugins:          o.plugins,
-		Parallelism:      o.parallelism,
 		Stdout:           stdout,
 		Stderr:           stderr,
 		StateFallback:    stdout,
 		FinalSaveTimeout: o.finalSaveTimeout,
-		StopTimeout:      o.stopTimeout,
 	}, nil
 }
 
@@ -186,10 +170,10 @@ func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *run.Po
 	return 1
 }
 
-// finish completes the record of a run that ends now, t's (nil: no run started).
-func (o *cliOptions) finish(record *run.PodRecord, t *Terraformer) *run.PodRecord {
-	if t != nil {
-		record.TerraformStarted = t.TerraformStarted()
+// finish completes the record of a run that ends now, r's (nil: no run started).
+func (o *cliOptions) finish(record *run.PodRecord, r *Runner) *run.PodRecord {
+	if r != nil {
+		record.TerraformStarted = r.TerraformStarted()
 	}
 	record.PeakMemory = cgroupPeakMemory(o.cgroupRoot)
 	record.Ended = time.Now()

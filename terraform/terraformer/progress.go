@@ -62,12 +62,12 @@ const (
 )
 
 // tracker follows terraform's JSON output: it prints the human part of every line, keeps
-// the plan, the progress and the error diagnostics, and writes the progress to the
-// configuration ConfigMap at most every interval.
+// the plan, the progress and the error diagnostics, and writes the progress to the run's
+// report at most every interval.
 type tracker struct {
 	out io.Writer
-	// report merges annotations into the configuration ConfigMap.
-	report   func(ctx context.Context, annotations map[string]string) error
+	// report is where the progress and the plan are written.
+	report   run.ReportTransport
 	interval time.Duration
 
 	mu       sync.Mutex
@@ -89,7 +89,7 @@ type tracker struct {
 	tickerDone chan struct{}
 }
 
-func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report func(ctx context.Context, annotations map[string]string) error) *tracker {
+func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report run.ReportTransport) *tracker {
 	if interval <= 0 {
 		interval = run.DefaultProgressInterval
 	}
@@ -280,38 +280,27 @@ func (tr *tracker) tick(ctx context.Context) {
 // flush writes the progress when it changed, with the plan when it is due, in one request.
 func (tr *tracker) flush(ctx context.Context) {
 	tr.mu.Lock()
-	annotations := map[string]string{}
+	var report run.Report
 	if tr.planDue {
 		tr.planDue, tr.planPublished = false, true
-		annotations[run.AnnotationPlan] = tr.planJSON()
+		report.Plan = &run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
 	}
 	if tr.dirty {
 		tr.dirty = false
-		annotations[run.AnnotationProgress] = tr.progressJSON()
+		progress := tr.progress
+		report.Progress = &progress
 	}
 	tr.mu.Unlock()
-	if len(annotations) == 0 {
+	if report.Plan == nil && report.Progress == nil {
 		return
 	}
-	if err := tr.report(ctx, annotations); err != nil {
-		if _, ok := annotations[run.AnnotationPlan]; ok {
+	if err := tr.report.Write(ctx, report); err != nil {
+		if report.Plan != nil {
 			logf.FromContext(ctx).Info("planNotWritten", "reason", err.Error())
 			return
 		}
 		logf.FromContext(ctx).V(1).Info("progressNotWritten", "reason", err.Error())
 	}
-}
-
-func (tr *tracker) planJSON() string {
-	plan := tr.plan
-	plan.Digest = tr.digest()
-	data, _ := json.Marshal(plan)
-	return string(data)
-}
-
-func (tr *tracker) progressJSON() string {
-	data, _ := json.Marshal(tr.progress)
-	return string(data)
 }
 
 // publishPlan has the plan of a plan run written, or of an apply's own plan that is

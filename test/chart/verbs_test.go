@@ -66,7 +66,7 @@ var controllerVerbs = map[string]use{
 // runs. What holds it further: <release>-terraformer-run-objects.
 var runPodVerbs = map[string]use{
 	"create /configmaps": {"terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
-	"get,update,patch /configmaps (infra.infra.tf-config,infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,…)": {"terraform/terraformer/watch.go", "the configuration read, the state and its parts written as terraform writes them"},
+	"get,update,patch /configmaps (infra.infra.tf-config,infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,…)": {"terraform/terraformer/state.go", "the configuration read, the state and its parts written as terraform writes them"},
 	"delete /configmaps (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":  {"terraform/state/state.go", "parts of a state that shrank"},
 	"get /secrets (infra.infra.tf-vars)": {"terraform/terraformer", "the run's variables"},
 }
@@ -74,7 +74,7 @@ var runPodVerbs = map[string]use{
 // runPodVerbsInSecrets is runPodVerbs with stateStorage secret: the state and its parts
 // are Secrets, and the only ConfigMap is the configuration.
 var runPodVerbsInSecrets = map[string]use{
-	"get,update,patch /configmaps (infra.infra.tf-config)": {"terraform/terraformer/watch.go", "the configuration read, the progress and plan written to its annotations"},
+	"get,update,patch /configmaps (infra.infra.tf-config)": {"terraform/run/report.go", "the configuration read, the progress and plan written to its annotations"},
 	"create /secrets": {"terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
 	"get,update,patch /secrets (infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,…)": {"terraform/state/storage.go", "the state and its parts written as terraform writes them"},
 	"delete /secrets (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":      {"terraform/state/state.go", "parts of a state that shrank"},

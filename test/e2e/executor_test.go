@@ -24,6 +24,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 	tfrun "github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -78,13 +79,14 @@ func newRunOf(t *testing.T, files map[string]string, vars map[string]any, kubeco
 		Image:                ImageName,
 		ServiceAccountName:   terraformerAccount,
 		ManageServiceAccount: true,
-		PluginMirror:         "/opt/terraseed/plugins",
-		PluginCacheDir:       "/tmp/plugin-cache",
-		CreationTimeout:      runTimeout,
-		RunTimeout:           runTimeout,
-		StopTimeout:          2 * time.Minute,
-		PollInterval:         pollEvery,
-		PodLabels:            map[string]string{"networking.gardener.cloud/to-dns": "allowed"},
+		Settings: terraformer.Settings{
+			Plugins:     tfrun.Plugins{Mirror: "/opt/terraseed/plugins", CacheDir: "/tmp/plugin-cache"},
+			StopTimeout: 2 * time.Minute,
+		},
+		CreationTimeout: runTimeout,
+		RunTimeout:      runTimeout,
+		PollInterval:    pollEvery,
+		PodLabels:       map[string]string{"networking.gardener.cloud/to-dns": "allowed"},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
 		}},
@@ -216,7 +218,7 @@ func TestRunPodKilledMidApply(t *testing.T) {
 	gate := startGate(t, node.Config)
 	const n, before = 8, 4
 	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
-	r.executor.Parallelism = 2
+	r.executor.Settings.Parallelism = 2
 
 	gate.HoldAfter(before)
 	done := r.start(tfrun.Apply)
@@ -269,7 +271,7 @@ func TestRunPodDeadline(t *testing.T) {
 	// to start on a busy machine and a few creates more.
 	const n = 120
 	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
-	r.executor.Parallelism = 1
+	r.executor.Settings.Parallelism = 1
 	r.executor.RunTimeout = 45 * time.Second
 	gate.SlowDown(time.Second)
 
@@ -288,7 +290,7 @@ func TestRunPodDeadline(t *testing.T) {
 	r.expectEveryItemInState(g)
 
 	gate.SlowDown(0)
-	r.executor.Parallelism = 0
+	r.executor.Settings.Parallelism = 0
 	r.executor.RunTimeout = runTimeout
 	_, err = r.run(tfrun.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -155,7 +155,7 @@ func TestRunPodStoppedSavesTheState(t *testing.T) {
 	gate := startGate(t, node.Config)
 	const n = 8
 	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
-	r.executor.Parallelism = 1
+	r.executor.Settings.Parallelism = 1
 	gate.SlowDown(time.Second)
 
 	done := r.start(tfrun.Apply)
@@ -167,7 +167,7 @@ func TestRunPodStoppedSavesTheState(t *testing.T) {
 	stopping := &corev1.Pod{}
 	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.objects.ID.PodName()}, stopping)).To(Succeed())
 	g.Expect(stopping.DeletionTimestamp).NotTo(BeNil())
-	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo((r.executor.StopTimeout + tfrun.DefaultFinalSaveTimeout + 10*time.Second).Seconds())),
+	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo((r.executor.Settings.StopTimeout + tfrun.DefaultFinalSaveTimeout + 10*time.Second).Seconds())),
 		"deleted with the pod's grace period: the stop timeout, the final save and a margin")
 	active, err := r.executor.Active(ctx, r.objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -209,8 +209,8 @@ func TestRunPodStoppedWhileACreateHangsLosesNothing(t *testing.T) {
 	gate := startGate(t, node.Config)
 	const n, before = 8, 3
 	r := newRun(t, "items", map[string]any{"resources": n}, gate.Kubeconfig())
-	r.executor.Parallelism = 1
-	r.executor.StopTimeout = 15 * time.Second
+	r.executor.Settings.Parallelism = 1
+	r.executor.Settings.StopTimeout = 15 * time.Second
 
 	gate.HoldAfter(before)
 	done := r.start(tfrun.Apply)
@@ -223,7 +223,7 @@ func TestRunPodStoppedWhileACreateHangsLosesNothing(t *testing.T) {
 	t.Logf("the run ended %s after the stop: %v", time.Since(stopped).Round(time.Second), err)
 	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer stopped terraform at the end of the stop timeout and saved the state")
 	g.Expect(err).NotTo(MatchError(ContainSubstring("killed by signal")), "the pod was not killed at the end of its grace period")
-	g.Expect(time.Since(stopped)).To(BeNumerically(">=", r.executor.StopTimeout))
+	g.Expect(time.Since(stopped)).To(BeNumerically(">=", r.executor.Settings.StopTimeout))
 	names, _ := r.stored(g)
 	g.Expect(names).To(HaveLen(before), "every create that completed is in the stored state")
 	r.expectEveryItemInState(g)

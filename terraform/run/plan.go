@@ -1,65 +1,13 @@
 package run
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// A run reports how far it got and what it planned in annotations of its configuration
-// ConfigMap: a run pod may write ConfigMaps and nothing the controller reads otherwise,
-// and neither annotation holds more than resource addresses.
-const (
-	AnnotationProgress = LabelPrefix + "progress"
-	AnnotationPlan     = LabelPrefix + "plan"
-)
-
-// DefaultProgressInterval is how often at most a run writes its progress.
-const DefaultProgressInterval = 3 * time.Second
-
-// Progress is how far a run got.
-type Progress struct {
-	Command string `json:"command"`
-	// Phase is "planning" until terraform changes anything, then "applying" or "destroying".
-	Phase string `json:"phase"`
-	// Done of Total changes of the plan are made.
-	Done  int `json:"done"`
-	Total int `json:"total"`
-	// Current is the change under way, e.g. "creating aws_nat_gateway.natgw_z1".
-	Current string `json:"current,omitempty"`
-}
-
-// Description reads like "applying 12/40: creating aws_nat_gateway.natgw_z1".
-func (p Progress) Description() string {
-	s := p.Phase
-	if p.Total > 0 {
-		s += fmt.Sprintf(" %d/%d", p.Done, p.Total)
-	}
-	if p.Current != "" {
-		s += ": " + p.Current
-	}
-	return s
-}
-
-// Percent maps the changes made to Gardener's progress: 1 when started, 99 at most
-// before the operation succeeded.
-func (p Progress) Percent() int32 {
-	if p.Total == 0 {
-		return 1
-	}
-	return int32(1 + min(p.Done, p.Total)*98/p.Total)
-}
 
 // Change is one planned change of a resource.
 type Change struct {
@@ -190,35 +138,4 @@ func listed(names []string, limit int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
-}
-
-// AnnotateConfig merges annotations into a run's configuration ConfigMap; a nil value
-// removes the annotation.
-func AnnotateConfig(ctx context.Context, c client.Client, config client.ObjectKey, annotations map[string]*string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.Namespace, Name: config.Name}}
-	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
-}
-
-// ReadRunAnnotations reads the progress and the plan a run wrote on its configuration
-// ConfigMap; either is nil when absent or unreadable.
-func ReadRunAnnotations(annotations map[string]string) (*Progress, *PlanSummary) {
-	var progress *Progress
-	var plan *PlanSummary
-	if data, ok := annotations[AnnotationProgress]; ok {
-		p := &Progress{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			progress = p
-		}
-	}
-	if data, ok := annotations[AnnotationPlan]; ok {
-		p := &PlanSummary{}
-		if json.Unmarshal([]byte(data), p) == nil {
-			plan = p
-		}
-	}
-	return progress, plan
 }

@@ -20,30 +20,6 @@ import (
 // version itself, once per working directory and binary (see versionChecked). Init and
 // validate, which need no JSON stream, still go through terraform-exec.
 
-// planArgs are those of `terraform plan`: -detailed-exitcode, so that its exit code says
-// whether it found changes; out, when set, is where it saves the plan.
-func planArgs(parallelism int, out string, lock bool) []string {
-	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", "-lock=" + strconv.FormatBool(lock)}
-	if out != "" {
-		args = append(args, "-out="+out)
-	}
-	return append(args, parallelismArg(parallelism), "-refresh=true", "-json")
-}
-
-// applyArgs are those of `terraform apply`, of a saved plan when plan is set.
-func applyArgs(parallelism int, plan string) []string {
-	args := []string{"apply", "-no-color", "-auto-approve", "-input=false", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
-	if plan != "" {
-		args = append(args, plan)
-	}
-	return args
-}
-
-// destroyArgs are those of `terraform destroy`.
-func destroyArgs(parallelism int) []string {
-	return []string{"destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout=0s", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
-}
-
 // parallelismArg is terraform's own default when parallelism is not set.
 func parallelismArg(parallelism int) string {
 	if parallelism <= 0 {
@@ -52,35 +28,32 @@ func parallelismArg(parallelism int) string {
 	return "-parallelism=" + strconv.Itoa(parallelism)
 }
 
-// exitChanges is the exit code of `terraform plan -detailed-exitcode` that found changes.
-const exitChanges = 2
-
 // runJSON runs terraform with args in the working directory, its JSON output to stdout
 // and its errors to the run's stderr, and returns its exit code. Cancelling ctx
 // interrupts terraform, which then stops cleanly, and kills it after the stop timeout.
-func (t *Terraformer) runJSON(ctx context.Context, stdout io.Writer, args []string) (int, error) {
+func (r *Runner) runJSON(ctx context.Context, stdout io.Writer, args []string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, t.TerraformPath, args...)
-	cmd.Dir = t.WorkDir
-	cmd.Env = append(t.terraformEnv(), "TF_CLI_CONFIG_FILE="+t.cliConfig)
-	cmd.Stdout, cmd.Stderr = stdout, t.stderr
+	cmd := exec.CommandContext(ctx, r.Settings.Terraform, args...)
+	cmd.Dir = r.WorkDir
+	cmd.Env = append(r.terraformEnv(), "TF_CLI_CONFIG_FILE="+r.cliConfig)
+	cmd.Stdout, cmd.Stderr = stdout, r.stderr
 	// terraform leads its own group, so that a signal to the group of the process that
 	// started it is relayed by that process alone; it dies with that process, whose run
 	// lock goes with it. What it did is in the state file of the working directory, which
 	// the next run recovers, or in the state it saved as it went.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = t.stopTimeout()
+	cmd.WaitDelay = r.Settings.stopTimeout()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	if t.Nice != 0 {
+	if r.Nice != 0 {
 		// The group's priority covers whatever terraform started already; the providers it
 		// starts later inherit it. A run that keeps its priority is still a correct run.
-		if err := syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, t.Nice); err != nil {
-			logf.FromContext(ctx).Error(err, "priorityNotSet", "nice", t.Nice)
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, r.Nice); err != nil {
+			logf.FromContext(ctx).Error(err, "priorityNotSet", "nice", r.Nice)
 		}
 	}
 	err := cmd.Wait()
@@ -94,8 +67,8 @@ func (t *Terraformer) runJSON(ctx context.Context, stdout io.Writer, args []stri
 // terraformEnv is the run's environment for terraform, as terraform-exec builds it: in
 // automation, no log of terraform's own mixed into its output, and no workspace other
 // than the default.
-func (t *Terraformer) terraformEnv() []string {
-	environ := t.Env
+func (r *Runner) terraformEnv() []string {
+	environ := r.Env
 	if environ == nil {
 		environ = os.Environ()
 	}
