@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The terraseed image: the controller (/infrastructure-controller), the entrypoint of
+# The terraseed image: the controller (/terraseed), the entrypoint of
 # terraform run pods (/terraformer), terraform built from source at the pinned version and
 # the Terraform providers in a filesystem mirror, so that runs never download anything.
 #
@@ -15,7 +15,7 @@ ENV CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN go build -ldflags="-s -w" -o /out/infrastructure-controller ./cmd/infrastructure-controller && \
+RUN go build -ldflags="-s -w" -o /out/terraseed ./cmd/terraseed && \
     go build -ldflags="-s -w" -o /out/terraformer ./cmd/terraformer
 
 # terraform 1.5.7 is the last MPL release; built from source through the module proxy.
@@ -33,11 +33,11 @@ ARG EXTRA_PROVIDERS=""
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY build build
-COPY templates templates
-RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" templates
+COPY internal/providers internal/providers
+RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" internal/providers
 
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
-COPY --from=build /out/infrastructure-controller /infrastructure-controller
+COPY --from=build /out/terraseed /terraseed
 COPY --from=build /out/terraformer /terraformer
 COPY --from=terraform /out/terraform /usr/local/bin/terraform
 COPY --from=providers /mirror /opt/terraseed/plugins
@@ -49,5 +49,5 @@ ENV TF_CLI_CONFIG_FILE=/etc/terraseed/terraformrc \
     TERRASEED_PROVIDER_MIRROR=/opt/terraseed/plugins \
     TERRAFORM_PROVIDER_MIRROR=/opt/terraseed/plugins
 USER 65532:65532
-ENTRYPOINT ["/infrastructure-controller"]
+ENTRYPOINT ["/terraseed"]
 CMD ["run"]

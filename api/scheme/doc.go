@@ -1,2 +1,3 @@
-// Package scheme builds the scheme terraseed's clients use: Kubernetes' built-in types and extensions.gardener.cloud/v1alpha1.
+// Package scheme builds the scheme terraseed's clients use: Kubernetes' built-in types and
+// extensions.gardener.cloud/v1alpha1.
 package scheme

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/internal/terraform/executor"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -304,8 +304,8 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 // The chart passes only flags the controller has: an unknown flag would stop it at start.
 func TestArgsAreControllerFlags(t *testing.T) {
 	g := NewWithT(t)
-	bin := filepath.Join(t.TempDir(), "infrastructure-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/infrastructure-controller")
+	bin := filepath.Join(t.TempDir(), "terraseed")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/terraseed")
 	build.Dir = repoRoot
 	out, err := build.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
@@ -319,7 +319,7 @@ func TestArgsAreControllerFlags(t *testing.T) {
 	g.Expect(flags).To(ContainElement("terraformer-image"))
 	for _, set := range valueSets {
 		_, c := controllerContainer(t, render(t, "garden-terraseed", "-f", valuesFile(set)))
-		g.Expect(c.Command).To(Equal([]string{"/infrastructure-controller"}))
+		g.Expect(c.Command).To(Equal([]string{"/terraseed"}))
 		for _, arg := range c.Args[1:] {
 			name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
 			g.Expect(slices.Contains(flags, name)).To(BeTrue(), "%s: the controller has no flag --%s", set, name)

@@ -23,9 +23,9 @@ import (
 
 	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/internal/terraform/executor"
+	"github.com/terraseed/terraseed/internal/terraform/run"
+	"github.com/terraseed/terraseed/internal/terraform/state"
 )
 
 // install applies everything `helm template --include-crds` renders, as helm install would.
@@ -344,7 +344,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		// For real: the state written through the store as the run pod writes it, split
 		// into parts and back, and another Infrastructure's state refused.
 		objects := state.RunObjects{ID: run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
-		store := objects.StateStore(terraformer)
+		store := objects.Store(terraformer)
 		_, err := store.Claim(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		store.Limit = 16 << 10
@@ -356,7 +356,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secrets, Name: "other.infra.tf-state"}})).To(Succeed())
 		otherObjects := objects
 		otherObjects.ID.Name = "other"
-		_, err = otherObjects.StateStore(terraformer).Load(ctx)
+		_, err = otherObjects.Store(terraformer).Load(ctx)
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 	})
 

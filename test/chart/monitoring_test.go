@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/webhook/mutation"
 	"github.com/terraseed/terraseed/test/testenv"
-	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 // monitoringValues turns on everything the chart ships for monitoring.
@@ -342,7 +342,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	ctx := context.Background()
 	bin := t.TempDir()
 	// The terraformer beside the controller is what its local executor runs, as in the image.
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/infrastructure-controller", "./cmd/terraformer")
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/terraseed", "./cmd/terraformer")
 	build.Dir = repoRoot
 	out, err := build.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
@@ -359,7 +359,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	log, err := os.Create(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer log.Close()
-	cmd := exec.Command(filepath.Join(bin, "infrastructure-controller"), "run", "--kubeconfig", kubeconfigPath,
+	cmd := exec.Command(filepath.Join(bin, "terraseed"), "run", "--kubeconfig", kubeconfigPath,
 		"--executor=local", "--terraform", testenv.Terraform(t), "--plugin-mirror", testenv.ProviderMirror(t),
 		"--work-dir", t.TempDir(), "--provider-types=local",
 		"--metrics-bind-address", metricsAddress, "--metrics-secure=false", "--health-probe-bind-address=0",
@@ -423,7 +423,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	// Gardener's kube-controller-manager Deployment goes through the webhook, which adds
 	// the local provider's flags.
 	deployment := &appsv1.Deployment{}
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "webhook/mutation/testdata/gardener-kube-controller-manager.yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "internal/webhook/mutation/testdata/gardener-kube-controller-manager.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(yaml.Unmarshal(raw, deployment)).To(Succeed())
 	deployment.Namespace = shoot

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/webhook/mutation"
 	"github.com/terraseed/terraseed/test/testenv"
-	"github.com/terraseed/terraseed/webhook/mutation"
 )
 
 // The control-plane webhook, run as the chart's ServiceAccount with the flags the chart
@@ -85,7 +85,7 @@ func TestWebhookRunsWithTheChartsRBAC(t *testing.T) {
 func runWebhookAs(t *testing.T, release string) (stop func()) {
 	t.Helper()
 	g := NewWithT(t)
-	registry, err := templates.NewRegistry()
+	registry, err := providers.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
 	w, err := mutation.New(mutation.Options{
 		Port: testenv.FreePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",

@@ -125,7 +125,7 @@ func startSeed() (_ *seedCluster, err error) {
 	}()
 
 	// The controller and the terraformer next to it, as the image installs them.
-	for _, cmd := range []string{"infrastructure-controller", "terraformer"} {
+	for _, cmd := range []string{"terraseed", "terraformer"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", cmd), "./cmd/"+cmd)
 		build.Dir = repoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
@@ -190,7 +190,7 @@ func crdPaths() ([]string, error) {
 	return paths, nil
 }
 
-// startController runs `infrastructure-controller run` with the local executor, serving
+// startController runs `terraseed run` with the local executor, serving
 // every embedded provider and the test providers under testdata/providers.
 func (s *seedCluster) startController(kubeconfigPath string) error {
 	providers, err := filepath.Abs(filepath.Join("testdata", "providers"))
@@ -201,7 +201,7 @@ func (s *seedCluster) startController(kubeconfigPath string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.dir, "bin", "infrastructure-controller"), "run",
+	cmd := exec.Command(filepath.Join(s.dir, "bin", "terraseed"), "run",
 		"--kubeconfig", kubeconfigPath, "--executor=local",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--work-dir", filepath.Join(s.dir, "work"), "--providers-dir", providers)

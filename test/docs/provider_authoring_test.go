@@ -73,7 +73,7 @@ func TestProviderAuthoringGuide(t *testing.T) {
 
 	// The user's binary, built as `go build` would build it.
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "infrastructure-controller"), "./cmd/infrastructure-controller")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "terraseed"), "./cmd/terraseed")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
@@ -123,7 +123,7 @@ func TestProviderAuthoringGuide(t *testing.T) {
 
 	// The mutation is idempotent, as the webhook's must be: mutating the result again
 	// prints it unchanged.
-	again := exec.Command(filepath.Join(bin, "infrastructure-controller"), "mutate", "-f", "mutated.yaml", "--type", "sandbox", "--cluster", "cluster.yaml", "--providers", "providers")
+	again := exec.Command(filepath.Join(bin, "terraseed"), "mutate", "-f", "mutated.yaml", "--type", "sandbox", "--cluster", "cluster.yaml", "--providers", "providers")
 	again.Dir, again.Env = work, environ
 	twice, err := again.Output()
 	g.Expect(err).NotTo(HaveOccurred())

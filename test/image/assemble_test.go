@@ -33,8 +33,8 @@ func stubStages(t *testing.T) map[string]map[string]string {
 	write("mirror/registry.terraform.io/gavinbunney/kubectl/1.19.0/linux_amd64/terraform-provider-kubectl_v1.19.0", "provider", 0o755)
 	return map[string]map[string]string{
 		"build": {
-			"/out/infrastructure-controller": write("infrastructure-controller", "controller", 0o755),
-			"/out/terraformer":               write("terraformer", "terraformer", 0o755),
+			"/out/terraseed":   write("terraseed", "controller", 0o755),
+			"/out/terraformer": write("terraformer", "terraformer", 0o755),
 		},
 		"terraform": {"/out/terraform": write("terraform", "terraform", 0o755)},
 		"providers": {"/mirror": filepath.Join(dir, "mirror")},
@@ -54,7 +54,7 @@ func TestAssemblyFollowsTheDockerfile(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(img.Config.User).To(Equal("65532:65532"))
-	g.Expect(img.Config.Entrypoint).To(Equal([]string{"/infrastructure-controller"}))
+	g.Expect(img.Config.Entrypoint).To(Equal([]string{"/terraseed"}))
 	g.Expect(img.Config.Cmd).To(Equal([]string{"run"}))
 	g.Expect(img.Config.Env).To(ContainElements(
 		"TF_CLI_CONFIG_FILE=/etc/terraseed/terraformrc",
@@ -69,7 +69,7 @@ func TestAssemblyFollowsTheDockerfile(t *testing.T) {
 			files[f.Path] = f
 		}
 	}
-	for _, p := range []string{"/infrastructure-controller", "/terraformer", "/usr/local/bin/terraform",
+	for _, p := range []string{"/terraseed", "/terraformer", "/usr/local/bin/terraform",
 		"/opt/terraseed/plugins/registry.terraform.io/gavinbunney/kubectl/1.19.0/linux_amd64/terraform-provider-kubectl_v1.19.0"} {
 		g.Expect(files).To(HaveKey(p))
 		g.Expect(files[p].Mode.Perm()).To(Equal(fs.FileMode(0o755)), p)
@@ -86,7 +86,7 @@ func TestAssemblyRefusesWhatItCannotFollow(t *testing.T) {
 	text := dockerfileText(t)
 	for _, c := range []struct{ name, old, new, want string }{
 		{"a RUN in the image", "USER 65532:65532", "RUN mkdir /data\nUSER 65532:65532", "cannot follow"},
-		{"a shell-form entrypoint", `ENTRYPOINT ["/infrastructure-controller"]`, "ENTRYPOINT /infrastructure-controller", "shell form"},
+		{"a shell-form entrypoint", `ENTRYPOINT ["/terraseed"]`, "ENTRYPOINT /terraseed", "shell form"},
 		{"an unknown stage output", "COPY --from=build /out/terraformer /terraformer", "COPY --from=build /out/other /terraformer", "nothing standing for"},
 		{"another base", "gcr.io/distroless/static-debian12:nonroot@", "gcr.io/distroless/base-debian12:nonroot@", "stands in for"},
 		{"a volume", "USER 65532:65532", "VOLUME /data\nUSER 65532:65532", "cannot follow"},

@@ -16,7 +16,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/internal/terraform/run"
 )
 
 // root is the repository: the build context.
@@ -71,7 +71,7 @@ func TestDockerfileFollowsTheRules(t *testing.T) {
 		}
 	}
 	g.Expect(dests).To(HaveKeyWithValue("/terraformer", "build"))
-	g.Expect(dests).To(HaveKeyWithValue("/infrastructure-controller", "build"))
+	g.Expect(dests).To(HaveKeyWithValue("/terraseed", "build"))
 	g.Expect(dests).To(HaveKeyWithValue("/usr/local/bin/terraform", "terraform"))
 	g.Expect(dests).To(HaveKeyWithValue("/opt/terraseed/plugins", "providers"))
 	g.Expect(env).To(HaveKeyWithValue("TERRASEED_TERRAFORM", "/usr/local/bin/terraform"))
@@ -180,7 +180,7 @@ func TestImageBinaries(t *testing.T) {
 	for stagePath, local := range outputs {
 		built[filepath.Base(stagePath)] = local
 	}
-	g.Expect(built).To(HaveKey("infrastructure-controller"))
+	g.Expect(built).To(HaveKey("terraseed"))
 	g.Expect(built).To(HaveKey("terraformer"))
 
 	for name, path := range built {
@@ -208,10 +208,10 @@ func TestImageBinaries(t *testing.T) {
 		g.Expect(info.Path).To(Equal("github.com/terraseed/terraseed/cmd/" + name))
 	}
 
-	help, err := exec.Command(built["infrastructure-controller"], "--help").CombinedOutput()
+	help, err := exec.Command(built["terraseed"], "--help").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", help)
 	g.Expect(string(help)).To(ContainSubstring("commands:"))
-	runHelp, _ := exec.Command(built["infrastructure-controller"], "run", "--help").CombinedOutput()
+	runHelp, _ := exec.Command(built["terraseed"], "run", "--help").CombinedOutput()
 	g.Expect(string(runHelp)).To(ContainSubstring("-terraformer-image"))
 	// The pod executor runs `/terraformer <command> --plugin-mirror ...`.
 	tfHelp, _ := exec.Command(built["terraformer"], "apply", "--help").CombinedOutput()

@@ -63,14 +63,14 @@ type built struct {
 
 var (
 	terraformer = &built{pkg: "terraformer"}
-	controller  = &built{pkg: "infrastructure-controller"}
+	controller  = &built{pkg: "terraseed"}
 )
 
 // TerraformerBinary builds cmd/terraformer, the entrypoint of run pods, once per test
 // process and returns its path, so that runs in tests start what the image starts.
 func TerraformerBinary(t testing.TB) string { return terraformer.binary(t) }
 
-// ControllerBinary builds cmd/infrastructure-controller once per test process and returns
+// ControllerBinary builds cmd/terraseed once per test process and returns
 // its path, for tests of what the process does as a whole (signals, restarts, kills).
 func ControllerBinary(t testing.TB) string { return controller.binary(t) }
 

@@ -1,0 +1,575 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/terraseed/terraseed/api/scheme"
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/controller/controlplane"
+	"github.com/terraseed/terraseed/internal/controller/extension"
+	"github.com/terraseed/terraseed/internal/controller/infrastructure"
+	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/serving"
+	"github.com/terraseed/terraseed/internal/terraform/executor"
+	"github.com/terraseed/terraseed/internal/terraform/run"
+	"github.com/terraseed/terraseed/internal/terraform/state"
+	"github.com/terraseed/terraseed/internal/terraform/terraformer"
+	"github.com/terraseed/terraseed/internal/webhook/mutation"
+)
+
+// managerOptions configure the controller, in a cluster or embedded.
+type managerOptions struct {
+	types                   string
+	concurrency             int
+	leaderElect             bool
+	leaderElectionNamespace string
+	metricsAddress          string
+	metricsSecure           bool
+	probeAddress            string
+	providersDir            string
+	classes                 string
+	heartbeatNamespace      string
+	extensionName           string
+	controlPlaneHealth      time.Duration
+	controlPlaneImages      string
+
+	executor                  string
+	terraform                 string
+	allowTerraformDownload    bool
+	pluginMirror, pluginCache string
+	workDir                   string
+	terraformerImage          string
+	terraformerAccount        string
+	runTimeout                time.Duration
+	podCreationTimeout        time.Duration
+	terraformerPodLabels      string
+	terraformerMemoryLimit    string
+	terraformerCPULimit       string
+	terraformerStorageLimit   string
+	maxStateSize              string
+	stateStorage              string
+	openTofu                  bool
+	driftInterval             time.Duration
+	maxRuns                   int
+	driftShare                float64
+	driftAging                time.Duration
+	runsPerAccount            int
+	// The run pods' placement (pod executor): see executor.Placement.
+	terraformerPriorityClass, terraformerNodeSelector string
+	terraformerTolerations, terraformerSpread         string
+	stateHistory                                      int
+	// allowCrossNamespaceSecretRefs lets an Infrastructure's spec.secretRef name another namespace.
+	allowCrossNamespaceSecretRefs bool
+	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
+	allowOperatorOnlyCredentials bool
+
+	webhook webhookOptions
+}
+
+func (o *managerOptions) bind(flags *flag.FlagSet) {
+	flags.StringVar(&o.types, "provider-types", "", "comma-separated provider types to serve (default: every provider known)")
+	flags.IntVar(&o.concurrency, "concurrency", 10, "objects reconciled at once; a reconcile never waits for a terraform run")
+	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
+	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
+	flags.DurationVar(&o.driftAging, "drift-aging", executor.DefaultDriftAging, "how long a drift plan waits before it goes ahead of every reconcile (never ahead of deletions and creations)")
+	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per cloud account and region (as the provider's provider.yaml identifies an account); 0: bounded by --max-runs alone")
+	flags.IntVar(&o.stateHistory, "state-history", state.DefaultHistoryDepth, "states of each Infrastructure kept besides the live one, compressed, for recovery and rollback (0: none)")
+	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
+	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flags.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics")
+	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
+	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
+	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
+	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
+	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
+	flags.StringVar(&o.controlPlaneImages, "controlplane-allowed-images", "registry.k8s.io/", "comma-separated prefixes every container image a control plane renders must start with (the images of the embedded providers are under registry.k8s.io/); a prefix not ending in /, : or @ stands for itself followed by one of them; empty allows every image")
+	flags.StringVar(&o.providersDir, "providers-dir", "", "directory of provider directories that add to or override the embedded ones")
+	flags.StringVar(&o.executor, "executor", "pod", "where terraform runs: pod (one pod per run) or local (on this machine)")
+	flags.StringVar(&o.terraform, "terraform", os.Getenv("TERRASEED_TERRAFORM"), "terraform binary for the local executor; found on PATH when empty")
+	flags.BoolVar(&o.allowTerraformDownload, "allow-terraform-download", false, "let the local executor install terraform from the releases site when it is not found")
+	flags.StringVar(&o.pluginMirror, "plugin-mirror", os.Getenv("TERRASEED_PROVIDER_MIRROR"), "terraform filesystem mirror holding the providers")
+	flags.StringVar(&o.pluginCache, "plugin-cache-dir", "", "terraform plugin cache shared by runs (default: under --work-dir)")
+	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraseed"), "working directories of local runs")
+	flags.StringVar(&o.terraformerImage, "terraformer-image", "", "image of terraformer pods (pod executor)")
+	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
+	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take: then it is stopped, its state saved, and it fails (either executor)")
+	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
+	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
+	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
+	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
+	flags.StringVar(&o.terraformerStorageLimit, "terraformer-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of terraformer pods, and the size limit of each of their emptyDir volumes (pod executor): a run that fills its disk is evicted, not the node's")
+	flags.StringVar(&o.maxStateSize, "max-state-size", "", "the most bytes a reconcile decodes one terraform state to (default: a share of the memory limit in $TERRASEED_MEMORY_LIMIT per reconcile and run at once, else the 64Mi a state may take); a larger state fails naming the figure")
+	flags.StringVar(&o.stateStorage, "state-storage", string(state.StorageConfigMap), "kind of object an Infrastructure's terraform state is kept in: configmap (as Gardener's terraformer keeps it) or secret (which the view role cannot read and encryption at rest covers); a state kept in the other kind is moved, without a run, before the Infrastructure's next run")
+	flags.StringVar(&o.terraformerPriorityClass, "terraformer-priority-class-name", "", "priorityClassName of terraformer pods (pod executor)")
+	flags.StringVar(&o.terraformerNodeSelector, "terraformer-node-selector", "", "comma-separated key=value node labels terraformer pods must run on (pod executor)")
+	flags.StringVar(&o.terraformerTolerations, "terraformer-tolerations", "", "tolerations of terraformer pods as a JSON list of Kubernetes tolerations (pod executor)")
+	flags.StringVar(&o.terraformerSpread, "terraformer-topology-spread-constraints", "", "topologySpreadConstraints of terraformer pods as a JSON list; one without a labelSelector spreads the terraformer pods among themselves (pod executor)")
+	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
+	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
+	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
+	o.webhook.bind(flags)
+}
+
+// resolvedOptions are the options parsed and checked: what the manager is built from.
+type resolvedOptions struct {
+	webhook   *mutation.Webhook
+	providers *providers.Registry
+	types     []string
+	classes   []extensionsv1alpha1.ExtensionClass
+	executor  executor.Config
+	// imagePrefixes are --controlplane-allowed-images, each ending at a boundary of an
+	// image reference.
+	imagePrefixes []string
+	// maxStateSize is the most bytes a reconcile decodes one state to.
+	maxStateSize int
+}
+
+// resolve parses and checks every option that can be checked without the API server,
+// each error naming its flag: newManager calls it before it writes anything there (the
+// webhook's certificate Secret and configuration), so that a mistyped flag leaves the
+// seed as it was.
+func (o managerOptions) resolve() (*resolvedOptions, error) {
+	if o.concurrency < 1 {
+		return nil, fmt.Errorf("--concurrency: %d must be at least 1", o.concurrency)
+	}
+	if o.maxRuns < 1 {
+		return nil, fmt.Errorf("--max-runs: %d must be at least 1", o.maxRuns)
+	}
+	if o.runsPerAccount < 0 {
+		return nil, fmt.Errorf("--runs-per-account: %d is negative; 0 bounds the runs of an account by --max-runs alone", o.runsPerAccount)
+	}
+	if o.driftAging <= 0 {
+		return nil, fmt.Errorf("--drift-aging: %s must be positive", o.driftAging)
+	}
+	if o.driftShare <= 0 || o.driftShare > 1 {
+		return nil, fmt.Errorf("--drift-share: %g must be more than 0 and at most 1", o.driftShare)
+	}
+	if o.stateHistory < 0 {
+		return nil, fmt.Errorf("--state-history: %d is negative; 0 keeps no history", o.stateHistory)
+	}
+	if o.driftInterval < 0 {
+		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+	}
+	for flag, d := range map[string]time.Duration{"--run-timeout": o.runTimeout, "--pod-creation-timeout": o.podCreationTimeout, "--controlplane-health-period": o.controlPlaneHealth} {
+		if d < 0 {
+			return nil, fmt.Errorf("%s: %s is negative", flag, d)
+		}
+	}
+	r := &resolvedOptions{}
+	var err error
+	if r.classes, err = parseClasses(o.classes); err != nil {
+		return nil, fmt.Errorf("--extension-classes: %w", err)
+	}
+	if r.providers, r.types, err = o.providerTypes(); err != nil {
+		return nil, err
+	}
+	if r.imagePrefixes, err = controlplane.ParseImagePrefixes(o.controlPlaneImages); err != nil {
+		return nil, fmt.Errorf("--controlplane-allowed-images: %w", err)
+	}
+	if r.webhook, err = o.webhook.build(); err != nil {
+		return nil, err
+	}
+	if r.executor, err = o.executorConfig(); err != nil {
+		return nil, err
+	}
+	if r.maxStateSize, err = o.stateBound(os.Getenv("TERRASEED_MEMORY_LIMIT")); err != nil {
+		return nil, err
+	}
+	r.executor.MaxStateSize = r.maxStateSize
+	if r.executor.StateStorage, err = state.ParseStorage("--state-storage", o.stateStorage); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// executorFlagError names the flag of the executor's configuration field that err names;
+// nil stays nil.
+func executorFlagError(err error) error {
+	var input *run.InputError
+	if !errors.As(err, &input) {
+		return err
+	}
+	flag := map[string]string{"kind": "--executor", "terraform": "--terraform", "image": "--terraformer-image"}[input.Field]
+	if flag == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %s", flag, input.Problem)
+}
+
+// providerTypes are the embedded providers and those of --providers-dir, and the types
+// to serve: --provider-types, or every one known.
+func (o managerOptions) providerTypes() (*providers.Registry, []string, error) {
+	var dirs []string
+	if o.providersDir != "" {
+		dirs = append(dirs, o.providersDir)
+	}
+	registry, err := providers.NewRegistry(dirs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--providers-dir: %w", err)
+	}
+	if o.types == "" {
+		return registry, registry.Types(), nil
+	}
+	types := strings.Split(o.types, ",")
+	for _, t := range types {
+		if _, err := registry.Provider(t); err != nil {
+			return nil, nil, fmt.Errorf("--provider-types: %w", err)
+		}
+	}
+	return registry, types, nil
+}
+
+// newManager builds a manager running the Infrastructure controller with the configured executor.
+func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manager.Manager, error) {
+	r, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := o.newControllerManager(cfg, r.webhook, r.executor.ShutdownTimeout())
+	if err != nil {
+		return nil, err
+	}
+	if r.webhook != nil {
+		if err := r.webhook.SetupWithManager(ctx, mgr, r.providers, r.types); err != nil {
+			return nil, fmt.Errorf("the control-plane webhook: %w", err)
+		}
+	}
+	if o.heartbeatNamespace != "" {
+		if err := mgr.Add(&extension.Heartbeat{Client: mgr.GetClient(), Namespace: o.heartbeatNamespace, Holder: o.extensionName}); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupInfrastructures(ctx, mgr, r, o); err != nil {
+		return nil, err
+	}
+	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, r, o)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", r.types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
+	return mgr, nil
+}
+
+// newControllerManager is the manager with its leader election, metrics, probes, caches
+// and the webhook's server.
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook, shutdownTimeout time.Duration) (manager.Manager, error) {
+	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	managerScheme := scheme.New()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:         managerScheme,
+		LeaderElection: o.leaderElect,
+		// The Lease keeps the name it had before the binary was renamed: replicas of the
+		// version before and after an upgrade must contend for the same one.
+		LeaderElectionID:        "terraseed-infrastructure-controller",
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		// Runs end with the state saved; a new leader adopts what is still running.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
+		HealthProbeBindAddress:        o.probeAddress,
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
+		// The health check watches workloads of ControlPlanes only, not every one of the seed.
+		Cache:         cache.Options{ByObject: controlPlaneWorkloads(managerScheme)},
+		WebhookServer: controlPlaneWebhook.Server(),
+		// The runs the controller hosts stop and save their state before it exits.
+		GracefulShutdownTimeout: &shutdownTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// setupInfrastructures serves Infrastructures of the served types with the configured
+// executor, behind the run pipeline that the manager starts.
+func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) error {
+	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), r.executor)
+	if err != nil {
+		return executorFlagError(err)
+	}
+	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
+	runs := executor.NewPipeline(runner, r.executor, infrastructure.RunHooks(recorder))
+	if err := mgr.Add(runs); err != nil {
+		return err
+	}
+	actuator := &infrastructure.Actuator{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      recorder,
+		Providers:     r.providers,
+		Runs:          runs,
+		DriftInterval: o.driftInterval,
+		StateHistory:  stateHistoryDepth(o.stateHistory),
+
+		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
+		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
+		MaxStateSize:                  r.maxStateSize,
+		StateStorage:                  r.executor.StateStorage,
+	}
+	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
+	return infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
+}
+
+// setupControlPlanes serves ControlPlanes of the served types whose provider has a control
+// plane, and returns those types.
+func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) ([]string, error) {
+	var controlPlaneTypes []string
+	for _, t := range r.types {
+		if p, err := r.providers.Provider(t); err == nil && p.ControlPlane != nil {
+			controlPlaneTypes = append(controlPlaneTypes, t)
+		}
+	}
+	if len(controlPlaneTypes) == 0 {
+		return nil, nil
+	}
+	// Applied objects are read live: caching every kind a provider renders would cost
+	// memory in proportion to the seed.
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	actuator := &controlplane.Actuator{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("terraseed-controlplane"),
+		Providers: r.providers,
+		Resources: controlplane.NewResourceManager(live),
+	}
+	actuator.AllowedImages = r.imagePrefixes
+	reconciler := controlplane.NewReconciler(actuator, controlPlaneTypes, r.classes)
+	if err := controlplane.SetupWithManager(ctx, mgr, reconciler, actuator, controller.Options{MaxConcurrentReconciles: o.concurrency}, o.controlPlaneHealth); err != nil {
+		return nil, err
+	}
+	return controlPlaneTypes, nil
+}
+
+// controlPlaneWorkloads limits the cache of the workloads the health check watches to
+// those a ControlPlane deployed.
+func controlPlaneWorkloads(s *k8sruntime.Scheme) map[client.Object]cache.ByObject {
+	selector := labels.NewSelector()
+	owned, err := labels.NewRequirement(controlplane.OwnerLabelGroup+"/name", selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	selector = selector.Add(*owned)
+	byObject := map[client.Object]cache.ByObject{}
+	for _, kind := range controlplane.WorkloadKinds() {
+		gvk, err := apiutil.GVKForObject(kind, s)
+		if err != nil {
+			panic(err)
+		}
+		metadata := &metav1.PartialObjectMetadata{}
+		metadata.SetGroupVersionKind(gvk)
+		byObject[metadata] = cache.ByObject{Label: selector}
+	}
+	return byObject
+}
+
+// executorConfig is the executor the flags configure, checked.
+func (o managerOptions) executorConfig() (executor.Config, error) {
+	cfg := executor.Config{
+		Kind: o.executor,
+		Settings: terraformer.Settings{
+			Terraform: o.terraform,
+			OpenTofu:  o.openTofu,
+			Plugins:   run.Plugins{Mirror: o.pluginMirror, CacheDir: o.pluginCache},
+		},
+		AllowTerraformDownload: o.allowTerraformDownload,
+		WorkDir:                o.workDir,
+		Image:                  o.terraformerImage,
+		ServiceAccountName:     o.terraformerAccount,
+		RunTimeout:             o.runTimeout,
+		CreationTimeout:        o.podCreationTimeout,
+		MaxRuns:                o.maxRuns,
+		DriftShare:             o.driftShare,
+		DriftAging:             o.driftAging,
+		RunsPerAccount:         o.runsPerAccount,
+	}
+	if o.executor == executor.KindPod {
+		var err error
+		if cfg.PodLabels, err = parseLabels(o.terraformerPodLabels); err != nil {
+			return cfg, fmt.Errorf("--terraformer-pod-labels: %w", err)
+		}
+		if cfg.Resources, err = o.terraformerResources(); err != nil {
+			return cfg, err
+		}
+		if cfg.Placement, err = o.terraformerPlacement(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, executorFlagError(cfg.Validate())
+}
+
+// terraformerPlacement is where terraformer pods may go, each error naming its flag and
+// the field in it.
+func (o managerOptions) terraformerPlacement() (executor.Placement, error) {
+	p := executor.Placement{PriorityClassName: o.terraformerPriorityClass}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("--terraformer-priority-class-name: %w", err)
+	}
+	var err error
+	if p.NodeSelector, err = parseLabels(o.terraformerNodeSelector); err != nil {
+		return p, fmt.Errorf("--terraformer-node-selector: %w", err)
+	}
+	if p.Tolerations, err = executor.ParseTolerations(o.terraformerTolerations); err != nil {
+		return p, fmt.Errorf("--terraformer-tolerations: %w", err)
+	}
+	if p.TopologySpreadConstraints, err = executor.ParseTopologySpreadConstraints(o.terraformerSpread); err != nil {
+		return p, fmt.Errorf("--terraformer-topology-spread-constraints: %w", err)
+	}
+	return p, nil
+}
+
+// stateBound is --max-state-size, or by default a share of the controller's memory limit
+// (memoryLimit, bytes or a quantity; empty without a limit): half of it for states, each
+// held up to twice (decoded and encoded) by each reconcile and run that reads one at once;
+// never more than the most a state may take, state.MaxStateSize.
+func (o managerOptions) stateBound(memoryLimit string) (int, error) {
+	if o.maxStateSize != "" {
+		q, err := resource.ParseQuantity(o.maxStateSize)
+		if err != nil || q.Sign() <= 0 || q.Value() > state.MaxStateSize {
+			return 0, fmt.Errorf("--max-state-size: %q is no quantity of more than 0 and at most %d (64Mi), the most a state may take", o.maxStateSize, state.MaxStateSize)
+		}
+		return int(q.Value()), nil
+	}
+	if memoryLimit == "" {
+		return state.MaxStateSize, nil
+	}
+	limit, err := resource.ParseQuantity(memoryLimit)
+	if err != nil || limit.Sign() <= 0 {
+		return 0, fmt.Errorf("TERRASEED_MEMORY_LIMIT: %q is no memory quantity (set --max-state-size instead)", memoryLimit)
+	}
+	bound := limit.Value() / 2 / 2 / int64(max(o.concurrency+o.maxRuns, 1))
+	return int(min(max(bound, 1<<20), state.MaxStateSize)), nil
+}
+
+// terraformerResources are the requests and the memory, CPU and ephemeral-storage limits of
+// terraformer pods; an empty flag sets no limit.
+func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, error) {
+	resources := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+	}}
+	limits := corev1.ResourceList{}
+	for _, l := range []struct {
+		flag, value, least string
+		name               corev1.ResourceName
+	}{
+		{"--terraformer-memory-limit", o.terraformerMemoryLimit, "256Mi", corev1.ResourceMemory},
+		{"--terraformer-cpu-limit", o.terraformerCPULimit, "100m", corev1.ResourceCPU},
+		{"--terraformer-ephemeral-storage-limit", o.terraformerStorageLimit, "64Mi", corev1.ResourceEphemeralStorage},
+	} {
+		if l.value == "" {
+			continue
+		}
+		limit, err := resource.ParseQuantity(l.value)
+		if err != nil || limit.Cmp(resource.MustParse(l.least)) < 0 {
+			return resources, fmt.Errorf("%s: %q is no quantity of at least %s", l.flag, l.value, l.least)
+		}
+		limits[l.name] = limit
+	}
+	if len(limits) > 0 {
+		resources.Limits = limits
+	}
+	return resources, nil
+}
+
+// runController runs the controller against the cluster of the kubeconfig, or in-cluster.
+func runController(ctx context.Context, args []string) error {
+	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the seed (default: $KUBECONFIG, then in-cluster)")
+	var o managerOptions
+	o.bind(flags)
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *kubeconfig != "" {
+		os.Setenv("KUBECONFIG", *kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	mgr, err := newManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// parseClasses reads a comma-separated list of extension classes.
+func parseClasses(s string) ([]extensionsv1alpha1.ExtensionClass, error) {
+	known := []extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed, extensionsv1alpha1.ExtensionClassGarden}
+	var classes []extensionsv1alpha1.ExtensionClass
+	for _, name := range strings.Split(s, ",") {
+		class := extensionsv1alpha1.ExtensionClass(strings.TrimSpace(name))
+		if !slices.Contains(known, class) {
+			return nil, fmt.Errorf("%q is not one of %v", class, known)
+		}
+		classes = append(classes, class)
+	}
+	return classes, nil
+}
+
+// parseLabels reads key=value,key=value; keys and values must be valid label keys and values.
+func parseLabels(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	selector, err := labels.ConvertSelectorToLabelsMap(s)
+	if err != nil {
+		return nil, err
+	}
+	for key, value := range selector {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return nil, fmt.Errorf("label key %q: %s", key, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return nil, fmt.Errorf("label %q value %q: %s", key, value, strings.Join(errs, "; "))
+		}
+	}
+	return selector, nil
+}
+
+// stateHistoryDepth is the actuator's StateHistory for --state-history, whose 0 keeps none.
+func stateHistoryDepth(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
+}

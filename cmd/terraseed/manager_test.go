@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/terraform/executor"
+)
+
+func TestExtensionClassesAreChecked(t *testing.T) {
+	g := NewWithT(t)
+	classes, err := parseClasses("shoot, seed")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(classes).To(Equal([]extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed}))
+	_, err = parseClasses("shoot,cluster")
+	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
+}
+
+// The pod executor's configuration, as the flags make it, gives run pods a memory limit,
+// a CPU and a disk limit (internal/terraform/executor's TestNewGivesRunPodsTheConfiguredResources:
+// the pods carry them).
+func TestTerraformerPodsGetLimits(t *testing.T) {
+	g := NewWithT(t)
+	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	o := managerOptions{}
+	o.bind(flags)
+	g.Expect(flags.Parse([]string{"--terraformer-image", "terraseed/terraseed:test"})).To(Succeed())
+	cfg, err := o.executorConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Kind).To(Equal(executor.KindPod))
+	g.Expect(cfg.Resources.Limits.Memory().String()).To(Equal("2Gi"))
+	g.Expect(cfg.Resources.Requests.Memory().String()).To(Equal("256Mi"))
+	// A provider plugin that spins or fills its disk is held in its pod too.
+	g.Expect(cfg.Resources.Limits.Cpu().String()).To(Equal("2"))
+	g.Expect(cfg.Resources.Limits.StorageEphemeral().String()).To(Equal("1Gi"))
+
+	for _, bad := range []string{"lots", "128Mi"} {
+		o.terraformerMemoryLimit = bad
+		_, err = o.executorConfig()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-memory-limit: %q", bad))))
+	}
+	o.terraformerMemoryLimit = "2Gi"
+	for _, bad := range []string{"fast", "50m", "0"} {
+		o.terraformerCPULimit = bad
+		_, err = o.terraformerResources()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-cpu-limit: %q", bad))))
+	}
+	o.terraformerCPULimit = "2"
+	for _, bad := range []string{"big", "-1Gi", "0"} {
+		o.terraformerStorageLimit = bad
+		_, err = o.terraformerResources()
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--terraformer-ephemeral-storage-limit: %q", bad))))
+	}
+}
+
+// What one reconcile decodes of a state is bounded by what the controller is given: by
+// default a share of its memory limit (TERRASEED_MEMORY_LIMIT, the chart's downward API) per
+// reconcile and run read at once, never more than a state may take.
+func TestTheStateBoundFollowsTheMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	o := managerOptions{concurrency: 10, maxRuns: 5}
+	size, err := o.stateBound("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(64<<20), "no limit: the most a state may take")
+	size, err = o.stateBound("536870912")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(512<<20/60), "512 MiB: half of it for states, each held twice, 15 at once")
+	o.maxStateSize = "8Mi"
+	size, err = o.stateBound("536870912")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(size).To(Equal(8 << 20))
+	for _, bad := range []string{"lots", "0", "65Mi"} {
+		o.maxStateSize = bad
+		_, err = o.stateBound("")
+		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("--max-state-size: %q", bad))))
+	}
+	o.maxStateSize = ""
+	_, err = o.stateBound("a lot")
+	g.Expect(err).To(MatchError(ContainSubstring("TERRASEED_MEMORY_LIMIT")))
+}

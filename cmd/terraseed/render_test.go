@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+const cases = "../../internal/providers/testdata/cases"
+
+// TestRender prints the same files the golden tests hold, and names credentials only.
+func TestRender(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	dir := filepath.Join(cases, "aws", "three-zones")
+	g.Expect(runRender([]string{"-f", filepath.Join(dir, "infrastructure.yaml"), "--cluster", filepath.Join(dir, "cluster.yaml")}, &out)).To(Succeed())
+	golden := filepath.Join("..", "..", "internal", "providers", "testdata", "golden", "aws", "three-zones")
+	for _, name := range []string{"main.tf", "outputs.tf", "variables.tf", "terraform.tfvars.json"} {
+		want, err := os.ReadFile(filepath.Join(golden, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.String()).To(ContainSubstring("# ---- " + name + "\n" + string(want)))
+	}
+	g.Expect(out.String()).To(ContainSubstring(`# AWS_SECRET_ACCESS_KEY=<redacted: key "secretAccessKey">`))
+	g.Expect(out.String()).To(ContainSubstring(`# TF_VAR_endpoint=<redacted: key "endpoint"> (optional)`))
+}
+
+func TestRenderErrors(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(runRender(nil, &bytes.Buffer{})).To(MatchError(ContainSubstring("-f is required")))
+
+	bad := filepath.Join(t.TempDir(), "infra.yaml")
+	data, err := os.ReadFile(filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(data), "workers: 10.250.0.0/19", "workers: 10.250.1.0/19", 1)), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.networks.zones[0].workers")))
+
+	var out bytes.Buffer
+	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--providers", "../../internal/providers/testdata/providers"}, &out)).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("kubectl_manifest"))
+}
+
+// TestRenderControlPlane prints the objects a ControlPlane applies, with the network-policy
+// labels, and its providerStatus.
+func TestRenderControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	g.Expect(runRender([]string{"-f", "../../examples/controlplane-local.yaml"}, &out)).To(Succeed())
+	text := out.String()
+	g.Expect(strings.Count(text, "---\n")).To(Equal(3))
+	g.Expect(text).To(ContainSubstring("kind: Deployment"))
+	g.Expect(text).To(ContainSubstring("networking.gardener.cloud/to-dns: allowed"))
+	g.Expect(text).To(ContainSubstring("--feature-gates=SomeFeature=true"))
+	g.Expect(text).To(ContainSubstring("namespace: shoot--dev--local\n"))
+	g.Expect(text).To(ContainSubstring("# ---- providerStatus\n# apiVersion: local.provider.terraseed.io/v1alpha1\n"))
+
+	bad := filepath.Join(t.TempDir(), "cp.yaml")
+	data, err := os.ReadFile("../../examples/controlplane-local.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(data), "replicas: 1", "replicas: 5", 1)), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.cloudControllerManager.replicas")))
+}

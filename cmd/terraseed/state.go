@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/api/scheme"
+	"github.com/terraseed/terraseed/internal/controller/infrastructure"
+)
+
+const stateUsage = `usage: terraseed state <command> [--kubeconfig file] NAMESPACE/NAME
+  history NAMESPACE/NAME          list the states kept of the Infrastructure: serial, lineage, time, resources
+  rollback NAMESPACE/NAME SERIAL  make the kept state of SERIAL the live one, as a new serial of the same lineage
+`
+
+// runState serves the state commands, against the seed of the kubeconfig.
+func runState(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) < 1 {
+		return fmt.Errorf("%s", stateUsage)
+	}
+	command := args[0]
+	flags := flag.NewFlagSet("state "+command, flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the seed (default: $KUBECONFIG, then in-cluster)")
+	if err := flags.Parse(args[1:]); err != nil {
+		return err
+	}
+	want := map[string]int{"history": 1, "rollback": 2}[command]
+	if want == 0 || flags.NArg() != want {
+		return fmt.Errorf("%s", stateUsage)
+	}
+	namespace, name, ok := strings.Cut(flags.Arg(0), "/")
+	if !ok || namespace == "" || name == "" {
+		return fmt.Errorf("NAMESPACE/NAME: %q names no Infrastructure", flags.Arg(0))
+	}
+	var serial int64
+	if command == "rollback" {
+		var err error
+		if serial, err = strconv.ParseInt(flags.Arg(1), 10, 64); err != nil {
+			return fmt.Errorf("SERIAL: %q is not a serial", flags.Arg(1))
+		}
+	}
+	if *kubeconfig != "" {
+		os.Setenv("KUBECONFIG", *kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	if command == "history" {
+		entries, err := infrastructure.StateHistory(ctx, c, key)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "SERIAL\tLINEAGE\tTIME\tRESOURCES")
+		for _, e := range entries {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%d\n", e.Serial, e.Lineage, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Resources)
+		}
+		return w.Flush()
+	}
+	next, err := infrastructure.RollbackState(ctx, c, key, serial)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "the state of %s is now serial %d, the state of serial %d; the next reconcile applies it\n", key, next, serial)
+	return nil
+}

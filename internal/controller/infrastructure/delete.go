@@ -1,0 +1,122 @@
+package infrastructure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/internal/controller/extension"
+	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/terraform/executor"
+	"github.com/terraseed/terraseed/internal/terraform/run"
+)
+
+// delete destroys what terraform created and removes what the runs kept. Any other run
+// of the object is dropped, stopped or waited for first (see endRuns), so that the destroy
+// starts from the final state and nothing writes for the object once it is gone.
+func (op *operation) delete(ctx context.Context) error {
+	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
+		return err
+	}
+	state, err := op.objects().ReadState(ctx, op.actuator.Client)
+	if err != nil {
+		return fmt.Errorf("reading the state: %w", err)
+	}
+	if state != nil {
+		if err := op.destroy(ctx); err != nil {
+			return err
+		}
+	}
+	return op.deleteRunObjects(ctx)
+}
+
+// forceDelete removes what the runs kept, the state included, and destroys nothing. A run
+// under way is stopped and waited for first: its final save would otherwise write the
+// state again after it was deleted.
+func (op *operation) forceDelete(ctx context.Context) error {
+	if err := op.endRuns(ctx, "", true); err != nil {
+		return err
+	}
+	return op.deleteRunObjects(ctx)
+}
+
+func (op *operation) destroy(ctx context.Context) error {
+	env, err := op.destroyCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	req := executor.Request{
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
+		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+	}
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err == nil {
+		req = op.withFleet(req, provider)
+	}
+	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, op.ensureConfig)
+	if provider != nil {
+		return throttledError(provider, err)
+	}
+	return err
+}
+
+// destroyCredentials prefers the referenced secret and falls back to the credentials of
+// the last run, so that a deletion never waits on a secret deleted first.
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, error) {
+	provider, secret, err := op.inputs(ctx)
+	var opErr *extension.Error
+	switch {
+	case err == nil:
+		return provider.Credentials(secret)
+	case errors.As(err, &opErr) && opErr.Reason == ReasonCredentialsUnavailable:
+		stored, storedErr := op.storedCredentials(ctx)
+		if storedErr != nil {
+			return nil, storedErr
+		}
+		if stored == nil {
+			key := secretKeyOf(op.infra)
+			return nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+		}
+		return envOf(stored), nil
+	default:
+		return nil, err
+	}
+}
+
+// ensureConfig keeps the configuration that was last applied; only when there is none is
+// it rendered again, since destroying needs the provider configuration.
+func (op *operation) ensureConfig(ctx context.Context) error {
+	objects := op.objects()
+	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil {
+		return err
+	}
+	rendered, err := provider.Render(providers.Input{Infrastructure: op.infra, Cluster: op.req.Cluster})
+	if err != nil {
+		return err
+	}
+	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files); err != nil {
+		return err
+	}
+	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
+}
+
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
+// run objects, and what the executor keeps beside them (a local run directory).
+func (op *operation) deleteRunObjects(ctx context.Context) error {
+	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
+		return fmt.Errorf("deleting the run objects: %w", err)
+	}
+	if err := op.actuator.Runs.Clean(ctx, op.objects().ID); err != nil {
+		return fmt.Errorf("removing the run directory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package executor
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/gardener/errorcodes"
+	"github.com/terraseed/terraseed/internal/terraform/run"
+)
+
+func expectRunError(g Gomega, err error) *run.Error {
+	var re *run.Error
+	g.Expect(errors.As(err, &re)).To(BeTrue(), "a *RunError, got %v", err)
+	g.Expect(re.Message).NotTo(MatchRegexp(`\x1b\[`))
+	g.Expect(re.Message).NotTo(MatchRegexp(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`))
+	g.Expect(len(re.Message)).To(BeNumerically("<", 1000))
+	return re
+}
+
+// codesOf are the codes the controller gives a failed run.
+func codesOf(re *run.Error) []extensionsv1alpha1.ErrorCode {
+	return errorcodes.Classify(re.Blocks)
+}
+
+func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 3)
+	// A client certificate the cluster's CA never signed.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "intruder"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	g.Expect(err).NotTo(HaveOccurred())
+	bad := rest.CopyConfig(env.Config)
+	bad.CertData = pemBlock("CERTIFICATE", der)
+	bad.KeyData = pemBlock("EC PRIVATE KEY", keyDER)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(writeKubeconfig(bad, path)).To(Succeed())
+	kubeconfig, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	f.kubeconfig = string(kubeconfig)
+
+	_, err = f.run(run.Apply)
+	re := expectRunError(g, err)
+	t.Logf("message: %s", re.Message)
+	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraUnauthenticated))
+	g.Expect(errorcodes.Retryable(codesOf(re))).To(BeFalse())
+	g.Expect(re.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "the apply ran, and failed")
+	g.Expect(re.Message).To(MatchRegexp(`Unauthorized|provide credentials`))
+	g.Expect(f.items(g)).To(BeEmpty())
+}
+
+func TestSyntaxErrorIsAConfigurationProblem(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	f.writeConfig("testdata/syntax-error")
+
+	for _, command := range []run.Command{run.Validate, run.Apply} {
+		_, err := f.run(command)
+		re := expectRunError(g, err)
+		t.Logf("%s: %s", command, re.Message)
+		g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+		g.Expect(errorcodes.Retryable(codesOf(re))).To(BeFalse())
+		g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
+	}
+}
+
+func TestResourceConflictIsADependencyError(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	f.writeConfig("testdata/conflict")
+	taken := corev1ac.ConfigMap("taken", f.namespace).WithData(map[string]string{"owner": "someone-else"})
+	g.Expect(env.Client.Apply(context.Background(), taken, client.FieldOwner("someone-else"))).To(Succeed())
+
+	_, err := f.run(run.Apply)
+	re := expectRunError(g, err)
+	t.Logf("message: %s", re.Message)
+	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraDependencies))
+	g.Expect(re.Message).To(ContainSubstring("conflict"))
+}
+
+func TestInvalidRequestsNameTheField(t *testing.T) {
+	g := NewWithT(t)
+	e := &LocalExecutor{Client: env.Client}
+	for field, req := range map[string]Request{
+		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
+		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
+		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: run.Apply},
+		"command":   {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: "refresh"},
+		"env":       {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Env: map[string]string{"NOT A NAME": "x"}},
+	} {
+		_, err := e.Run(context.Background(), req)
+		g.Expect(err).To(MatchError(run.ErrInvalidInput))
+		g.Expect(err.Error()).To(HavePrefix(field))
+	}
+}
+
+func pemBlock(kind string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}
+
+func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	// No other terraform release can be built here; a script answers `terraform version -json` as 1.4.6 does.
+	other := filepath.Join(t.TempDir(), "terraform")
+	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
+	f.executor.Settings.Terraform = other
+
+	_, err := f.run(run.Apply)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("terraform 1.5.7 is not installed"))
+	g.Expect(err.Error()).To(ContainSubstring("is terraform 1.4.6"))
+	g.Expect(f.items(g)).To(BeEmpty())
+}

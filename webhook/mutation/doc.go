@@ -1,2 +1,0 @@
-// Package mutation is the mutating admission webhook that adapts Gardener's control-plane Deployments to a provider, from the provider's mutations.yaml.
-package mutation
