@@ -349,9 +349,36 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("moving the state from %s %s: %w", old.kind(), old.GetName(), err)
 	}
+	if err := s.copyBeside(ctx, key, from, to); err != nil {
+		return false, err
+	}
+	moved := s.movedState(current, old, from, to)
+	if current == nil {
+		err = moved.create(ctx, s.Client)
+	} else {
+		err = moved.update(ctx, s.Client)
+	}
+	if err != nil {
+		return false, fmt.Errorf("writing %s %s: %w", to.Kind(), moved.GetName(), err)
+	}
+	s.last, s.knownVersion = nil, ""
+	// What is deleted next must be read back whole from the new objects first.
+	copied, err := s.decode(ctx, moved)
+	if err != nil {
+		return false, fmt.Errorf("reading the moved state back from %s %s: %w", moved.kind(), moved.GetName(), err)
+	}
+	if !bytes.Equal(copied, state) {
+		return false, fmt.Errorf("%w: %s %s does not read back as the state of %s %s", ErrCorruptState, moved.kind(), moved.GetName(), old.kind(), old.GetName())
+	}
+	return true, s.finishMove(ctx, moved, from)
+}
+
+// copyBeside writes what is kept beside the state in the kind from (its history) into the
+// kind to, before the state itself moves.
+func (s *Store) copyBeside(ctx context.Context, key client.ObjectKey, from, to Storage) error {
 	beside, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelStateOf: key.Name})
 	if err != nil {
-		return false, err
+		return err
 	}
 	for _, o := range beside {
 		if _, err := to.createOrUpdate(ctx, s.Client, metav1.ObjectMeta{Namespace: key.Namespace, Name: o.GetName()}, func(copied *object) {
@@ -359,9 +386,16 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 			copied.SetAnnotations(mergeMaps(copied.GetAnnotations(), o.GetAnnotations()))
 			copied.copyData(o)
 		}); err != nil {
-			return false, fmt.Errorf("writing %s %s: %w", to.Kind(), o.GetName(), err)
+			return fmt.Errorf("writing %s %s: %w", to.Kind(), o.GetName(), err)
 		}
 	}
+	return nil
+}
+
+// movedState is the state object of the kind to that a move writes: old's labels,
+// annotations and state, marked as moved from the kind from, over current when there is
+// one (an empty state, or a copy a move cut short left).
+func (s *Store) movedState(current, old *object, from, to Storage) *object {
 	moved := to.newObject(s.Objects.meta(s.Objects.StateName()))
 	if current != nil {
 		moved = current
@@ -384,24 +418,7 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 	} else {
 		moved.setBinary(StateKey, old.binary(StateKey))
 	}
-	if current == nil {
-		err = moved.create(ctx, s.Client)
-	} else {
-		err = moved.update(ctx, s.Client)
-	}
-	if err != nil {
-		return false, fmt.Errorf("writing %s %s: %w", to.Kind(), moved.GetName(), err)
-	}
-	s.last, s.knownVersion = nil, ""
-	// What is deleted next must be read back whole from the new objects first.
-	copied, err := s.decode(ctx, moved)
-	if err != nil {
-		return false, fmt.Errorf("reading the moved state back from %s %s: %w", moved.kind(), moved.GetName(), err)
-	}
-	if !bytes.Equal(copied, state) {
-		return false, fmt.Errorf("%w: %s %s does not read back as the state of %s %s", ErrCorruptState, moved.kind(), moved.GetName(), old.kind(), old.GetName())
-	}
-	return true, s.finishMove(ctx, moved, from)
+	return moved
 }
 
 // finishMove deletes the state, and everything kept beside it, in the kind from, and then
