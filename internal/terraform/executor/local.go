@@ -63,19 +63,9 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	}
 	defer release()
 
-	dir := filepath.Join(e.BaseDir, req.ID.Dir())
-	if err := e.removeOtherOwners(req.ID); err != nil {
-		return nil, err
-	}
-	for _, d := range []string{dir, homeOf(dir)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("creating the run directory: %w", err)
-		}
-	}
-	// A short path: provider plugins put their sockets there, whose paths are bounded.
-	tmp, err := os.MkdirTemp("", "terraseed-run-")
+	dir, tmp, err := e.runDirs(req.ID)
 	if err != nil {
-		return nil, fmt.Errorf("creating the run's temporary directory: %w", err)
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	// What an earlier run reported is not this run's.
@@ -84,6 +74,51 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 		return nil, err
 	}
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
+	r := e.runner(req, dir, tmp, output)
+	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
+	runCtx := ctx
+	if e.RunTimeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
+		defer cancel()
+	}
+	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
+	result, err := r.Run(runCtx)
+	stopProgress()
+	if err != nil {
+		re := run.ErrorOf(r.Phases(), err)
+		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
+			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
+			re.Err = errors.Join(ErrRunDeadline, re.Err)
+		}
+		fmt.Fprintln(output, "run failed:", re.Error())
+		return nil, re
+	}
+	return withPlan(ctx, report, req, result)
+}
+
+// runDirs makes the run directory of id (kept between runs) and its home, after removing
+// those of earlier owners of the name, and a temporary directory for this run alone.
+func (e *LocalExecutor) runDirs(id run.ID) (dir, tmp string, err error) {
+	dir = filepath.Join(e.BaseDir, id.Dir())
+	if err := e.removeOtherOwners(id); err != nil {
+		return "", "", err
+	}
+	for _, d := range []string{dir, homeOf(dir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", "", fmt.Errorf("creating the run directory: %w", err)
+		}
+	}
+	// A short path: provider plugins put their sockets there, whose paths are bounded.
+	if tmp, err = os.MkdirTemp("", "terraseed-run-"); err != nil {
+		return "", "", fmt.Errorf("creating the run's temporary directory: %w", err)
+	}
+	return dir, tmp, nil
+}
+
+// runner is the Runner of req in the run directory dir: the executor's settings, with
+// the request's parallelism when it has one.
+func (e *LocalExecutor) runner(req Request, dir, tmp string, output io.Writer) *terraformer.Runner {
 	settings := e.Settings
 	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
 	r := &terraformer.Runner{
@@ -106,26 +141,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, erro
 	if req.Background {
 		r.Nice = BackgroundNice
 	}
-	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
-	runCtx := ctx
-	if e.RunTimeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
-		defer cancel()
-	}
-	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
-	result, err := r.Run(runCtx)
-	stopProgress()
-	if err != nil {
-		re := run.ErrorOf(r.Phases(), err)
-		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
-			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
-			re.Err = errors.Join(ErrRunDeadline, re.Err)
-		}
-		fmt.Fprintln(output, "run failed:", re.Error())
-		return nil, re
-	}
-	return withPlan(ctx, report, req, result)
+	return r
 }
 
 var _ Cleaner = (*LocalExecutor)(nil)
