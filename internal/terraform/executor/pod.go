@@ -145,37 +145,9 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 	defer release()
 	log := logf.FromContext(ctx).WithValues("pod", req.ID.PodName(), "command", req.Command)
 
-	pod := &corev1.Pod{}
-	err = e.Client.Get(ctx, client.ObjectKey{Namespace: req.ID.Namespace, Name: req.ID.PodName()}, pod)
-	switch {
-	case apierrors.IsNotFound(err):
-		pod = nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the run pod: %w", err)
-	case pod.DeletionTimestamp != nil && !finished(pod):
-		// Stopping within its grace period, the pod's terraform stops and the terraformer
-		// saves the state: nothing of its run is touched until it ended.
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s is stopping)", run.ErrRunInProgress, pod.Name))
-	case finished(pod):
-		if err := e.cleanup(ctx, req.ID, pod); err != nil {
-			return nil, err
-		}
-		pod = nil
-	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[LabelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[LabelDigest] != req.Digest)):
-		// A pod of another run left Pending, with no node yet, ran nothing: this run
-		// replaces it (the deletion of a pod on no node is immediate).
-		if err := e.cleanup(ctx, req.ID, pod); err != nil {
-			return nil, err
-		}
-		pod = nil
-	case pod.Labels[LabelCommand] != string(req.Command):
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
-	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
-		// A pod of another configuration, e.g. of the generation before a restart: its
-		// outcome is not this run's. This run starts once it ended.
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", run.ErrRunInProgress, pod.Name))
-	default:
-		log.Info("adoptingRunPod")
+	pod, err := e.podToAdopt(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	report := run.ReportAnnotations{Client: e.Client, ID: req.ID}
 	// When the pod was asked for, for its spans; unknown for an adopted one.
@@ -198,6 +170,46 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 		return nil, err
 	}
 	return withPlan(ctx, report, req, result)
+}
+
+// podToAdopt is the run pod of req's ID that this run follows: one of the same command and
+// configuration, left by this process or an earlier one; nil when there is none, or the
+// one there ended or never started and is gone now. A pod of another run still under way
+// is ErrRunInProgress.
+func (e *PodExecutor) podToAdopt(ctx context.Context, req Request) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: req.ID.Namespace, Name: req.ID.PodName()}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the run pod: %w", err)
+	case pod.DeletionTimestamp != nil && !finished(pod):
+		// Stopping within its grace period, the pod's terraform stops and the terraformer
+		// saves the state: nothing of its run is touched until it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s is stopping)", run.ErrRunInProgress, pod.Name))
+	case finished(pod):
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[LabelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[LabelDigest] != req.Digest)):
+		// A pod of another run left Pending, with no node yet, ran nothing: this run
+		// replaces it (the deletion of a pod on no node is immediate).
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case pod.Labels[LabelCommand] != string(req.Command):
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
+	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
+		// A pod of another configuration, e.g. of the generation before a restart: its
+		// outcome is not this run's. This run starts once it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", run.ErrRunInProgress, pod.Name))
+	default:
+		logf.FromContext(ctx).Info("adoptingRunPod", "pod", pod.Name, "command", req.Command)
+		return pod, nil
+	}
 }
 
 var _ ActivityChecker = (*PodExecutor)(nil)
