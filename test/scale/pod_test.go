@@ -131,6 +131,7 @@ func BenchmarkScalePods(b *testing.B) {
 
 		time.Sleep(10 * time.Second)
 		b.ReportMetric(c.rssMiB(), "settled-rss-MiB")
+		b.ReportMetric(c.anonMiB(), "settled-anon-MiB")
 		before := c.metric("rest_client_requests_total", nil)
 		time.Sleep(30 * time.Second)
 		b.ReportMetric((c.metric("rest_client_requests_total", nil)-before)/30, "settled-api-requests/s")

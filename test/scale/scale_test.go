@@ -69,6 +69,8 @@ func BenchmarkScale(b *testing.B) {
 
 		time.Sleep(10 * time.Second)
 		b.ReportMetric(c.rssMiB(), "settled-rss-MiB")
+		b.ReportMetric(c.anonMiB(), "settled-anon-MiB")
+		b.ReportMetric(c.cpuSeconds(), "settled-cpu-s")
 		before := c.metric("rest_client_requests_total", nil)
 		time.Sleep(30 * time.Second)
 		b.ReportMetric((c.metric("rest_client_requests_total", nil)-before)/30, "settled-api-requests/s")
@@ -318,7 +320,41 @@ samples:
 }
 
 // rssMiB is the controller's resident memory, its terraform runs not included.
-func (c *controllerProcess) rssMiB() float64 {
+func (c *controllerProcess) rssMiB() float64 { return c.statusMiB("VmRSS:") }
+
+// anonMiB is the part of rssMiB that is the process's own memory: without the pages of
+// its binary it maps, which are shared, can be dropped at any time, and vary by some MiB
+// between two builds of nearly the same code (where the linker places what init reads).
+func (c *controllerProcess) anonMiB() float64 { return c.statusMiB("RssAnon:") }
+
+// cpuSeconds is the CPU time the controller process used so far (user and system), its
+// terraform runs not included: what the controller's own work costs, less noisy on a
+// shared machine than the time until it settled.
+func (c *controllerProcess) cpuSeconds() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		c.b.Fatal(err)
+	}
+	// The fields after the command name, which may hold spaces, from the third (state) on.
+	text := string(data)
+	fields := strings.Fields(text[strings.LastIndex(text, ")")+1:])
+	if len(fields) < 13 {
+		c.b.Fatalf("the controller's stat has %d fields after its name", len(fields))
+	}
+	var ticks float64
+	for _, f := range fields[11:13] { // utime and stime
+		n, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			c.b.Fatal(err)
+		}
+		ticks += n
+	}
+	// Linux reports them in USER_HZ, 100 on every architecture Go supports here.
+	return ticks / 100
+}
+
+// statusMiB reads a size in kB of the controller's /proc/<pid>/status.
+func (c *controllerProcess) statusMiB(field string) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		c.b.Fatal(err)
@@ -326,11 +362,11 @@ func (c *controllerProcess) rssMiB() float64 {
 	defer f.Close()
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
-		if fields := strings.Fields(scanner.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
+		if fields := strings.Fields(scanner.Text()); len(fields) >= 2 && fields[0] == field {
 			kib, _ := strconv.ParseFloat(fields[1], 64)
 			return kib / 1024
 		}
 	}
-	c.b.Fatal("no VmRSS")
+	c.b.Fatalf("no %s in the controller's status", field)
 	return 0
 }
