@@ -78,7 +78,7 @@ func (r *timedRuns) highestOf(budget string) int {
 // the reconciles that read them do.
 func startScheduler(t *testing.T, s *Scheduler) {
 	t.Helper()
-	s.Finished = func(id run.ID) { go s.Forget(id) }
+	s.Finished = func(id run.ID) { go s.Cancel(id) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()

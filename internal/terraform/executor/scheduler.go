@@ -69,7 +69,7 @@ type Phase string
 const (
 	PhaseWaiting Phase = "Waiting"
 	PhaseRunning Phase = "Running"
-	// PhaseDone runs keep their outcome until it is taken with Forget.
+	// PhaseDone runs keep their outcome until it is taken with Take or dropped with Cancel.
 	PhaseDone Phase = "Done"
 )
 
@@ -192,7 +192,7 @@ type scheduled struct {
 	notBefore time.Time
 }
 
-// Submit queues a run; a run already known for its ID is refused: Cancel or Forget it
+// Submit queues a run; a run already known for its ID is refused: Cancel it
 // first. The request's context values (the logger) are taken from ctx.
 func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) error {
 	if err := req.Validate(); err != nil {
@@ -272,10 +272,6 @@ func (s *Scheduler) Cancel(id run.ID) bool {
 	s.dispatch()
 	return true
 }
-
-// Forget drops the outcome of a finished run, or a waiting run; a run under way stays,
-// and false says so.
-func (s *Scheduler) Forget(id run.ID) bool { return s.Cancel(id) }
 
 // ForgetName drops what is known of the runs of every owner of the name of id (any UID),
 // but runs under way: for an object that is gone.

@@ -105,7 +105,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 		g.Expect(known).To(BeTrue())
 		g.Expect(ticket.Phase).To(Equal(PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
-		s.Forget(f.objects.ID)
+		s.Cancel(f.objects.ID)
 		_, known = s.Lookup(f.objects.ID)
 		g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
 	}
@@ -183,7 +183,7 @@ func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
 	g.Expect(ended).To(BeFalse(), "the run under way takes time to stop")
 	ticket, _ := s.Lookup(busy.objects.ID)
 	g.Expect(ticket.Stopping).To(BeTrue())
-	g.Expect(s.Forget(busy.objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Forget says so")
+	g.Expect(s.Cancel(busy.objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Cancel says so")
 
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(Equal([]run.ID{busy.objects.ID}), "the stopped run's end is told")
 	done, known := s.Take(busy.objects.ID)
