@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/providers/engine"
 )
 
 // The fixed names of a provider's control-plane part, a directory inside the provider's.
@@ -257,11 +258,11 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 	if cp == nil {
 		return nil, p.controlPlaneInvalid(field.ErrorList{field.Required(field.NewPath("controlPlane"), "")})
 	}
-	config, invalid := decodeObject(field.NewPath("providerConfig"), cp.Spec.ProviderConfig)
+	config, invalid := engine.DecodeObject(field.NewPath("providerConfig"), cp.Spec.ProviderConfig)
 	if invalid != nil {
 		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
-	infraStatus, invalid := decodeObject(field.NewPath("infrastructureProviderStatus"), cp.Spec.InfrastructureProviderStatus)
+	infraStatus, invalid := engine.DecodeObject(field.NewPath("infrastructureProviderStatus"), cp.Spec.InfrastructureProviderStatus)
 	if invalid != nil {
 		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}

@@ -5,28 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 	"text/template"
-	"unicode"
 
-	"github.com/Masterminds/sprig/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/terraseed/terraseed/internal/providers/engine"
 )
 
-// funcMap is sprig's text functions without those that read the machine (environment
-// variables hold credentials) or the network, plus tfvar.
+// funcMap is engine.Funcs, refusing or not as the render validates, plus tfvar, which
+// records the render's variables in state.
 func funcMap(state *renderState) template.FuncMap {
-	funcs := sprig.TxtFuncMap()
-	for _, name := range []string{"env", "expandenv", "getHostByName"} {
-		delete(funcs, name)
-	}
 	if state == nil {
 		state = &renderState{vars: map[string]any{}}
 	}
+	funcs := engine.Funcs(state.unvalidated)
 	funcs["tfvar"] = state.tfvar
-	funcs["invalid"] = state.invalid
-	funcs["iniValue"] = state.iniValue
 	return funcs
 }
 
@@ -38,15 +31,14 @@ func manifestFuncMap(state *renderState) template.FuncMap {
 	return funcs
 }
 
-// mutationFuncs are the templates' functions without tfvar and invalid, which only mean
-// something in terraform templates, and without those whose result changes from call to
-// call: a mutation must give the same Deployment every time Gardener writes it. The
-// templates parsed with them run in concurrent admissions: of the functions bound to a
-// render's state only iniValue is left, and it reads that state (validated, never
-// written) without changing it.
+// mutationFuncs are the engine's functions without invalid, which only means something in
+// a provider's templates, and without those whose result changes from call to call: a
+// mutation must give the same Deployment every time Gardener writes it. The templates
+// parsed with them run in concurrent admissions: iniValue, the one function left that
+// depends on how a render validates, only reads that setting.
 func mutationFuncs() template.FuncMap {
-	funcs := funcMap(nil)
-	for _, name := range []string{"tfvar", "invalid",
+	funcs := engine.Funcs(false)
+	for _, name := range []string{"invalid",
 		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
 		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
 		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
@@ -76,7 +68,7 @@ func executeManifest(name, text string, data any, state *renderState) (string, e
 // renderState collects the tfvars the templates ask for during one render.
 type renderState struct {
 	vars map[string]any
-	// unvalidated lets every `invalid` check pass.
+	// unvalidated lets every `invalid` check pass, and iniValue escape what it refuses.
 	unvalidated bool
 }
 
@@ -96,48 +88,14 @@ func (s *renderState) tfvar(name string, value any) (string, error) {
 	return "var." + name, nil
 }
 
-// invalid lets a template refuse an input it cannot render, naming the field, as the
-// schema would: `{{ invalid "providerConfig.x" $value "why" }}`.
-func (s *renderState) invalid(field string, value any, detail string) (string, error) {
-	if s.unvalidated {
-		return "", nil
-	}
-	return "", &inputRejected{field: field, value: value, detail: detail}
-}
-
-// iniValue returns value for one line of an INI file (a cloud-provider config), refusing,
-// naming the field, a value holding a control character: a newline in it would add keys
-// or sections. Unvalidated renders escape them instead, so the result stays one line.
-func (s *renderState) iniValue(field string, value any) (string, error) {
-	text := fmt.Sprint(value)
-	if !strings.ContainsFunc(text, unicode.IsControl) {
-		return text, nil
-	}
-	if s.unvalidated {
-		quoted := strconv.QuoteToASCII(text)
-		return quoted[1 : len(quoted)-1], nil
-	}
-	return "", &inputRejected{field: field, value: text, detail: "holds a control character (such as a newline), which an INI line cannot hold"}
-}
-
-// inputRejected is raised by a template's `invalid`: the input passed the schema, but the
-// provider cannot render it.
-type inputRejected struct {
-	field  string
-	value  any
-	detail string
-}
-
-func (e *inputRejected) Error() string { return e.field + ": " + e.detail }
-
 // templateError reports a template's failure on file: a template refusing the input
 // (`invalid`, iniValue) is a ValidationError of object (see ValidationError.Object), any
 // other failure the provider author's RenderError.
 func templateError(providerType, object, file string, err error) error {
-	var rejected *inputRejected
+	var rejected *engine.Rejected
 	if errors.As(err, &rejected) {
 		return &ValidationError{Type: providerType, Object: object, Errors: field.ErrorList{
-			field.Invalid(field.NewPath(rejected.field), shownValue(rejected.value), rejected.detail)}}
+			field.Invalid(field.NewPath(rejected.Field), shownValue(rejected.Value), rejected.Detail)}}
 	}
 	return &RenderError{Type: providerType, File: file, Err: err}
 }

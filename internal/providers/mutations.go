@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/providers/engine"
 )
 
 // mutationsFile is optional: a provider without it leaves the control plane as Gardener
@@ -134,7 +135,7 @@ func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, err
 	if c == nil {
 		return nil, field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
 	}
-	shoot, invalid := decodeObject(field.NewPath("cluster", "spec", "shoot"), &c.Spec.Shoot)
+	shoot, invalid := engine.DecodeObject(field.NewPath("cluster", "spec", "shoot"), &c.Spec.Shoot)
 	if invalid != nil {
 		return nil, invalid
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/providers/engine"
 )
 
 // The fixed names of a provider's terraform part: templates in the provider's directory,
@@ -136,7 +137,7 @@ func (p *Provider) decode(in Input) (*input, error) {
 	if infra == nil {
 		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("infrastructure"), "")}}
 	}
-	config, invalid := decodeObject(field.NewPath("providerConfig"), infra.Spec.ProviderConfig)
+	config, invalid := engine.DecodeObject(field.NewPath("providerConfig"), infra.Spec.ProviderConfig)
 	if invalid != nil {
 		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{invalid}}
 	}

@@ -1,11 +1,9 @@
 package providers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -14,10 +12,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/internal/providers/engine"
 )
 
 // ValidationError says an Infrastructure cannot be rendered as it is: the user has to
@@ -42,53 +40,14 @@ func (e *ValidationError) Codes() []extensionsv1alpha1.ErrorCode {
 	return []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}
 }
 
-// decodeCluster decodes the Cluster's shoot, seed and cloudProfile; each is an empty
-// object when absent.
+// decodeCluster is engine.DecodeCluster, failing with the ValidationError that names the
+// object that is not one.
 func decodeCluster(providerType string, c *extensionsv1alpha1.Cluster) (map[string]any, error) {
-	cluster := map[string]any{"shoot": map[string]any{}, "seed": map[string]any{}, "cloudProfile": map[string]any{}}
-	if c == nil {
-		return cluster, nil
-	}
-	for name, raw := range map[string]*runtime.RawExtension{"shoot": &c.Spec.Shoot, "seed": &c.Spec.Seed, "cloudProfile": &c.Spec.CloudProfile} {
-		v, invalid := decodeObject(field.NewPath("cluster", "spec", name), raw)
-		if invalid != nil {
-			return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{invalid}}
-		}
-		if v != nil {
-			cluster[name] = v
-		}
+	cluster, invalid := engine.DecodeCluster(c)
+	if invalid != nil {
+		return nil, &ValidationError{Type: providerType, Errors: field.ErrorList{invalid}}
 	}
 	return cluster, nil
-}
-
-// decodeObject is decodeRaw for the embedded object at path, failing with the field error
-// that names it.
-func decodeObject(path *field.Path, raw *runtime.RawExtension) (any, *field.Error) {
-	v, err := decodeRaw(raw)
-	if err != nil {
-		return nil, field.Invalid(path, "", "not a JSON object: "+err.Error())
-	}
-	return v, nil
-}
-
-// decodeRaw decodes an embedded object into maps, slices and json.Number; nil when empty.
-func decodeRaw(raw *runtime.RawExtension) (any, error) {
-	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 || string(bytes.TrimSpace(raw.Raw)) == "null" {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the object")
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("got %T", v)
-	}
-	return v, nil
 }
 
 var printer = message.NewPrinter(language.English)
