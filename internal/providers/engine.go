@@ -31,23 +31,6 @@ func manifestFuncMap(state *renderState) template.FuncMap {
 	return funcs
 }
 
-// mutationFuncs are the engine's functions without invalid, which only means something in
-// a provider's templates, and without those whose result changes from call to call: a
-// mutation must give the same Deployment every time Gardener writes it. The templates
-// parsed with them run in concurrent admissions: iniValue, the one function left that
-// depends on how a render validates, only reads that setting.
-func mutationFuncs() template.FuncMap {
-	funcs := engine.Funcs(false)
-	for _, name := range []string{"invalid",
-		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
-		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
-		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
-		"bcrypt", "htpasswd", "encryptAES"} {
-		delete(funcs, name)
-	}
-	return funcs
-}
-
 // executeText runs one template on data; a missing map key is an error.
 func executeText(name, text string, funcs template.FuncMap, data any) (string, error) {
 	tpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/terraseed/terraseed/internal/terraform/state"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
 // The fixed names inside a provider directory.
@@ -151,10 +152,13 @@ type Provider struct {
 	ControlPlane *ControlPlane
 	schema       *jsonschema.Schema
 	templates    map[string]string // output file name -> template text
-	mutations    *Mutations
+	mutations    *mutations.Set
 	throttling   []*regexp.Regexp
 	importIDs    *state.ImportIDs
 }
+
+// Mutations returns the provider's control-plane mutations; nil when it declares none.
+func (p *Provider) Mutations() *mutations.Set { return p.mutations }
 
 // ProviderError says a provider directory is broken; it is the provider author's mistake,
 // not the user's.
@@ -211,7 +215,7 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	if p.templates, err = loadTerraformTemplates(fsys, dir); err != nil {
 		return nil, err
 	}
-	if p.mutations, err = loadMutations(fsys, dir); err != nil {
+	if p.mutations, err = mutations.Load(fsys, dir, p.Manifest.Type); err != nil {
 		return nil, err
 	}
 	if p.importIDs, err = checkImportIDs(p.Manifest, p.templates); err != nil {

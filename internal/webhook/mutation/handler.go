@@ -13,6 +13,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
 // handler mutates the control-plane Deployments of one provider type's shoot namespaces;
@@ -66,7 +67,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 // its name and its app and role labels agree, so that a Deployment labelled like a
 // control-plane component is not taken for one.
 func IsControlPlane(d *appsv1.Deployment) bool {
-	role, known := providers.ControlPlaneDeployments[d.Name]
+	role, known := mutations.ControlPlaneDeployments[d.Name]
 	return known && d.Labels[labelApp] == appKubernetes && d.Labels[labelRole] == role
 }
 
@@ -77,7 +78,7 @@ func MutateDeployment(p *providers.Provider, d *appsv1.Deployment, namespace str
 	if !IsControlPlane(d) {
 		return false, nil
 	}
-	mutation, err := p.RenderMutation(d.Name, providers.MutationInput{Namespace: namespace, Cluster: cluster})
+	mutation, err := p.Mutations().Render(d.Name, mutations.Input{Namespace: namespace, Cluster: cluster})
 	if err != nil || mutation == nil {
 		return false, err
 	}

@@ -7,13 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
 // Mutate applies a rendered mutation to a pod template. It is idempotent: the result of
 // a second call equals the first's, so a Deployment Gardener writes again is stored as
 // it was. Containers the pod does not have are skipped.
-func Mutate(pod *corev1.PodSpec, m *providers.DeploymentMutation) {
+func Mutate(pod *corev1.PodSpec, m *mutations.Deployment) {
 	for _, name := range slices.Sorted(maps.Keys(m.Containers)) {
 		i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == name })
 		if i < 0 {

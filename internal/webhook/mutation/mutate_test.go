@@ -14,6 +14,7 @@ import (
 
 	"github.com/terraseed/terraseed/internal/providers"
 	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
 func container(command, args []string) *corev1.PodSpec {
@@ -21,7 +22,7 @@ func container(command, args []string) *corev1.PodSpec {
 }
 
 func TestMutateFlags(t *testing.T) {
-	m := &providers.DeploymentMutation{Containers: map[string]providers.ContainerMutation{"c": {
+	m := &mutations.Deployment{Containers: map[string]mutations.Container{"c": {
 		Flags:     []string{"--cloud-provider=aws", "--profiling", "--v=2"},
 		ListFlags: []string{"--enable-admission-plugins=PersistentVolumeLabel,NodeRestriction"},
 	}}}
@@ -75,8 +76,8 @@ func TestMutateFlags(t *testing.T) {
 
 func TestMutateEnvAndVolumes(t *testing.T) {
 	g := NewWithT(t)
-	m := &providers.DeploymentMutation{
-		Containers: map[string]providers.ContainerMutation{
+	m := &mutations.Deployment{
+		Containers: map[string]mutations.Container{
 			"c":       {Env: []corev1.EnvVar{{Name: "A", Value: "new"}, {Name: "B", Value: "b"}}, VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/new"}}},
 			"missing": {Flags: []string{"--x=1"}},
 		},
@@ -122,7 +123,7 @@ func TestMutateSeeds(t *testing.T) {
 		t.Run(seed, func(t *testing.T) {
 			g := NewWithT(t)
 			d, want := readDeployment(t, seed+".yaml"), readDeployment(t, seed+"-mutated.yaml")
-			m, err := aws.RenderMutation(d.Name, providers.MutationInput{Namespace: "shoot--core--aws-01", Cluster: cluster})
+			m, err := aws.Mutations().Render(d.Name, mutations.Input{Namespace: "shoot--core--aws-01", Cluster: cluster})
 			g.Expect(err).NotTo(HaveOccurred())
 			mutation.Mutate(&d.Spec.Template.Spec, m)
 			// The seed shows the API server's default mode; the mutation leaves it to it.

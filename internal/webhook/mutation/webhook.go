@@ -29,6 +29,7 @@ import (
 
 	"github.com/terraseed/terraseed/internal/providers"
 	"github.com/terraseed/terraseed/internal/serving"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
 // Labels Gardener sets (github.com/gardener/gardener, pkg/apis/core/v1beta1/constants):
@@ -269,7 +270,7 @@ func (w *Webhook) Configuration() *admissionregistrationv1.MutatingWebhookConfig
 		p, _ := w.providers.Provider(t)
 		var roles []string
 		for _, name := range p.Mutations().DeploymentNames() {
-			roles = append(roles, providers.ControlPlaneDeployments[name])
+			roles = append(roles, mutations.ControlPlaneDeployments[name])
 		}
 		clientConfig := admissionregistrationv1.WebhookClientConfig{}
 		if w.opts.URL != "" {

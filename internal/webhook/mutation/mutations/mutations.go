@@ -1,4 +1,4 @@
-package providers
+package mutations
 
 import (
 	"bytes"
@@ -36,16 +36,18 @@ var ControlPlaneDeployments = map[string]string{
 	"kube-scheduler":          "scheduler",
 }
 
-// Mutations is a provider's mutations.yaml: what the control-plane webhook changes in
-// Gardener's control-plane Deployments of the provider's shoot namespaces.
-type Mutations struct {
+// Set is a provider's mutations.yaml: what the control-plane webhook changes in Gardener's
+// control-plane Deployments of the provider's shoot namespaces.
+type Set struct {
 	// Deployments by name (kube-apiserver, kube-controller-manager, kube-scheduler): for
 	// every Kubernetes version of the shoot.
-	Deployments map[string]DeploymentMutation `json:"deployments,omitempty"`
+	Deployments map[string]Deployment `json:"deployments,omitempty"`
 	// Versions are mutations for the shoot Kubernetes versions that meet a constraint,
 	// applied after Deployments, in the file's order.
-	Versions []VersionMutation `json:"versions,omitempty"`
+	Versions []Version `json:"versions,omitempty"`
 
+	// providerType is the provider's type, which errors name and templates read.
+	providerType string
 	// raw is the file as plain values; its strings are templates, rendered per request.
 	raw map[string]any
 	// parsed holds each templated string of raw, parsed when the provider loads, by its
@@ -59,27 +61,27 @@ type Mutations struct {
 	byDeployment map[string][]mutationPart
 }
 
-// VersionMutation is a mutation for some Kubernetes versions of the shoot only.
-type VersionMutation struct {
+// Version is a mutation for some Kubernetes versions of the shoot only.
+type Version struct {
 	// KubernetesVersion is a semantic version constraint (`< 1.27`, `>= 1.27, < 1.31`) on
 	// the shoot's spec.kubernetes.version, read from the namespace's Cluster.
 	KubernetesVersion string `json:"kubernetesVersion"`
-	// Deployments by name, as in Mutations.
-	Deployments map[string]DeploymentMutation `json:"deployments"`
+	// Deployments by name, as in Set.
+	Deployments map[string]Deployment `json:"deployments"`
 
 	constraint *semver.Constraints
 }
 
-// DeploymentMutation changes one Deployment's pod template.
-type DeploymentMutation struct {
+// Deployment changes one Deployment's pod template.
+type Deployment struct {
 	// Containers by name.
-	Containers map[string]ContainerMutation `json:"containers"`
+	Containers map[string]Container `json:"containers"`
 	// Volumes are added to the pod, or replace the pod's volume of the same name.
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 }
 
-// ContainerMutation changes one container.
-type ContainerMutation struct {
+// Container changes one container.
+type Container struct {
 	// Flags are `--name=value` (or `--name`): each replaces every `--name` and `--name=...`
 	// in the container's command and args, or is appended when there is none.
 	Flags []string `json:"flags,omitempty"`
@@ -92,8 +94,8 @@ type ContainerMutation struct {
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 }
 
-// MutationInput is what a mutation's templates may read.
-type MutationInput struct {
+// Input is what a mutation's templates may read.
+type Input struct {
 	// Namespace is the shoot namespace of the Deployment.
 	Namespace string
 	// Cluster is the namespace's Cluster (its name equals the namespace); nil when there is
@@ -101,29 +103,26 @@ type MutationInput struct {
 	Cluster *extensionsv1alpha1.Cluster
 }
 
-// MutationError says a mutation could not be rendered for a Deployment: a template failed,
+// Error says a mutation could not be rendered for a Deployment: a template failed,
 // or rendered a value that is not valid where it lands.
-type MutationError struct {
+type Error struct {
 	Type       string
 	Deployment string
 	Err        error
 }
 
-func (e *MutationError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("mutating %s for provider %q: %v", e.Deployment, e.Type, e.Err)
 }
-func (e *MutationError) Unwrap() error { return e.Err }
-
-// Mutations returns the provider's control-plane mutations; nil when it declares none.
-func (p *Provider) Mutations() *Mutations { return p.mutations }
+func (e *Error) Unwrap() error { return e.Err }
 
 // DeploymentNames lists the Deployments the mutations change for some Kubernetes
 // version, sorted.
-func (m *Mutations) DeploymentNames() []string { return slices.Clone(m.names) }
+func (m *Set) DeploymentNames() []string { return slices.Clone(m.names) }
 
 // ReadsCluster says whether rendering reads the namespace's Cluster: a value is a
 // template, or a mutation depends on the shoot's Kubernetes version.
-func (m *Mutations) ReadsCluster() bool { return len(m.parsed) > 0 || len(m.Versions) > 0 }
+func (m *Set) ReadsCluster() bool { return len(m.parsed) > 0 || len(m.Versions) > 0 }
 
 // kubernetesVersionPath is where a mutation's version constraints look in the Cluster.
 var kubernetesVersionPath = field.NewPath("cluster", "spec", "shoot", "spec", "kubernetes", "version")
@@ -174,25 +173,25 @@ func dig(v any, keys ...string) (any, bool) {
 	return v, true
 }
 
-// RenderMutation renders the mutation of one Deployment; nil when the provider leaves it
-// alone. The mutations for every version come first, then those of each version entry
-// the shoot's Kubernetes version meets: a later flag, variable, mount or volume of the
-// same name replaces an earlier one where it is applied.
-func (p *Provider) RenderMutation(deployment string, in MutationInput) (*DeploymentMutation, error) {
-	m := p.mutations
+// Render renders the mutation of one Deployment; nil when the provider leaves it alone,
+// as a nil Set (a provider without mutations.yaml) does every Deployment. The mutations
+// for every version come first, then those of each version entry the shoot's Kubernetes
+// version meets: a later flag, variable, mount or volume of the same name replaces an
+// earlier one where it is applied.
+func (m *Set) Render(deployment string, in Input) (*Deployment, error) {
 	if m == nil || len(m.byDeployment[deployment]) == 0 {
 		return nil, nil
 	}
-	out, err := m.render(p.Manifest.Type, deployment, in)
+	out, err := m.render(deployment, in)
 	if err != nil {
-		return nil, &MutationError{Type: p.Manifest.Type, Deployment: deployment, Err: err}
+		return nil, &Error{Type: m.providerType, Deployment: deployment, Err: err}
 	}
 	return out, nil
 }
 
 // render renders the parts of the mutations that apply to deployment and adds them up in order.
-func (m *Mutations) render(providerType, deployment string, in MutationInput) (*DeploymentMutation, error) {
-	data, err := mutationData(providerType, in)
+func (m *Set) render(deployment string, in Input) (*Deployment, error) {
+	data, err := mutationData(m.providerType, in)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +199,7 @@ func (m *Mutations) render(providerType, deployment string, in MutationInput) (*
 	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
-	out := &DeploymentMutation{Containers: map[string]ContainerMutation{}}
+	out := &Deployment{Containers: map[string]Container{}}
 	for _, part := range parts {
 		d := part.literal.deepCopy()
 		if d == nil {
@@ -215,14 +214,10 @@ func (m *Mutations) render(providerType, deployment string, in MutationInput) (*
 
 // mutationData is what a mutation's templates see: the namespace, the provider type and
 // the Cluster, named after the namespace when there is none.
-func mutationData(providerType string, in MutationInput) (map[string]any, error) {
-	cluster, err := decodeCluster(providerType, in.Cluster)
-	if err != nil {
-		var invalid *ValidationError
-		if errors.As(err, &invalid) {
-			return nil, invalid.Errors.ToAggregate()
-		}
-		return nil, err
+func mutationData(providerType string, in Input) (map[string]any, error) {
+	cluster, invalid := engine.DecodeCluster(in.Cluster)
+	if invalid != nil {
+		return nil, field.ErrorList{invalid}.ToAggregate()
 	}
 	cluster["name"] = in.Namespace
 	if in.Cluster != nil {
@@ -240,12 +235,12 @@ type mutationPart struct {
 	version int
 	// literal is the entry decoded and checked when the provider loads, when it holds no
 	// template: an admission copies it instead of rendering it again.
-	literal *DeploymentMutation
+	literal *Deployment
 }
 
 // findParts lists the file's entries for each Deployment, in order: the one for every
 // version, then those of the version entries; and decodes those without templates.
-func (m *Mutations) findParts() {
+func (m *Set) findParts() {
 	m.byDeployment = map[string][]mutationPart{}
 	deployments, _ := m.raw["deployments"].(map[string]any)
 	for _, name := range slices.Sorted(maps.Keys(m.Deployments)) {
@@ -298,7 +293,7 @@ func hasTemplate(v any) bool {
 // parts are the entries for deployment that apply to the Cluster's shoot (decoded in
 // data), in order: the one for every version, then those of the version entries the
 // shoot meets.
-func (m *Mutations) parts(deployment string, cluster *extensionsv1alpha1.Cluster, data map[string]any) ([]mutationPart, error) {
+func (m *Set) parts(deployment string, cluster *extensionsv1alpha1.Cluster, data map[string]any) ([]mutationPart, error) {
 	var parts []mutationPart
 	var version *semver.Version
 	for _, part := range m.byDeployment[deployment] {
@@ -327,7 +322,7 @@ func (m *Mutations) parts(deployment string, cluster *extensionsv1alpha1.Cluster
 
 // renderPart executes the templates of one part on data and checks the result like a
 // literal mutation.
-func (m *Mutations) renderPart(part mutationPart, data map[string]any) (*DeploymentMutation, error) {
+func (m *Set) renderPart(part mutationPart, data map[string]any) (*Deployment, error) {
 	rendered, err := renderValues(part.root, part.raw, false, func(p *field.Path, _ string) (string, error) {
 		tpl, ok := m.parsed[p.String()]
 		if !ok {
@@ -340,7 +335,7 @@ func (m *Mutations) renderPart(part mutationPart, data map[string]any) (*Deploym
 	if err != nil {
 		return nil, err
 	}
-	var d DeploymentMutation
+	var d Deployment
 	if err := decodeRendered(rendered, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", part.root, err)
 	}
@@ -351,13 +346,13 @@ func (m *Mutations) renderPart(part mutationPart, data map[string]any) (*Deploym
 }
 
 // deepCopy is a copy sharing nothing with d; nil for nil.
-func (d *DeploymentMutation) deepCopy() *DeploymentMutation {
+func (d *Deployment) deepCopy() *Deployment {
 	if d == nil {
 		return nil
 	}
-	out := &DeploymentMutation{Containers: make(map[string]ContainerMutation, len(d.Containers))}
+	out := &Deployment{Containers: make(map[string]Container, len(d.Containers))}
 	for name, c := range d.Containers {
-		out.Containers[name] = ContainerMutation{
+		out.Containers[name] = Container{
 			Flags:        slices.Clone(c.Flags),
 			ListFlags:    slices.Clone(c.ListFlags),
 			Env:          deepCopies(c.Env, (*corev1.EnvVar).DeepCopy),
@@ -381,7 +376,7 @@ func deepCopies[T any](items []T, deepCopy func(*T) *T) []T {
 }
 
 // add appends another mutation's changes after this one's.
-func (d *DeploymentMutation) add(other *DeploymentMutation) {
+func (d *Deployment) add(other *Deployment) {
 	for name, c := range other.Containers {
 		mine := d.Containers[name]
 		mine.Flags = append(mine.Flags, c.Flags...)
@@ -393,8 +388,10 @@ func (d *DeploymentMutation) add(other *DeploymentMutation) {
 	d.Volumes = append(d.Volumes, other.Volumes...)
 }
 
-// loadMutations reads and checks a provider's optional mutations.yaml.
-func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
+// Load reads and checks the optional mutations.yaml of the provider directory dir, whose
+// provider has the type providerType; nil when there is none. A broken file fails here,
+// naming it and the field, so that the provider fails to load.
+func Load(fsys fs.FS, dir, providerType string) (*Set, error) {
 	text, err := fs.ReadFile(fsys, path.Join(dir, mutationsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -402,7 +399,7 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mutations{}
+	m := &Set{providerType: providerType}
 	if err := yaml.UnmarshalStrict(text, m); err != nil {
 		return nil, fmt.Errorf("%s: %w", mutationsFile, err)
 	}
@@ -436,7 +433,24 @@ func loadMutations(fsys fs.FS, dir string) (*Mutations, error) {
 	return m, nil
 }
 
-func (m *Mutations) validate() field.ErrorList {
+// mutationFuncs are the engine's functions without invalid, which only means something in
+// a provider's templates, and without those whose result changes from call to call: a
+// mutation must give the same Deployment every time Gardener writes it. The templates
+// parsed with them run in concurrent admissions: iniValue, the one function left that
+// depends on how a render validates, only reads that setting.
+func mutationFuncs() template.FuncMap {
+	funcs := engine.Funcs(false)
+	for _, name := range []string{"invalid",
+		"now", "date", "dateInZone", "date_in_zone", "ago", "htmlDate", "htmlDateInZone", "unixEpoch", "duration",
+		"randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
+		"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey",
+		"bcrypt", "htpasswd", "encryptAES"} {
+		delete(funcs, name)
+	}
+	return funcs
+}
+
+func (m *Set) validate() field.ErrorList {
 	root := field.NewPath("deployments")
 	if len(m.Deployments) == 0 && len(m.Versions) == 0 {
 		return field.ErrorList{field.Required(root, "name at least one Deployment, or remove "+mutationsFile)}
@@ -464,7 +478,7 @@ func (m *Mutations) validate() field.ErrorList {
 	return errs
 }
 
-func validateDeployments(root *field.Path, deployments map[string]DeploymentMutation) field.ErrorList {
+func validateDeployments(root *field.Path, deployments map[string]Deployment) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(deployments)) {
 		p := root.Key(name)
@@ -480,7 +494,7 @@ func validateDeployments(root *field.Path, deployments map[string]DeploymentMuta
 
 var flagName = regexp.MustCompile(`^--[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-func (d *DeploymentMutation) validate(p *field.Path) field.ErrorList {
+func (d *Deployment) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(d.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("containers"), "name at least one container"))
@@ -506,7 +520,7 @@ func (d *DeploymentMutation) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
-func (c *ContainerMutation) validate(p *field.Path) field.ErrorList {
+func (c *Container) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := map[string]*field.Path{}
 	checkFlag := func(fp *field.Path, flag string, list bool) {
@@ -616,13 +630,22 @@ func renderValues(p *field.Path, v any, names bool, render func(*field.Path, str
 // decodeRendered decodes a rendered mutation strictly: its JSON straight, as
 // yaml.UnmarshalStrict does after converting YAML into JSON, which JSON is already; when
 // that fails, yaml.UnmarshalStrict tells why.
-func decodeRendered(v any, into *DeploymentMutation) error {
+func decodeRendered(v any, into *Deployment) error {
 	data := mustJSON(v)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err == nil {
 		return nil
 	}
-	*into = DeploymentMutation{}
+	*into = Deployment{}
 	return yaml.UnmarshalStrict(data, into)
+}
+
+// mustJSON is for values this package built itself.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

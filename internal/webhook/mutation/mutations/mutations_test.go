@@ -1,4 +1,4 @@
-package providers_test
+package mutations_test
 
 import (
 	"errors"
@@ -16,14 +16,28 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/internal/webhook/mutation/mutations"
 )
 
+// thirdProviders is the directory of internal/providers' test providers: the third one has
+// no mutations.yaml, and thirdWithMutations adds one.
+var thirdProviders = filepath.Join("..", "..", "..", "providers", "testdata", "providers")
+
+func registry(t testing.TB, dirs ...string) *providers.Registry {
+	t.Helper()
+	r, err := providers.NewRegistry(dirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // thirdWithMutations is the third provider with a mutations.yaml.
-func thirdWithMutations(t *testing.T, mutations string) string {
+func thirdWithMutations(t *testing.T, file string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"provider.yaml", "schema.json", "main.tf.tpl"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "providers", "third", name))
+		data, err := os.ReadFile(filepath.Join(thirdProviders, "third", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +45,7 @@ func thirdWithMutations(t *testing.T, mutations string) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "mutations.yaml"), []byte(mutations), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mutations.yaml"), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -52,23 +66,23 @@ func TestShippedMutations(t *testing.T) {
 	g.Expect(aws.Mutations().ReadsCluster()).To(BeTrue())
 
 	// The seeds' era: the in-tree cloud provider, as the seeds show it.
-	seedEra := providers.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.16.4")}
-	kcm, err := aws.RenderMutation("kube-controller-manager", seedEra)
+	seedEra := mutations.Input{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.16.4")}
+	kcm, err := aws.Mutations().Render("kube-controller-manager", seedEra)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(Equal([]string{
 		"--cloud-provider=external", "--external-cloud-volume-plugin=aws", "--cloud-config=/etc/kubernetes/cloudprovider/cloudprovider.conf"}))
 	g.Expect(kcm.Volumes).To(HaveLen(1))
 	g.Expect(kcm.Volumes[0].ConfigMap.Name).To(Equal("cloud-provider-config"))
-	kas, err := aws.RenderMutation("kube-apiserver", seedEra)
+	kas, err := aws.Mutations().Render("kube-apiserver", seedEra)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kas.Containers["kube-apiserver"].Flags).To(ContainElement("--cloud-provider=aws"))
 	g.Expect(kas.Containers["kube-apiserver"].ListFlags).To(Equal([]string{"--enable-admission-plugins=PersistentVolumeLabel"}))
-	none, err := aws.RenderMutation("kube-scheduler", seedEra)
+	none, err := aws.Mutations().Render("kube-scheduler", seedEra)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(none).To(BeNil())
 
 	// Between the in-tree provider's removal and its volume plugin's.
-	kas, err = aws.RenderMutation("kube-apiserver", providers.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.30.2")})
+	kas, err = aws.Mutations().Render("kube-apiserver", mutations.Input{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.30.2")})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kas.Containers["kube-apiserver"].Flags).To(BeEmpty())
 	g.Expect(kas.Containers["kube-apiserver"].ListFlags).To(Equal([]string{"--feature-gates=InTreePluginAWSUnregister=true"}))
@@ -76,29 +90,29 @@ func TestShippedMutations(t *testing.T) {
 
 	// Today: no in-tree cloud flags for kube-apiserver, the external cloud provider for
 	// kube-controller-manager.
-	today := providers.MutationInput{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.37.1")}
-	kas, err = aws.RenderMutation("kube-apiserver", today)
+	today := mutations.Input{Namespace: "shoot--core--aws-01", Cluster: clusterOf("shoot--core--aws-01", "1.37.1")}
+	kas, err = aws.Mutations().Render("kube-apiserver", today)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kas).To(BeNil())
-	kcm, err = aws.RenderMutation("kube-controller-manager", today)
+	kcm, err = aws.Mutations().Render("kube-controller-manager", today)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(Equal([]string{"--cloud-provider=external"}))
 	g.Expect(kcm.Containers["kube-controller-manager"].ListFlags).To(BeEmpty())
 	g.Expect(kcm.Volumes).To(BeEmpty())
 
 	// Without a Cluster the version is unknown: refused, naming the field.
-	_, err = aws.RenderMutation("kube-controller-manager", providers.MutationInput{Namespace: "shoot--core--aws-01"})
+	_, err = aws.Mutations().Render("kube-controller-manager", mutations.Input{Namespace: "shoot--core--aws-01"})
 	g.Expect(err).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value: there is no Cluster for the namespace (versions[0].kubernetesVersion depends on it)")))
 
 	local, err := r.Provider("local")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(local.Mutations().ReadsCluster()).To(BeTrue())
-	kcm, err = local.RenderMutation("kube-controller-manager", providers.MutationInput{Namespace: "shoot--dev--local"})
+	kcm, err = local.Mutations().Render("kube-controller-manager", mutations.Input{Namespace: "shoot--dev--local"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kcm.Containers["kube-controller-manager"].Flags).To(ContainElement("--cluster-name=shoot--dev--local"))
 
 	// A provider without mutations.yaml mutates nothing.
-	third, err := registry(t, filepath.Join("testdata", "providers")).Provider("third")
+	third, err := registry(t, thirdProviders).Provider("third")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(third.Mutations()).To(BeNil())
 }
@@ -156,14 +170,14 @@ versions:
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			g := NewWithT(t)
-			in := providers.MutationInput{Namespace: "shoot--dev--x", Cluster: clusterOf("shoot--dev--x", c.version)}
-			m, err := p.RenderMutation("kube-controller-manager", in)
+			in := mutations.Input{Namespace: "shoot--dev--x", Cluster: clusterOf("shoot--dev--x", c.version)}
+			m, err := p.Mutations().Render("kube-controller-manager", in)
 			g.Expect(err).NotTo(HaveOccurred())
 			kcm := m.Containers["kube-controller-manager"]
 			g.Expect(kcm.Flags).To(Equal(c.flags))
 			g.Expect(kcm.ListFlags).To(Equal(c.listFlags))
 			g.Expect(kcm.Env).To(HaveLen(c.env))
-			kas, err := p.RenderMutation("kube-apiserver", in)
+			kas, err := p.Mutations().Render("kube-apiserver", in)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(kas != nil).To(Equal(c.apiserver))
 		})
@@ -184,8 +198,8 @@ versions:
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := p.RenderMutation("kube-controller-manager", providers.MutationInput{Namespace: "shoot--dev--x", Cluster: c.cluster})
-			var merr *providers.MutationError
+			_, err := p.Mutations().Render("kube-controller-manager", mutations.Input{Namespace: "shoot--dev--x", Cluster: c.cluster})
+			var merr *mutations.Error
 			g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring(c.want))
 			g.Expect(err.Error()).To(HavePrefix(`mutating kube-controller-manager for provider "third": `))
@@ -255,7 +269,7 @@ func TestMutationTemplates(t *testing.T) {
 
 	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "shoot--dev--x"}, Spec: extensionsv1alpha1.ClusterSpec{
 		Shoot: runtime.RawExtension{Raw: []byte(`{"metadata": {"name": "x"}, "spec": {"networking": {"services": "10.0.0.0/16"}}}`)}}}
-	m, err := p.RenderMutation("kube-apiserver", providers.MutationInput{Namespace: "shoot--dev--x", Cluster: cluster})
+	m, err := p.Mutations().Render("kube-apiserver", mutations.Input{Namespace: "shoot--dev--x", Cluster: cluster})
 	g.Expect(err).NotTo(HaveOccurred())
 	c := m.Containers["kube-apiserver"]
 	g.Expect(c.Flags).To(Equal([]string{"--cluster-name=shoot--dev--x", "--service-cluster-ip-range=10.0.0.0/16"}))
@@ -264,14 +278,14 @@ func TestMutationTemplates(t *testing.T) {
 	g.Expect(c.VolumeMounts[0].MountPath).To(Equal("/etc/third"))
 
 	// Without a Cluster, a template that does not default fails, naming the field.
-	_, err = p.RenderMutation("kube-apiserver", providers.MutationInput{Namespace: "shoot--dev--x"})
-	var merr *providers.MutationError
+	_, err = p.Mutations().Render("kube-apiserver", mutations.Input{Namespace: "shoot--dev--x"})
+	var merr *mutations.Error
 	g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("deployments[kube-apiserver].containers[kube-apiserver].env[0].value"))
 
 	// A rendered value is checked like a literal one.
 	cluster.Spec.Shoot.Raw = []byte(`{"metadata": {"name": "Not_A_Label"}}`)
-	_, err = p.RenderMutation("kube-apiserver", providers.MutationInput{Namespace: "shoot--dev--x", Cluster: cluster})
+	_, err = p.Mutations().Render("kube-apiserver", mutations.Input{Namespace: "shoot--dev--x", Cluster: cluster})
 	g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`deployments[kube-apiserver].containers[kube-apiserver].volumeMounts[0].name: Invalid value: "Not_A_Label"`))
 }
@@ -307,14 +321,14 @@ versions:
 `)).Provider("third")
 	g.Expect(err).NotTo(HaveOccurred())
 
-	inputs := make([]providers.MutationInput, 64)
-	want := make([]*providers.DeploymentMutation, len(inputs))
+	inputs := make([]mutations.Input, 64)
+	want := make([]*mutations.Deployment, len(inputs))
 	for i := range inputs {
 		name := fmt.Sprintf("shoot--dev--n%d", i)
 		version := []string{"1.16.4", "1.26.3", "1.30.2", "1.37.1"}[i%4]
-		inputs[i] = providers.MutationInput{Namespace: name, Cluster: &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: extensionsv1alpha1.ClusterSpec{
+		inputs[i] = mutations.Input{Namespace: name, Cluster: &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: extensionsv1alpha1.ClusterSpec{
 			Shoot: runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"spec": {"kubernetes": {"version": %q}, "region": "region-%d"}}`, version, i))}}}}
-		want[i], err = p.RenderMutation("kube-apiserver", inputs[i])
+		want[i], err = p.Mutations().Render("kube-apiserver", inputs[i])
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(want[0].Containers["kube-apiserver"].Flags).To(Equal([]string{"--cluster-name=shoot--dev--n0", "--profiling=false", "--cloud-provider=aws"}))
@@ -330,7 +344,7 @@ versions:
 			for round := range 20 {
 				for j := range inputs {
 					i := (j + w*7 + round) % len(inputs)
-					got, err := p.RenderMutation("kube-apiserver", inputs[i])
+					got, err := p.Mutations().Render("kube-apiserver", inputs[i])
 					if err == nil && !reflect.DeepEqual(got, want[i]) {
 						err = fmt.Errorf("%s: got %+v, want %+v", inputs[i].Namespace, got, want[i])
 					}
