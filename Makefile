@@ -64,8 +64,8 @@ manifests: ## Regenerate the CRDs into the Helm chart.
 
 # The packages whose code runs concurrently (the reconcilers' operations and heartbeat,
 # the run scheduler and executors, the terraformer's state watching, the webhook's
-# certificate rotation): `make verify` runs their tests under the race detector, which
-# needs cgo; their tests use the tools `make run` uses.
+# certificate rotation and its admissions' renders): `make verify` runs their tests under
+# the race detector, which needs cgo; their tests use the tools `make run` uses.
 RACE_PACKAGES := ./internal/controller/extension/... ./internal/terraform/executor/... ./internal/terraform/terraformer/... ./internal/webhook/...
 
 .PHONY: verify
