@@ -127,21 +127,9 @@ func (m *Set) ReadsCluster() bool { return len(m.parsed) > 0 || len(m.Versions) 
 // kubernetesVersionPath is where a mutation's version constraints look in the Cluster.
 var kubernetesVersionPath = field.NewPath("cluster", "spec", "shoot", "spec", "kubernetes", "version")
 
-// ShootKubernetesVersion reads the shoot's Kubernetes version from a Cluster as a semantic
-// version without pre-release or build metadata (1.31.0-rc.1 compares as 1.31.0), or
-// fails naming the field.
-func ShootKubernetesVersion(c *extensionsv1alpha1.Cluster) (*semver.Version, error) {
-	if c == nil {
-		return nil, field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
-	}
-	shoot, invalid := engine.DecodeObject(field.NewPath("cluster", "spec", "shoot"), &c.Spec.Shoot)
-	if invalid != nil {
-		return nil, invalid
-	}
-	return shootKubernetesVersion(shoot)
-}
-
-// shootKubernetesVersion is ShootKubernetesVersion of a Cluster's shoot decoded already.
+// shootKubernetesVersion reads the Kubernetes version of a Cluster's decoded shoot as a
+// semantic version without pre-release or build metadata (1.31.0-rc.1 compares as 1.31.0),
+// or fails naming the field.
 func shootKubernetesVersion(shoot any) (*semver.Version, error) {
 	value, _ := dig(shoot, "spec", "kubernetes", "version")
 	text, ok := value.(string)
@@ -304,7 +292,7 @@ func (m *Set) parts(deployment string, cluster *extensionsv1alpha1.Cluster, data
 		if version == nil {
 			var err error
 			if cluster == nil {
-				_, err = ShootKubernetesVersion(nil)
+				err = field.Required(kubernetesVersionPath, "there is no Cluster for the namespace")
 			} else {
 				version, err = shootKubernetesVersion(data["cluster"].(map[string]any)["shoot"])
 			}
