@@ -41,10 +41,10 @@ func mostAtOnce(t *testing.T, parallelism int) int {
 	ctx := context.Background()
 	f := newFixture(t, 0)
 	dir := t.TempDir()
-	g.Expect(f.objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": concurrentConfig})).To(Succeed())
+	g.Expect(f.Objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": concurrentConfig})).To(Succeed())
 	vars, err := json.Marshal(map[string]string{"dir": dir})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
+	g.Expect(f.Objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
 	req := f.request(run.Apply)
 	req.Parallelism = parallelism
 	_, err = f.executor.Run(ctx, req)
