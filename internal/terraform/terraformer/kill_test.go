@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"context"
@@ -24,25 +24,28 @@ import (
 func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 	f.T.Helper()
 	g := NewWithT(f.T)
-	dir := filepath.Join(f.executor.BaseDir, f.Objects.ID.Dir())
-	g.Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
+	dir := filepath.Dir(f.workDir)
 	kubeconfig, termination := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "termination-message")
 	g.Expect(tftest.WriteKubeconfig(env.Config, kubeconfig)).To(Succeed())
-	req := f.request(command)
-	args := append([]string{string(command),
-		"--namespace", req.ID.Namespace, "--name", req.ID.Name, "--purpose", string(req.ID.Purpose),
+	args := []string{string(command),
+		"--namespace", f.Objects.ID.Namespace, "--name", f.Objects.ID.Name, "--purpose", string(f.Objects.ID.Purpose),
 		"--kubeconfig", kubeconfig,
-		"--work-dir", workDirOf(dir),
-		"--terraform", f.executor.Settings.Terraform,
-		"--plugin-mirror", f.executor.Settings.Plugins.Mirror,
+		"--work-dir", f.workDir,
+		"--terraform", f.settings.Terraform,
+		"--plugin-mirror", f.settings.Plugins.Mirror,
 		"--termination-message-path", termination,
-		"--report-file", reportFileOf(dir),
-	}, runArgs(req)...)
+		"--report-file", f.reportFile,
+	}
 	cmd := exec.Command(testenv.TerraformerBinary(f.T), args...)
-	cmd.Env = runEnv(homeOf(dir), os.TempDir(), req.Env)
+	cmd.Env = f.env()
 	cmd.Stdout, cmd.Stderr = f.Output, f.Output
 	g.Expect(cmd.Start()).To(Succeed())
 	return cmd, termination
+}
+
+// newWorkDir has the next run start in a fresh working directory, as a new run pod does.
+func (f *fixture) newWorkDir() {
+	f.workDir = filepath.Join(f.T.TempDir(), "work")
 }
 
 // runFailure reads the error of a terraformer process that failed from its termination message.
@@ -65,7 +68,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 	// Each run starts where the killed one stopped, in a fresh working directory, as a
 	// new run pod would, passes the gates opened before and stops at the next.
 	for _, gate := range gates {
-		f.executor.BaseDir = t.TempDir()
+		f.newWorkDir()
 		cmd, _ := f.startTerraformer(run.Apply)
 		gate.WaitUntilReached()
 		victims := tftest.Descendants(cmd.Process.Pid)
@@ -81,7 +84,7 @@ func TestKilledApplyLeavesEveryResourceExactlyOnce(t *testing.T) {
 		gate.Open()
 	}
 
-	f.executor.BaseDir = t.TempDir()
+	f.newWorkDir()
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.ExpectEachItemOnceInState(g, resources)
@@ -109,7 +112,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeTrue(), "an interrupted run is retried")
 
 	// The stored state is terraform's last word, the state file it left.
-	local, err := os.ReadFile(filepath.Join(f.executor.BaseDir, f.Objects.ID.Dir(), "work", state.StateKey))
+	local, err := os.ReadFile(filepath.Join(f.workDir, state.StateKey))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Objects.ReadState(context.Background(), env.Client)).To(Equal(local))
 
@@ -133,7 +136,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	f.ExpectNoLostStateEntry(g)
 
 	gate.Open()
-	f.executor.BaseDir = t.TempDir()
+	f.newWorkDir()
 	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.ExpectEachItemOnceInState(g, resources)

@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"bytes"
@@ -24,9 +24,9 @@ import (
 )
 
 // watchTerraform samples, until the returned function is called, the terraform processes
-// a run of the local executor (in this process) starts in a directory under dir, and
-// returns their commands in the order they started. terraform re-executes itself once to
-// catch its own panics: only a process whose parent is this process counts. `terraform version` lives for a few
+// a Runner in this process starts in a directory under dir, and returns their commands in
+// the order they started. terraform re-executes itself once to catch its own panics: only a
+// process whose parent is this process counts. `terraform version` lives for a few
 // milliseconds and may be missed; the commands that plan or change anything may not.
 func watchTerraform(t *testing.T, dir string) func() []string {
 	t.Helper()
@@ -99,10 +99,10 @@ func parentOf(pid string) string {
 // runWatched runs an apply with protected types and returns its result, the terraform
 // commands it ran, and its error.
 func (f *fixture) runWatched(t *testing.T, protected ...string) (*run.Result, []string, error) {
-	req := f.request(run.Apply)
-	req.ProtectedTypes = protected
-	commands := watchTerraform(t, f.executor.BaseDir)
-	result, err := f.executor.Run(context.Background(), req)
+	r := f.runner(run.Apply)
+	r.ProtectedTypes = protected
+	commands := watchTerraform(t, f.workDir)
+	result, err := f.runWith(context.Background(), r)
 	return result, commands(), err
 }
 
@@ -122,7 +122,7 @@ func (f *fixture) configVersion(g Gomega) string {
 
 // publishedPlan is the plan the run reported beside it, which the executor reads.
 func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
-	data, err := os.ReadFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.Objects.ID.Dir())))
+	data, err := os.ReadFile(f.reportFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	report := map[string]string{}
 	g.Expect(json.Unmarshal(data, &report)).To(Succeed())
@@ -240,6 +240,9 @@ func niceOf(pid int) (int, bool) {
 	return nice, err == nil
 }
 
+// backgroundNice is the nice value the local executor gives a background run.
+const backgroundNice = 10
+
 // A background run (a drift plan) and every process it starts yield the CPU to the runs
 // others wait for; any other run keeps this process's priority.
 func TestBackgroundRunsYieldTheCPU(t *testing.T) {
@@ -250,7 +253,7 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 		background bool
 		nice       int
 	}{
-		{name: "background", background: true, nice: BackgroundNice},
+		{name: "background", background: true, nice: backgroundNice},
 		{name: "foreground", nice: own},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,12 +264,14 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 			terraform, err := filepath.EvalSymlinks(testenv.Terraform(t))
 			g.Expect(err).NotTo(HaveOccurred())
 
-			req := f.request(run.Apply)
-			req.Background = tc.background
+			r := f.runner(run.Apply)
+			if tc.background {
+				r.Nice = backgroundNice
+			}
 			done, finished := make(chan error, 1), make(chan struct{})
 			go func() {
 				defer close(finished)
-				_, err := f.executor.Run(context.Background(), req)
+				_, err := f.runWith(context.Background(), r)
 				done <- err
 			}()
 			// A failed check below leaves no run waiting at the gate for the next test.
@@ -317,7 +322,7 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 2)
 	binary, commands := loggingTerraform(t)
-	f.executor.Settings.Terraform = binary
+	f.settings.Terraform = binary
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

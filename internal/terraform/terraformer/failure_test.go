@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"context"
@@ -81,22 +81,6 @@ func TestResourceConflictIsADependencyError(t *testing.T) {
 	g.Expect(re.Message).To(ContainSubstring("conflict"))
 }
 
-func TestInvalidRequestsNameTheField(t *testing.T) {
-	g := NewWithT(t)
-	e := &LocalExecutor{Client: env.Client}
-	for field, req := range map[string]Request{
-		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
-		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
-		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: run.Apply},
-		"command":   {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: "refresh"},
-		"env":       {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Env: map[string]string{"NOT A NAME": "x"}},
-	} {
-		_, err := e.Run(context.Background(), req)
-		g.Expect(err).To(MatchError(run.ErrInvalidInput))
-		g.Expect(err.Error()).To(HavePrefix(field))
-	}
-}
-
 func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
@@ -107,7 +91,7 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	// No other terraform release can be built here; a script answers `terraform version -json` as 1.4.6 does.
 	other := filepath.Join(t.TempDir(), "terraform")
 	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
-	f.executor.Settings.Terraform = other
+	f.settings.Terraform = other
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).To(HaveOccurred())
