@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 	"github.com/terraseed/terraseed/internal/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -97,7 +98,7 @@ func BenchmarkReconcileNothingToChange(b *testing.B) {
 func BenchmarkApplyChecked(b *testing.B) {
 	f := newFixture(b, benchResources)
 	vars := func(revision int) map[string]any {
-		return map[string]any{"namespace": f.namespace, "resources": benchResources, "revision": strconv.Itoa(revision)}
+		return map[string]any{"namespace": f.Namespace, "resources": benchResources, "revision": strconv.Itoa(revision)}
 	}
 	bare := newBareTerraform(b, f, testenv.TerraformCLIConfig(b), vars(0))
 	bare.run("init", "-input=false")
@@ -189,11 +190,11 @@ type bareTerraform struct {
 
 func newBareTerraform(b *testing.B, f *fixture, cliConfig string, vars map[string]any) *bareTerraform {
 	t := &bareTerraform{b: b, dir: b.TempDir()}
-	copyConfig(b, "testdata/kubectl", t.dir, f.namespace, benchResources)
+	copyConfig(b, tftest.Config(b, "kubectl"), t.dir, f.Namespace, benchResources)
 	if vars != nil {
 		t.writeVars(vars)
 	}
-	t.env = append(runEnv(filepath.Join(t.dir, "home"), os.TempDir(), map[string]string{"TF_VAR_kubeconfig": f.kubeconfig}), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1")
+	t.env = append(runEnv(filepath.Join(t.dir, "home"), os.TempDir(), map[string]string{"TF_VAR_kubeconfig": f.Kubeconfig}), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1")
 	return t
 }
 
@@ -217,7 +218,7 @@ func (t *bareTerraform) writeVars(vars map[string]any) {
 
 func (f *fixture) writeVars(b *testing.B, vars map[string]any) {
 	data, _ := json.Marshal(vars)
-	if err := f.objects.WriteVars(context.Background(), env.Client, data); err != nil {
+	if err := f.Objects.WriteVars(context.Background(), env.Client, data); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -238,18 +239,10 @@ func (f *fixture) timedResult(b *testing.B, req Request) (*run.Result, time.Dura
 	return result, took
 }
 
-// copyConfig writes the configuration and its variables into dir as a user would.
-func copyConfig(b *testing.B, from, dir, namespace string, resources int) {
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, e := range entries {
-		content, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), content, 0o600); err != nil {
+// copyConfig writes the configuration files and their variables into dir as a user would.
+func copyConfig(b *testing.B, files map[string]string, dir, namespace string, resources int) {
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -268,7 +261,7 @@ func countStateWrites(b *testing.B, f *fixture) func() int {
 	}
 	// Watched from the state as it is now, which is not a write.
 	list := &corev1.ConfigMapList{}
-	selector := []client.ListOption{client.InNamespace(f.namespace), client.MatchingFields{"metadata.name": f.objects.StateName()}}
+	selector := []client.ListOption{client.InNamespace(f.Namespace), client.MatchingFields{"metadata.name": f.Objects.StateName()}}
 	if err := wc.List(context.Background(), list, selector...); err != nil {
 		b.Fatal(err)
 	}

@@ -26,16 +26,16 @@ func TestALocalRunOverItsTimeoutIsStoppedWithItsStateSaved(t *testing.T) {
 	g.Expect(errors.As(err, &runErr)).To(BeTrue())
 	g.Expect(runErr.Message).To(ContainSubstring("running for more than 5s"))
 	g.Expect(time.Since(started)).To(BeNumerically("<", time.Minute), "the gate holds the run forever: only the timeout ended it")
-	created, listed := f.expectNoLostStateEntry(g)
+	created, listed := f.ExpectNoLostStateEntry(g)
 	g.Expect(created).To(Equal(2), "the run got to its gate")
 	g.Expect(listed).To(BeNumerically(">=", 1))
-	active, err := f.executor.Active(t.Context(), f.objects.ID)
+	active, err := f.executor.Active(t.Context(), f.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeFalse(), "the stopped run holds its directory no more")
 
-	gate.open()
+	gate.Open()
 	f.executor.RunTimeout = 0
 	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	f.expectEachItemOnceInState(g, 2)
+	f.ExpectEachItemOnceInState(g, 2)
 }

@@ -29,7 +29,7 @@ func TestALocalRunHasItsOwnHomeAndTemporaryDirectory(t *testing.T) {
 		g.Expect(entries).To(BeEmpty(), "nothing written into the controller's %s", dir)
 	}
 
-	runDir := filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())
+	runDir := filepath.Join(f.executor.BaseDir, f.Objects.ID.Dir())
 	g.Expect(filepath.Join(runDir, "home", ".kube")).To(BeADirectory(), "the kubectl provider's caches, in the run's HOME")
 	env := runEnv(homeOf(runDir), "/tmp/terraseed-run-1", map[string]string{"TF_VAR_x": "y"})
 	g.Expect(env).To(ContainElements("HOME="+filepath.Join(runDir, "home"), "TMPDIR=/tmp/terraseed-run-1", "TF_VAR_x=y"))

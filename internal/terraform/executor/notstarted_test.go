@@ -50,7 +50,7 @@ func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
 	t.Cleanup(func() { NotStartedRetry = retry })
 
 	quoted := newFixture(t, 1)
-	quota := fullQuota(t, quoted.namespace)
+	quota := fullQuota(t, quoted.Namespace)
 	startKubelet(quoted, false)
 	e := quoted.podExecutor()
 
@@ -58,7 +58,7 @@ func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
 	waiting, ok := notStarted(err)
 	g.Expect(ok).To(BeTrue(), "%v", err)
 	g.Expect(waiting.Reason).To(And(HavePrefix("the run pod is refused by a ResourceQuota: "), ContainSubstring("exceeded quota: runs")))
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: quoted.namespace, Name: quoted.objects.ID.EnvSecretName()}, &corev1.Secret{}))).
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: quoted.Namespace, Name: quoted.Objects.ID.EnvSecretName()}, &corev1.Secret{}))).
 		To(BeTrue(), "no credentials wait in a Secret")
 
 	ends := &endOrder{}
@@ -72,30 +72,30 @@ func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
 	})
 	g.Expect(s.Submit(ctx, quoted.request(run.Apply), PriorityCreate)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		ticket, _ := s.Lookup(quoted.objects.ID)
+		ticket, _ := s.Lookup(quoted.Objects.ID)
 		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
 		g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
 	}).WithTimeout(time.Minute).Should(Succeed())
-	g.Expect(ends.get()).To(ContainElement(quoted.objects.ID), "the run's object hears that it waits")
+	g.Expect(ends.get()).To(ContainElement(quoted.Objects.ID), "the run's object hears that it waits")
 
 	other := newFixture(t, 1)
 	startKubelet(other, false)
 	g.Expect(s.Submit(ctx, other.request(run.Apply), PriorityReconcile)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		ticket, _ := s.Lookup(other.objects.ID)
+		ticket, _ := s.Lookup(other.Objects.ID)
 		g.Expect(ticket.Phase).To(Equal(PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "a later run of lower priority took the slot the waiting run does not hold")
 	// It tries again every NotStartedRetry, holding a slot only while it tries.
-	ticket, _ := s.Lookup(quoted.objects.ID)
+	ticket, _ := s.Lookup(quoted.Objects.ID)
 	g.Expect(ticket.Phase).NotTo(Equal(PhaseDone), "the quota is still full")
 	g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
 
 	setQuotaStatus(t, quota, "2", "1")
 	g.Eventually(func(g Gomega) {
-		ticket, _ := s.Lookup(quoted.objects.ID)
+		ticket, _ := s.Lookup(quoted.Objects.ID)
 		g.Expect(ticket.Phase).To(Equal(PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
-	g.Expect(quoted.items(g)).To(HaveLen(1))
+	g.Expect(quoted.Items(g)).To(HaveLen(1))
 }

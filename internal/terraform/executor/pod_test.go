@@ -31,6 +31,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/internal/gardener/errorcodes"
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -85,7 +86,7 @@ func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	f.t.Cleanup(func() {
+	f.T.Cleanup(func() {
 		cancel()
 		<-done
 		k.mu.Lock()
@@ -105,7 +106,7 @@ func (k *kubelet) startedPods() []*corev1.Pod {
 
 func (k *kubelet) sync(ctx context.Context, nodeName string) {
 	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(k.f.namespace)); err != nil {
+	if err := env.Client.List(ctx, pods, client.InNamespace(k.f.Namespace)); err != nil {
 		return
 	}
 	present := map[types.UID]bool{}
@@ -148,7 +149,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: c.EnvFrom[0].SecretRef.Name}, secret); err != nil {
 		return
 	}
-	dir := k.f.t.TempDir()
+	dir := k.f.T.TempDir()
 	termination := filepath.Join(dir, "termination-log")
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	config := env.Config
@@ -162,13 +163,13 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	args := append(c.Args[:len(c.Args):len(c.Args)], "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
 		"--termination-message-path", termination, "--terraform", k.f.executor.Settings.Terraform,
 		"--plugin-mirror", k.f.executor.Settings.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Settings.Plugins.CacheDir)
-	cmd := exec.Command(testenv.TerraformerBinary(k.f.t), args...)
+	cmd := exec.Command(testenv.TerraformerBinary(k.f.T), args...)
 	cmd.Env = runEnv(homeOf(dir), os.TempDir(), nil)
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}
 	logs := &testenv.SyncBuffer{}
-	cmd.Stdout = io.MultiWriter(k.f.output, logs)
+	cmd.Stdout = io.MultiWriter(k.f.Output, logs)
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return
@@ -222,7 +223,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 // the API server, which verifies no kubelet certificate unless told to, proxies pod log
 // requests to it.
 func (k *kubelet) registerNode() string {
-	g := NewWithT(k.f.t)
+	g := NewWithT(k.f.T)
 	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// /containerLogs/<namespace>/<pod>/<container>
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
@@ -235,15 +236,15 @@ func (k *kubelet) registerNode() string {
 		}
 		_, _ = io.WriteString(w, logs.String())
 	}))
-	k.f.t.Cleanup(server.Close)
+	k.f.T.Cleanup(server.Close)
 	host, port, err := net.SplitHostPort(server.Listener.Addr().String())
 	g.Expect(err).NotTo(HaveOccurred())
 	portNumber, err := strconv.Atoi(port)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-" + k.f.namespace}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-" + k.f.Namespace}}
 	g.Expect(env.Client.Create(context.Background(), node)).To(Succeed())
-	k.f.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	k.f.T.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}}
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNumber)
 	g.Expect(env.Client.Status().Update(context.Background(), node)).To(Succeed())
@@ -281,7 +282,7 @@ func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
 func (f *fixture) podExecutor() *PodExecutor {
 	clientset, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return &PodExecutor{
 		Client:             env.Client,
@@ -309,7 +310,7 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	result, err := f.podExecutor().Run(context.Background(), req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Outputs["names"]).To(HaveLen(3))
-	g.Expect(f.items(g)).To(HaveLen(3))
+	g.Expect(f.Items(g)).To(HaveLen(3))
 	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "from the termination message")
 
 	pods := k.startedPods()
@@ -327,8 +328,8 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	g.Expect(pod.Spec.Containers[0].Env).To(BeEmpty(), "credentials only through the Secret")
 
 	// Finished pods and their credentials are cleaned up.
-	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
-	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, &corev1.Secret{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, &corev1.Secret{}))).To(BeTrue())
 }
 
 func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
@@ -336,8 +337,8 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	f := newFixture(t, 20)
 	// The run pod waits at the gate until the test opens it: it is surely still running
 	// when the restarted controller looks, however fast the machine.
-	gate := f.newGate(4)
-	f.writeChainConfig(20, gate)
+	gate := f.NewGate(4)
+	f.WriteChainConfig(20, gate)
 	k := startKubelet(f, false)
 	first := f.podExecutor()
 
@@ -347,7 +348,7 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 		_, err := first.Run(ctx, f.request(run.Apply))
 		done <- err
 	}()
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 	stopController()
 	g.Expect(<-done).To(MatchError(context.Canceled))
 
@@ -355,11 +356,11 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 	second := f.podExecutor()
 	_, err := second.Run(context.Background(), f.request(run.Destroy))
 	g.Expect(err).To(MatchError(run.ErrRunInProgress), "another command waits for the running pod")
-	gate.open()
+	gate.Open()
 	_, err = second.Run(context.Background(), f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k.startedPods()).To(HaveLen(1), "the running pod was adopted, not started twice")
-	g.Expect(f.items(g)).To(HaveLen(20))
+	g.Expect(f.Items(g)).To(HaveLen(20))
 }
 
 // A restarted controller whose Infrastructure changed meanwhile asks for an apply of
@@ -367,8 +368,8 @@ func TestPodExecutorAdoptsTheRunningPodAfterARestart(t *testing.T) {
 func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 5)
-	gate := f.newGate(2)
-	f.writeChainConfig(5, gate)
+	gate := f.NewGate(2)
+	f.WriteChainConfig(5, gate)
 	k := startKubelet(f, false)
 	older, newer := f.request(run.Apply), f.request(run.Apply)
 	older.Digest, newer.Digest = "0123456789abcdef", "fedcba9876543210"
@@ -379,7 +380,7 @@ func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 		_, err := f.podExecutor().Run(ctx, older)
 		done <- err
 	}()
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 	stopController()
 	g.Expect(<-done).To(MatchError(context.Canceled))
 
@@ -387,7 +388,7 @@ func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 	_, err := second.Run(context.Background(), newer)
 	g.Expect(err).To(MatchError(run.ErrRunInProgress), "the pod of the older configuration is not adopted")
 	g.Expect(k.startedPods()).To(HaveLen(1))
-	gate.open()
+	gate.Open()
 	g.Eventually(func(g Gomega) {
 		_, err := second.Run(context.Background(), newer)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -409,7 +410,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		_, err := e.Run(context.Background(), f.request(run.Apply))
 		g.Expect(err).To(MatchError(ErrCreationDeadline))
 		g.Expect(k.startedPods()).To(BeEmpty())
-		g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
 	})
 
 	t.Run("run", func(t *testing.T) {
@@ -420,12 +421,12 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		e.RunTimeout = 2 * time.Second
 		_, err := e.Run(context.Background(), f.request(run.Apply))
 		g.Expect(err).To(MatchError(ErrRunDeadline))
-		re := expectRunError(g, err)
-		g.Expect(errorcodes.Retryable(codesOf(re))).To(BeTrue())
+		re := tftest.ExpectRunError(g, err)
+		g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeTrue())
 		// Stopped by SIGTERM at the deadline, the run saved what it had created: every
 		// object is in the state, or (the create in flight when the kubectl provider was
 		// stopped) the id it is named after is, so a rerun applies the same object again.
-		created, listed := f.expectNoLostStateEntry(g)
+		created, listed := f.ExpectNoLostStateEntry(g)
 		g.Expect(created-listed).To(BeNumerically("<=", e.Settings.Parallelism), "at most the creates in flight are missing")
 	})
 }
@@ -433,11 +434,11 @@ func TestPodExecutorDeadlines(t *testing.T) {
 func TestPodExecutorReportsTerraformErrors(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 1)
-	f.writeConfig("testdata/syntax-error")
+	f.WriteConfig("syntax-error")
 	startKubelet(f, false)
 	_, err := f.podExecutor().Run(context.Background(), f.request(run.Apply))
-	re := expectRunError(g, err)
-	g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+	re := tftest.ExpectRunError(g, err)
+	g.Expect(tftest.CodesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
 	g.Expect(re.Phases).To(ConsistOf(BeNumerically(">", 0)), "init found the error; nothing ran after it")
 	g.Expect(re.Phases).To(HaveKey("init"))
@@ -446,18 +447,18 @@ func TestPodExecutorReportsTerraformErrors(t *testing.T) {
 func TestPodExecutorReadsTheLogOfAPodThatLeftNoTerminationMessage(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 1)
-	f.writeConfig("testdata/syntax-error")
+	f.WriteConfig("syntax-error")
 	startKubeletWith(f, kubeletOptions{serveLogs: true, loseTerminationMessages: true})
 	e := f.podExecutor()
 	clientset, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	e.Clientset = clientset
 	_, err = e.Run(context.Background(), f.request(run.Apply))
-	re := expectRunError(g, err)
+	re := tftest.ExpectRunError(g, err)
 	t.Logf("message: %s", re.Message)
 	g.Expect(re.Message).To(ContainSubstring("Unterminated template string"), "terraform's error, found in the log")
 	g.Expect(strings.Count(re.Message, "Unterminated template string")).To(Equal(1), "each error once")
-	g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+	g.Expect(tftest.CodesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
@@ -520,16 +521,16 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	progress := `{"phase":"apply"}`
 	annotated, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{run.AnnotationProgress: progress}}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.ConfigName()}}, client.RawPatch(types.MergePatchType, annotated))).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.Objects.ConfigName()}}, client.RawPatch(types.MergePatchType, annotated))).To(Succeed())
 	credentials := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.EnvSecretName()}, credentials)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, credentials)).To(Succeed())
 
 	g.Expect(env.Client.Delete(ctx, pod)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 	g.Expect(pod.DeletionTimestamp).NotTo(BeNil())
 	g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 
-	active, err := e.Active(ctx, f.objects.ID)
+	active, err := e.Active(ctx, f.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeTrue(), "a run pod still running in its grace period is under way")
 	for _, command := range []run.Command{run.Apply, run.Destroy} {
@@ -540,14 +541,14 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(credentials), current)).To(Succeed())
 	g.Expect(current.UID).To(Equal(credentials.UID), "the running pod's credentials are left alone")
 	config := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, config)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ConfigName()}, config)).To(Succeed())
 	g.Expect(config.Annotations).To(HaveKeyWithValue(run.AnnotationProgress, progress), "the running pod's progress is left alone")
 
 	// The container ended (the kubelet reports it before it removes the pod): the run is over.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodFailed
 	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
-	active, err = e.Active(ctx, f.objects.ID)
+	active, err = e.Active(ctx, f.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeFalse(), "a run pod that ended is no run under way")
 
@@ -555,7 +556,7 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
 	}).Should(BeTrue())
-	active, err = e.Active(ctx, f.objects.ID)
+	active, err = e.Active(ctx, f.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeFalse())
 }
@@ -569,8 +570,8 @@ func TestPodExecutorStopsARunGracefully(t *testing.T) {
 	ctx := context.Background()
 	const resources = 12
 	f := newFixture(t, resources)
-	gate := f.newGate(4)
-	f.writeChainConfig(resources, gate)
+	gate := f.NewGate(4)
+	f.WriteChainConfig(resources, gate)
 	// Bound to a node, as a scheduled pod is: its deletion then takes its grace period.
 	k := startKubeletWith(f, kubeletOptions{serveLogs: true})
 	e := f.podExecutor()
@@ -581,33 +582,33 @@ func TestPodExecutorStopsARunGracefully(t *testing.T) {
 		_, err := e.Run(ctx, f.request(run.Apply))
 		done <- err
 	}()
-	gate.waitUntilReached()
-	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed())
+	gate.WaitUntilReached()
+	g.Expect(e.Stop(ctx, f.Objects.ID)).To(Succeed())
 	pod := &corev1.Pod{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod); err == nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, pod); err == nil {
 		g.Expect(pod.DeletionTimestamp).NotTo(BeNil(), "the pod is being deleted")
 	}
 
 	var err error
 	g.Eventually(done).WithTimeout(2 * time.Minute).Should(Receive(&err))
 	g.Expect(err).To(MatchError(ContainSubstring("interrupted; the state was saved")), "the terraformer stopped terraform and saved the state")
-	grace, stopped := k.stoppedWithGrace(f.objects.ID.PodName())
+	grace, stopped := k.stoppedWithGrace(f.Objects.ID.PodName())
 	g.Expect(stopped).To(BeTrue(), "the pod was stopped by its deletion")
 	g.Expect(grace).To(BeEquivalentTo(45+120+10), "with the pod's grace period: the stop timeout, the final save and a margin")
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, &corev1.Pod{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, &corev1.Pod{}))
 	}).WithTimeout(time.Minute).Should(BeTrue())
-	active, err := e.Active(ctx, f.objects.ID)
+	active, err := e.Active(ctx, f.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(active).To(BeFalse())
-	g.Expect(e.Stop(ctx, f.objects.ID)).To(Succeed(), "no run pod: nothing to stop")
+	g.Expect(e.Stop(ctx, f.Objects.ID)).To(Succeed(), "no run pod: nothing to stop")
 
-	created, _ := f.expectNoLostStateEntry(g)
-	g.Expect(created).To(Equal(gate.index+1), "nothing was created past the gate")
-	gate.open()
+	created, _ := f.ExpectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(gate.Index+1), "nothing was created past the gate")
+	gate.Open()
 	_, err = e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
-	f.expectEachItemOnceInState(g, resources)
+	f.ExpectEachItemOnceInState(g, resources)
 	g.Expect(k.startedPods()).To(HaveLen(2))
 }
 
@@ -716,7 +717,7 @@ func pendingRunPod(t *testing.T, f *fixture, e Executor) *corev1.Pod {
 	})
 	pod := &corev1.Pod{}
 	NewWithT(t).Eventually(func() error {
-		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ID.PodName()}, pod)
+		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, pod)
 	}).WithTimeout(time.Minute).Should(Succeed())
 	return pod
 }

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 )
 
@@ -45,8 +46,8 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 			g := NewWithT(t)
 			const resources = 6
 			f := newFixture(t, resources)
-			gates := []*gate{f.newGate(2), f.newGate(4)}
-			f.writeChainConfig(resources, gates...)
+			gates := []*tftest.Gate{f.NewGate(2), f.NewGate(4)}
+			f.WriteChainConfig(resources, gates...)
 			// Every pair is two creates, every gate one.
 			const total = 2*resources + 2
 
@@ -73,19 +74,19 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 
 			var atGate []int
 			for _, gate := range gates {
-				gate.waitUntilReached()
+				gate.WaitUntilReached()
 				g.Eventually(func(g Gomega) {
 					p := log.last(g)
 					g.Expect(p.Phase).To(Equal("applying"))
 					g.Expect(p.Total).To(Equal(total))
-					g.Expect(p.Done).To(BeNumerically(">=", 2*gate.index), "every pair before the gate is created")
+					g.Expect(p.Done).To(BeNumerically(">=", 2*gate.Index), "every pair before the gate is created")
 					g.Expect(p.Done).To(BeNumerically("<", total))
 				}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 				p := log.last(g)
-				t.Logf("at the gate before pair %d: %s (%d%%)", gate.index, p.Description(), p.Percent())
+				t.Logf("at the gate before pair %d: %s (%d%%)", gate.Index, p.Description(), p.Percent())
 				g.Expect(p.Description()).To(MatchRegexp(`^applying \d+/14`))
 				atGate = append(atGate, p.Done)
-				gate.open()
+				gate.Open()
 			}
 			g.Expect(atGate[1]).To(BeNumerically(">", atGate[0]), "the progress rose between the gates")
 

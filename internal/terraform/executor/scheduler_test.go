@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 )
 
@@ -51,10 +52,10 @@ func (o *endOrder) get() []run.ID {
 
 // heldApply is an Infrastructure whose apply, once started, holds its run slot at a gate
 // until the test opens it.
-func heldApply(t *testing.T) (*fixture, *gate) {
+func heldApply(t *testing.T) (*fixture, *tftest.Gate) {
 	busy := newFixture(t, 0)
-	gate := busy.newGate(1)
-	busy.writeChainConfig(2, gate)
+	gate := busy.NewGate(1)
+	busy.WriteChainConfig(2, gate)
 	return busy, gate
 }
 
@@ -73,7 +74,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 
 	// The one slot is taken by an apply held at its gate.
 	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 
 	drift1, drift2, create := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
 	g.Expect(s.Submit(ctx, drift1.request(run.Plan), PriorityDrift)).To(Succeed())
@@ -81,7 +82,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	g.Expect(s.Submit(ctx, create.request(run.Apply), PriorityCreate)).To(Succeed())
 
 	ahead := func(f *fixture) int {
-		ticket, known := s.Lookup(f.objects.ID)
+		ticket, known := s.Lookup(f.Objects.ID)
 		g.Expect(known).To(BeTrue())
 		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
 		return ticket.Ahead
@@ -96,21 +97,21 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	err := s.Submit(ctx, create.request(run.Apply), PriorityCreate)
 	g.Expect(err).To(MatchError(run.ErrRunInProgress))
 
-	gate.open()
+	gate.Open()
 	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(4))
-	g.Expect(ends.get()).To(Equal([]run.ID{busy.objects.ID, create.objects.ID, drift1.objects.ID, drift2.objects.ID}),
+	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, create.Objects.ID, drift1.Objects.ID, drift2.Objects.ID}),
 		"one slot: the apply under way, then the create, then the drift plans in their order")
 	for _, f := range []*fixture{busy, create, drift1, drift2} {
-		ticket, known := s.Lookup(f.objects.ID)
+		ticket, known := s.Lookup(f.Objects.ID)
 		g.Expect(known).To(BeTrue())
 		g.Expect(ticket.Phase).To(Equal(PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
-		s.Cancel(f.objects.ID)
-		_, known = s.Lookup(f.objects.ID)
+		s.Cancel(f.Objects.ID)
+		_, known = s.Lookup(f.Objects.ID)
 		g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
 	}
-	g.Expect(create.items(g)).To(HaveLen(1), "the create applied")
-	g.Expect(drift1.items(g)).To(BeEmpty(), "a plan applies nothing")
+	g.Expect(create.Items(g)).To(HaveLen(1), "the create applied")
+	g.Expect(drift1.Items(g)).To(BeEmpty(), "a plan applies nothing")
 	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("drift"))).To(BeEquivalentTo(0))
 }
 
@@ -121,7 +122,7 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	// Three slots, a third of them for drift plans: one.
 	s, ends := startedScheduler(t, busy, 3, 0.34)
 	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 
 	var plans []*fixture
 	for range 3 {
@@ -134,7 +135,7 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	g.Eventually(func() int {
 		running := 0
 		for _, f := range plans {
-			if ticket, _ := s.Lookup(f.objects.ID); ticket.Phase == PhaseRunning {
+			if ticket, _ := s.Lookup(f.Objects.ID); ticket.Phase == PhaseRunning {
 				running++
 			}
 		}
@@ -144,9 +145,9 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	g.Expect(highest).To(Equal(1), "drift plans under way at once")
 
 	// A run of another priority takes a free slot beside them.
-	ticket, _ := s.Lookup(busy.objects.ID)
+	ticket, _ := s.Lookup(busy.Objects.ID)
 	g.Expect(ticket.Phase).To(Equal(PhaseRunning), "the apply is still held at its gate")
-	gate.open()
+	gate.Open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(4))
 }
 
@@ -156,16 +157,16 @@ func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
 	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
-	gate.waitUntilReached()
-	g.Expect(s.Cancel(busy.objects.ID)).To(BeFalse(), "a run under way is not cancelled")
+	gate.WaitUntilReached()
+	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not cancelled")
 
 	waiting := neighbour(t, busy)
 	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityReconcile)).To(Succeed())
-	g.Expect(s.Cancel(waiting.objects.ID)).To(BeTrue())
-	gate.open()
+	g.Expect(s.Cancel(waiting.Objects.ID)).To(BeTrue())
+	gate.Open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
 	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
-	g.Expect(waiting.items(g)).To(BeEmpty(), "the cancelled apply never ran")
+	g.Expect(waiting.Items(g)).To(BeEmpty(), "the cancelled apply never ran")
 }
 
 // A deletion stops the run under way: Stop interrupts it as a shutdown does, the run
@@ -176,25 +177,25 @@ func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
 	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityCreate)).To(Succeed())
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 
-	ended, err := s.Stop(ctx, busy.objects.ID)
+	ended, err := s.Stop(ctx, busy.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ended).To(BeFalse(), "the run under way takes time to stop")
-	ticket, _ := s.Lookup(busy.objects.ID)
+	ticket, _ := s.Lookup(busy.Objects.ID)
 	g.Expect(ticket.Stopping).To(BeTrue())
-	g.Expect(s.Cancel(busy.objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Cancel says so")
+	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Cancel says so")
 
-	g.Eventually(ends.get).WithTimeout(time.Minute).Should(Equal([]run.ID{busy.objects.ID}), "the stopped run's end is told")
-	done, known := s.Take(busy.objects.ID)
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(Equal([]run.ID{busy.Objects.ID}), "the stopped run's end is told")
+	done, known := s.Take(busy.Objects.ID)
 	g.Expect(known).To(BeTrue())
 	g.Expect(done.Err).To(HaveOccurred(), "a stopped run did not succeed")
-	created, listed := busy.expectNoLostStateEntry(g)
+	created, listed := busy.ExpectNoLostStateEntry(g)
 	g.Expect(created).To(Equal(2), "the run was stopped beside its gate, after the second create")
 	g.Expect(listed).To(BeNumerically(">=", 1))
-	g.Expect(busy.items(g)).To(HaveLen(2), "the stopped run went no further")
+	g.Expect(busy.Items(g)).To(HaveLen(2), "the stopped run went no further")
 
-	ended, err = s.Stop(ctx, busy.objects.ID)
+	ended, err = s.Stop(ctx, busy.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ended).To(BeTrue(), "no run is under way any more")
 }
@@ -206,19 +207,19 @@ func TestStopDropsAWaitingRun(t *testing.T) {
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
 	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
-	gate.waitUntilReached()
+	gate.WaitUntilReached()
 	waiting := neighbour(t, busy)
 	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityCreate)).To(Succeed())
 
-	ended, err := s.Stop(ctx, waiting.objects.ID)
+	ended, err := s.Stop(ctx, waiting.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ended).To(BeTrue())
-	_, known := s.Lookup(waiting.objects.ID)
+	_, known := s.Lookup(waiting.Objects.ID)
 	g.Expect(known).To(BeFalse())
-	gate.open()
+	gate.Open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
 	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
-	g.Expect(waiting.items(g)).To(BeEmpty(), "the dropped apply never ran")
+	g.Expect(waiting.Items(g)).To(BeEmpty(), "the dropped apply never ran")
 }
 
 // Runs are known by their owner's UID: the outcome of an earlier owner's run is never read
@@ -250,7 +251,7 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 	done, known := s.Take(earlier.ID)
 	g.Expect(known).To(BeTrue())
 	g.Expect(done.Err).NotTo(HaveOccurred())
-	stored, err := f.objects.ReadState(ctx, env.Client)
+	stored, err := f.Objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(done.Result.State).To(Equal(stored), "the outcome taken holds the whole state")
 	_, known = s.Lookup(earlier.ID)

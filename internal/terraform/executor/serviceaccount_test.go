@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 	"github.com/terraseed/terraseed/internal/terraform/state"
 )
@@ -33,7 +34,7 @@ func serviceAccountConfig(namespace, name string) *rest.Config {
 
 // writeKubeconfigOf writes config, impersonation included, as a kubeconfig file.
 func writeKubeconfigOf(config *rest.Config, path string) error {
-	if err := writeKubeconfig(config, path); err != nil || config.Impersonate.UserName == "" {
+	if err := tftest.WriteKubeconfig(config, path); err != nil || config.Impersonate.UserName == "" {
 		return err
 	}
 	kc, err := clientcmd.LoadFromFile(path)
@@ -55,7 +56,7 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 2)
 	other := env.Namespace(t)
-	for _, ns := range []string{f.namespace, other} {
+	for _, ns := range []string{f.Namespace, other} {
 		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloudprovider"}, Data: map[string][]byte{"token": []byte("cloud-token")}})).To(Succeed())
 		g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}, Data: map[string]string{"a": "1"}})).To(Succeed())
 	}
@@ -68,27 +69,27 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	result, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Outputs["names"]).To(HaveLen(2))
-	g.Expect(f.items(g)).To(HaveLen(2))
+	g.Expect(f.Items(g)).To(HaveLen(2))
 
 	role := &rbacv1.Role{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: DefaultServiceAccountName}, role)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}, role)).To(Succeed())
 	binding := &rbacv1.RoleBinding{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: DefaultServiceAccountName}, binding)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}, binding)).To(Succeed())
 	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: DefaultServiceAccountName}))
-	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.namespace, Name: DefaultServiceAccountName}))
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: DefaultServiceAccountName}))
 	// Ensuring again changes nothing.
-	g.Expect(e.EnsureServiceAccount(ctx, f.objects.ID)).To(Succeed())
+	g.Expect(e.EnsureServiceAccount(ctx, f.Objects.ID)).To(Succeed())
 	again := &rbacv1.Role{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), again)).To(Succeed())
 	g.Expect(again.ResourceVersion).To(Equal(role.ResourceVersion))
 
-	c, err := client.New(serviceAccountConfig(f.namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
+	c, err := client.New(serviceAccountConfig(f.Namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	forbidden := func(what string, err error) {
 		t.Helper()
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", what, err)
 	}
-	for _, ns := range []string{f.namespace, other} {
+	for _, ns := range []string{f.Namespace, other} {
 		forbidden("get secrets/cloudprovider in "+ns, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cloudprovider"}, &corev1.Secret{}))
 		forbidden("list secrets in "+ns, c.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))
 		forbidden("list configmaps in "+ns, c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)))
@@ -97,15 +98,15 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 		forbidden("update configmaps/someone-elses in "+ns, c.Update(ctx, cm))
 		forbidden("delete configmaps/someone-elses in "+ns, c.Delete(ctx, cm))
 	}
-	forbidden("get the configuration of another namespace", c.Get(ctx, client.ObjectKey{Namespace: other, Name: f.objects.ConfigName()}, &corev1.ConfigMap{}))
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: f.objects.VarsName()}, &corev1.Secret{})).To(Succeed())
-	forbidden("update its own variables", c.Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.VarsName()}}))
+	forbidden("get the configuration of another namespace", c.Get(ctx, client.ObjectKey{Namespace: other, Name: f.Objects.ConfigName()}, &corev1.ConfigMap{}))
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.VarsName()}, &corev1.Secret{})).To(Succeed())
+	forbidden("update its own variables", c.Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.Objects.VarsName()}}))
 
 	// A state split into parts is written, and written again, as the ServiceAccount: the
 	// parts of the older generation are deleted by name.
-	stored, err := f.objects.ReadState(ctx, env.Client)
+	stored, err := f.Objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
-	store := f.objects.Store(c)
+	store := f.Objects.Store(c)
 	store.Limit = 64 << 10
 	for i := range 2 {
 		bigger := biggerState(g, stored, int64(i+1), 300<<10)
@@ -113,12 +114,12 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(written).To(BeTrue())
 		parts := &corev1.ConfigMapList{}
-		g.Expect(env.Client.List(ctx, parts, client.InNamespace(f.namespace), client.MatchingLabels{state.LabelStateOf: f.objects.StateName()})).To(Succeed())
+		g.Expect(env.Client.List(ctx, parts, client.InNamespace(f.Namespace), client.MatchingLabels{state.LabelStateOf: f.Objects.StateName()})).To(Succeed())
 		g.Expect(len(parts.Items)).To(BeNumerically(">", 1))
 		for _, part := range parts.Items {
 			g.Expect(part.Labels).To(HaveKeyWithValue(state.AnnotationStateGeneration, []string{"a", "b"}[i]), "only the parts of the current generation are left")
 		}
-		loaded, err := f.objects.ReadState(ctx, env.Client)
+		loaded, err := f.Objects.ReadState(ctx, env.Client)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(loaded).To(Equal(bigger))
 	}
@@ -128,9 +129,9 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = e.Run(ctx, f.request(run.Destroy))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func(g Gomega) { g.Expect(f.items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(f.Items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
 	var kept corev1.ConfigMap
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: "someone-elses"}, &kept)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "someone-elses"}, &kept)).To(Succeed())
 	g.Expect(kept.Data).To(Equal(map[string]string{"a": "1"}))
 }
 
@@ -161,7 +162,7 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
-	f.objects.Storage = state.StorageSecret
+	f.Objects.Storage = state.StorageSecret
 	startKubeletWith(f, kubeletOptions{asServiceAccount: true})
 	e := f.podExecutor()
 	e.ServiceAccountName = ""
@@ -171,20 +172,20 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	result, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Outputs["names"]).To(HaveLen(2))
-	g.Expect(f.items(g)).To(HaveLen(2))
-	key := client.ObjectKey{Namespace: f.namespace, Name: f.objects.StateName()}
+	g.Expect(f.Items(g)).To(HaveLen(2))
+	key := client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.StateName()}
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, &corev1.ConfigMap{}))).To(BeTrue(), "no ConfigMap of state")
-	names, _ := f.stateItems(g)
+	names, _ := f.StateItems(g)
 	g.Expect(names).To(HaveLen(2))
 
-	c, err := client.New(serviceAccountConfig(f.namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
+	c, err := client.New(serviceAccountConfig(f.Namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	own := &corev1.Secret{}
 	g.Expect(c.Get(ctx, key, own)).To(Succeed())
 	g.Expect(own.Data).To(HaveKey(state.StateKey))
 	g.Expect(c.Update(ctx, own)).To(Succeed())
-	other := state.RunObjects{ID: run.ID{Namespace: f.namespace, Name: "other", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
-	otherState := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: other.StateName()}, Data: map[string][]byte{state.StateKey: []byte("{}")}}
+	other := state.RunObjects{ID: run.ID{Namespace: f.Namespace, Name: "other", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
+	otherState := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: other.StateName()}, Data: map[string][]byte{state.StateKey: []byte("{}")}}
 	g.Expect(env.Client.Create(ctx, otherState)).To(Succeed())
 	forbidden := func(what string, err error) {
 		t.Helper()
@@ -195,13 +196,13 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	_, err = other.Store(c).Load(ctx)
 	forbidden("load another Infrastructure's state", err)
 	forbidden("get a ConfigMap of state", c.Get(ctx, key, &corev1.ConfigMap{}))
-	forbidden("create a ConfigMap", c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: f.objects.StateName()}}))
-	forbidden("list Secrets", c.List(ctx, &corev1.SecretList{}, client.InNamespace(f.namespace)))
+	forbidden("create a ConfigMap", c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.Objects.StateName()}}))
+	forbidden("list Secrets", c.List(ctx, &corev1.SecretList{}, client.InNamespace(f.Namespace)))
 
 	// Another apply and the destroy, as the ServiceAccount.
 	_, err = e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = e.Run(ctx, f.request(run.Destroy))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func(g Gomega) { g.Expect(f.items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(f.Items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
 }

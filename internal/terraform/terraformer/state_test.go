@@ -13,12 +13,7 @@ import (
 
 	"github.com/terraseed/terraseed/internal/terraform/run"
 	"github.com/terraseed/terraseed/internal/terraform/state"
-	"github.com/terraseed/terraseed/test/testenv"
 )
-
-var env *testenv.Environment
-
-func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 
 // stateOfSerial is a state document as terraform writes it, of one lineage.
 func stateOfSerial(serial int) []byte {

@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"context"
@@ -34,20 +34,19 @@ resource "terraform_data" "work" {
 }
 `
 
-// mostAtOnce applies the concurrent configuration with req's parallelism and returns the
+// mostAtOnce applies the concurrent configuration with that parallelism and returns the
 // most creations seen under way at once.
 func mostAtOnce(t *testing.T, parallelism int) int {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := newFixture(t, 0)
 	dir := t.TempDir()
-	g.Expect(f.objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": concurrentConfig})).To(Succeed())
+	g.Expect(f.Objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": concurrentConfig})).To(Succeed())
 	vars, err := json.Marshal(map[string]string{"dir": dir})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
-	req := f.request(run.Apply)
-	req.Parallelism = parallelism
-	_, err = f.executor.Run(ctx, req)
+	g.Expect(f.Objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
+	f.settings.Parallelism = parallelism
+	_, err = f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	seen, err := os.ReadFile(filepath.Join(dir, "seen"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -67,6 +66,4 @@ func TestARequestsParallelismBoundsTerraformsConcurrentChanges(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(mostAtOnce(t, 1)).To(Equal(1))
 	g.Expect(mostAtOnce(t, 0)).To(BeNumerically(">", 1), "terraform's default runs them side by side")
-	g.Expect(Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Parallelism: -1}.Validate()).
-		To(MatchError(ContainSubstring("parallelism")))
 }

@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"bytes"
@@ -18,14 +18,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // watchTerraform samples, until the returned function is called, the terraform processes
-// a run of the local executor (in this process) starts in a directory under dir, and
-// returns their commands in the order they started. terraform re-executes itself once to
-// catch its own panics: only a process whose parent is this process counts. `terraform version` lives for a few
+// a Runner in this process starts in a directory under dir, and returns their commands in
+// the order they started. terraform re-executes itself once to catch its own panics: only a
+// process whose parent is this process counts. `terraform version` lives for a few
 // milliseconds and may be missed; the commands that plan or change anything may not.
 func watchTerraform(t *testing.T, dir string) func() []string {
 	t.Helper()
@@ -98,30 +99,30 @@ func parentOf(pid string) string {
 // runWatched runs an apply with protected types and returns its result, the terraform
 // commands it ran, and its error.
 func (f *fixture) runWatched(t *testing.T, protected ...string) (*run.Result, []string, error) {
-	req := f.request(run.Apply)
-	req.ProtectedTypes = protected
-	commands := watchTerraform(t, f.executor.BaseDir)
-	result, err := f.executor.Run(context.Background(), req)
+	r := f.runner(run.Apply)
+	r.ProtectedTypes = protected
+	commands := watchTerraform(t, f.workDir)
+	result, err := f.runWith(context.Background(), r)
 	return result, commands(), err
 }
 
 // stateVersion is the resourceVersion of the state ConfigMap: it changes with every write.
 func (f *fixture) stateVersion(g Gomega) string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.StateName()}, cm)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.StateName()}, cm)).To(Succeed())
 	return cm.ResourceVersion
 }
 
 // configVersion is the resourceVersion of the configuration ConfigMap.
 func (f *fixture) configVersion(g Gomega) string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.namespace, Name: f.objects.ConfigName()}, cm)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ConfigName()}, cm)).To(Succeed())
 	return cm.ResourceVersion
 }
 
 // publishedPlan is the plan the run reported beside it, which the executor reads.
 func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
-	data, err := os.ReadFile(reportFileOf(filepath.Join(f.executor.BaseDir, f.objects.ID.Dir())))
+	data, err := os.ReadFile(f.reportFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	report := map[string]string{}
 	g.Expect(json.Unmarshal(data, &report)).To(Succeed())
@@ -141,7 +142,7 @@ func TestCreateFromAnEmptyStateIsOneApply(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands).To(Equal([]string{"init", "apply"}))
 	g.Expect(result.Phases).To(And(HaveLen(2), HaveKey("init"), HaveKey("apply")))
-	f.expectEachItemOnceInState(g, 3)
+	f.ExpectEachItemOnceInState(g, 3)
 	g.Expect(result.Plan.Addresses("create")).To(ConsistOf(
 		"terraform_data.id[0]", "terraform_data.id[1]", "terraform_data.id[2]",
 		"kubectl_manifest.item[0]", "kubectl_manifest.item[1]", "kubectl_manifest.item[2]"))
@@ -178,7 +179,7 @@ func TestReconcileWithNothingToChangeIsOneProcessAndWritesNoState(t *testing.T) 
 			g.Expect(result.Plan).NotTo(BeNil())
 			g.Expect(result.Plan.HasChanges()).To(BeFalse())
 			g.Expect(f.publishedPlan(g).HasChanges()).To(BeFalse())
-			f.expectEachItemOnceInState(g, 3)
+			f.ExpectEachItemOnceInState(g, 3)
 		})
 	}
 }
@@ -191,15 +192,15 @@ func TestCheckedReconcileRepairsDrift(t *testing.T) {
 	f := newFixture(t, 3)
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	items := f.items(g)
-	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: items[0]}})).To(Succeed())
+	items := f.Items(g)
+	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: items[0]}})).To(Succeed())
 
 	result, commands, err := f.runWatched(t, "kubectl_manifest")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands).To(Equal([]string{"plan", "apply"}))
 	g.Expect(result.Phases).To(And(HaveLen(2), HaveKey("plan"), HaveKey("apply")))
 	g.Expect(result.Plan.Addresses("create")).To(HaveLen(1))
-	g.Expect(f.items(g)).To(Equal(items), "the deleted object is back")
+	g.Expect(f.Items(g)).To(Equal(items), "the deleted object is back")
 }
 
 // The guard keeps its meaning: over a state holding resources, a plan that destroys one of
@@ -210,17 +211,17 @@ func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	stored := f.stateVersion(g)
-	vars, err := json.Marshal(map[string]any{"namespace": f.namespace, "resources": 2})
+	vars, err := json.Marshal(map[string]any{"namespace": f.Namespace, "resources": 2})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.objects.WriteVars(context.Background(), env.Client, vars)).To(Succeed())
+	g.Expect(f.Objects.WriteVars(context.Background(), env.Client, vars)).To(Succeed())
 
 	_, commands, err := f.runWatched(t, "kubectl_manifest")
-	re := expectRunError(g, err)
+	re := tftest.ExpectRunError(g, err)
 	g.Expect(err).To(MatchError(run.ErrDestroyProtected))
 	g.Expect(re.Message).To(And(ContainSubstring("kubectl_manifest.item[2] (delete)"), ContainSubstring("nothing was changed")))
 	g.Expect(commands).To(Equal([]string{"plan"}), "refused after the plan")
 	g.Expect(f.stateVersion(g)).To(Equal(stored))
-	f.expectEachItemOnceInState(g, 3)
+	f.ExpectEachItemOnceInState(g, 3)
 	g.Expect(f.publishedPlan(g).Addresses("delete")).To(ConsistOf("terraform_data.id[2]", "kubectl_manifest.item[2]"))
 }
 
@@ -239,6 +240,9 @@ func niceOf(pid int) (int, bool) {
 	return nice, err == nil
 }
 
+// backgroundNice is the nice value the local executor gives a background run.
+const backgroundNice = 10
+
 // A background run (a drift plan) and every process it starts yield the CPU to the runs
 // others wait for; any other run keeps this process's priority.
 func TestBackgroundRunsYieldTheCPU(t *testing.T) {
@@ -249,37 +253,39 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 		background bool
 		nice       int
 	}{
-		{name: "background", background: true, nice: BackgroundNice},
+		{name: "background", background: true, nice: backgroundNice},
 		{name: "foreground", nice: own},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			f := newFixture(t, 2)
-			gate := f.newGate(1)
-			f.writeChainConfig(2, gate)
+			gate := f.NewGate(1)
+			f.WriteChainConfig(2, gate)
 			terraform, err := filepath.EvalSymlinks(testenv.Terraform(t))
 			g.Expect(err).NotTo(HaveOccurred())
 
-			req := f.request(run.Apply)
-			req.Background = tc.background
+			r := f.runner(run.Apply)
+			if tc.background {
+				r.Nice = backgroundNice
+			}
 			done, finished := make(chan error, 1), make(chan struct{})
 			go func() {
 				defer close(finished)
-				_, err := f.executor.Run(context.Background(), req)
+				_, err := f.runWith(context.Background(), r)
 				done <- err
 			}()
 			// A failed check below leaves no run waiting at the gate for the next test.
 			t.Cleanup(func() {
-				gate.open()
+				gate.Open()
 				<-finished
 			})
-			gate.waitUntilReached()
+			gate.WaitUntilReached()
 			// terraform and the provisioner's shell; the provider's process and the shell's
 			// sleep come and go.
 			var processes []int
-			for _, pid := range children(os.Getpid()) {
+			for _, pid := range tftest.Children(os.Getpid()) {
 				if exeOf(strconv.Itoa(pid)) == terraform {
-					processes = append(processes, descendants(pid)...)
+					processes = append(processes, tftest.Descendants(pid)...)
 				}
 			}
 			g.Expect(len(processes)).To(BeNumerically(">=", 2))
@@ -288,7 +294,7 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 					g.Expect(nice).To(Equal(tc.nice), "process %d (%s)", pid, exeOf(strconv.Itoa(pid)))
 				}
 			}
-			gate.open()
+			gate.Open()
 			g.Expect(<-done).To(Succeed())
 		})
 	}
@@ -316,7 +322,7 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 2)
 	binary, commands := loggingTerraform(t)
-	f.executor.Settings.Terraform = binary
+	f.settings.Terraform = binary
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())

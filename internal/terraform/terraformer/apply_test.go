@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"testing"
@@ -15,23 +15,23 @@ func TestApplyCreatesObjectsAndDestroyRemovesThem(t *testing.T) {
 
 	result, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
-	items := f.expectEachItemOnceInState(g, 20)
+	items := f.ExpectEachItemOnceInState(g, 20)
 
-	g.Expect(result.Outputs).To(HaveKeyWithValue("namespace", f.namespace))
+	g.Expect(result.Outputs).To(HaveKeyWithValue("namespace", f.Namespace))
 	g.Expect(result.Outputs).To(HaveKeyWithValue("resources", float64(20)))
 	g.Expect(result.Outputs["names"]).To(BeAssignableToTypeOf([]any{}))
 	g.Expect(result.Outputs["names"]).To(ConsistOf(anySlice(items)...))
 	g.Expect(result.Outputs["labels"]).To(BeAssignableToTypeOf(map[string]any{}))
 	g.Expect(result.Outputs["labels"]).To(HaveLen(20))
-	g.Expect(f.finalizers(g)).To(HaveEach(ConsistOf(state.Finalizer)))
+	g.Expect(f.Finalizers(g)).To(HaveEach(ConsistOf(state.Finalizer)))
 	g.Expect(result.Phases).To(HaveLen(2))
 	g.Expect(result.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", result.Phases["init"]))), "twenty objects take longer than linking one provider")
 
 	result, err = f.run(run.Destroy)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Phases).To(And(HaveLen(1), HaveKeyWithValue("destroy", BeNumerically(">", 0))), "the working directory is initialised for the configuration already")
-	f.expectEachItemOnceInState(g, 0)
-	g.Expect(f.finalizers(g)).To(HaveEach(BeEmpty()))
+	f.ExpectEachItemOnceInState(g, 0)
+	g.Expect(f.Finalizers(g)).To(HaveEach(BeEmpty()))
 }
 
 func anySlice(s []string) []any {
@@ -40,15 +40,4 @@ func anySlice(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-// expectEachItemOnceInState checks that n objects exist and the stored state lists
-// exactly them, and returns their names.
-func (f *fixture) expectEachItemOnceInState(g Gomega, n int) []string {
-	items := f.items(g)
-	g.Expect(items).To(HaveLen(n))
-	stateNames, ids := f.stateItems(g)
-	g.Expect(stateNames).To(Equal(items))
-	g.Expect(ids).To(HaveLen(n))
-	return items
 }

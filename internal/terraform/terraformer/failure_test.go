@@ -1,4 +1,4 @@
-package executor
+package terraformer
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -22,22 +21,9 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/internal/gardener/errorcodes"
+	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
 )
-
-func expectRunError(g Gomega, err error) *run.Error {
-	var re *run.Error
-	g.Expect(errors.As(err, &re)).To(BeTrue(), "a *RunError, got %v", err)
-	g.Expect(re.Message).NotTo(MatchRegexp(`\x1b\[`))
-	g.Expect(re.Message).NotTo(MatchRegexp(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`))
-	g.Expect(len(re.Message)).To(BeNumerically("<", 1000))
-	return re
-}
-
-// codesOf are the codes the controller gives a failed run.
-func codesOf(re *run.Error) []extensionsv1alpha1.ErrorCode {
-	return errorcodes.Classify(re.Blocks)
-}
 
 func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
 	g := NewWithT(t)
@@ -53,33 +39,30 @@ func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
 	bad := rest.CopyConfig(env.Config)
 	bad.CertData = pemBlock("CERTIFICATE", der)
 	bad.KeyData = pemBlock("EC PRIVATE KEY", keyDER)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(writeKubeconfig(bad, path)).To(Succeed())
-	kubeconfig, err := os.ReadFile(path)
+	f.Kubeconfig, err = tftest.Kubeconfig(t, bad)
 	g.Expect(err).NotTo(HaveOccurred())
-	f.kubeconfig = string(kubeconfig)
 
 	_, err = f.run(run.Apply)
-	re := expectRunError(g, err)
+	re := tftest.ExpectRunError(g, err)
 	t.Logf("message: %s", re.Message)
-	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraUnauthenticated))
-	g.Expect(errorcodes.Retryable(codesOf(re))).To(BeFalse())
+	g.Expect(tftest.CodesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraUnauthenticated))
+	g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeFalse())
 	g.Expect(re.Phases).To(And(HaveKeyWithValue("init", BeNumerically(">", 0)), HaveKeyWithValue("apply", BeNumerically(">", 0))), "the apply ran, and failed")
 	g.Expect(re.Message).To(MatchRegexp(`Unauthorized|provide credentials`))
-	g.Expect(f.items(g)).To(BeEmpty())
+	g.Expect(f.Items(g)).To(BeEmpty())
 }
 
 func TestSyntaxErrorIsAConfigurationProblem(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 1)
-	f.writeConfig("testdata/syntax-error")
+	f.WriteConfig("syntax-error")
 
 	for _, command := range []run.Command{run.Validate, run.Apply} {
 		_, err := f.run(command)
-		re := expectRunError(g, err)
+		re := tftest.ExpectRunError(g, err)
 		t.Logf("%s: %s", command, re.Message)
-		g.Expect(codesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
-		g.Expect(errorcodes.Retryable(codesOf(re))).To(BeFalse())
+		g.Expect(tftest.CodesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+		g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeFalse())
 		g.Expect(re.Message).To(ContainSubstring("Unterminated template string"))
 	}
 }
@@ -87,31 +70,15 @@ func TestSyntaxErrorIsAConfigurationProblem(t *testing.T) {
 func TestResourceConflictIsADependencyError(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t, 1)
-	f.writeConfig("testdata/conflict")
-	taken := corev1ac.ConfigMap("taken", f.namespace).WithData(map[string]string{"owner": "someone-else"})
+	f.WriteConfig("conflict")
+	taken := corev1ac.ConfigMap("taken", f.Namespace).WithData(map[string]string{"owner": "someone-else"})
 	g.Expect(env.Client.Apply(context.Background(), taken, client.FieldOwner("someone-else"))).To(Succeed())
 
 	_, err := f.run(run.Apply)
-	re := expectRunError(g, err)
+	re := tftest.ExpectRunError(g, err)
 	t.Logf("message: %s", re.Message)
-	g.Expect(codesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraDependencies))
+	g.Expect(tftest.CodesOf(re)).To(ContainElement(extensionsv1alpha1.ErrorInfraDependencies))
 	g.Expect(re.Message).To(ContainSubstring("conflict"))
-}
-
-func TestInvalidRequestsNameTheField(t *testing.T) {
-	g := NewWithT(t)
-	e := &LocalExecutor{Client: env.Client}
-	for field, req := range map[string]Request{
-		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
-		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
-		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: run.Apply},
-		"command":   {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: "refresh"},
-		"env":       {ID: run.ID{Namespace: "a", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Env: map[string]string{"NOT A NAME": "x"}},
-	} {
-		_, err := e.Run(context.Background(), req)
-		g.Expect(err).To(MatchError(run.ErrInvalidInput))
-		g.Expect(err.Error()).To(HavePrefix(field))
-	}
 }
 
 func pemBlock(kind string, der []byte) []byte {
@@ -124,11 +91,11 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	// No other terraform release can be built here; a script answers `terraform version -json` as 1.4.6 does.
 	other := filepath.Join(t.TempDir(), "terraform")
 	g.Expect(os.WriteFile(other, []byte("#!/bin/sh\necho '{\"terraform_version\": \"1.4.6\", \"platform\": \"linux_amd64\", \"provider_selections\": {}}'\n"), 0o755)).To(Succeed())
-	f.executor.Settings.Terraform = other
+	f.settings.Terraform = other
 
 	_, err := f.run(run.Apply)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("terraform 1.5.7 is not installed"))
 	g.Expect(err.Error()).To(ContainSubstring("is terraform 1.4.6"))
-	g.Expect(f.items(g)).To(BeEmpty())
+	g.Expect(f.Items(g)).To(BeEmpty())
 }
