@@ -22,6 +22,9 @@ type timedRuns struct {
 	duration time.Duration
 	// fail, when set, is the error of a run once its time is over.
 	fail func(Request) error
+	// held, when set, holds every run at its start until it is closed: a test submits
+	// all it means to while the first runs are under way, however slow the machine.
+	held chan struct{}
 
 	mu      sync.Mutex
 	running map[string]int
@@ -40,6 +43,12 @@ func (r *timedRuns) Run(ctx context.Context, req Request) (*run.Result, error) {
 	r.highest[req.Budget] = max(r.highest[req.Budget], r.running[req.Budget])
 	r.starts = append(r.starts, req)
 	r.mu.Unlock()
+	if r.held != nil {
+		select {
+		case <-r.held:
+		case <-ctx.Done():
+		}
+	}
 	select {
 	case <-time.After(r.duration):
 	case <-ctx.Done():
@@ -246,6 +255,7 @@ func TestProjectsTakeTurnsForTheSlotsOfOnePriority(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	runs := newTimedRuns(5 * time.Millisecond)
+	runs.held = make(chan struct{})
 	s := &Scheduler{Executor: runs, MaxRuns: 2}
 	startScheduler(t, s)
 	for i := range 100 {
@@ -254,6 +264,10 @@ func TestProjectsTakeTurnsForTheSlotsOfOnePriority(t *testing.T) {
 	for i := range 5 {
 		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), "", "b"), PriorityReconcile)).To(Succeed())
 	}
+	// Two of A's are under way by now (else B's would not come after them), and none ended
+	// while the others were submitted, which on a slow machine takes longer than a run.
+	g.Eventually(func() int { return len(runs.started()) }).Should(Equal(2))
+	close(runs.held)
 	g.Eventually(func() int { return len(runs.ended()) }).WithTimeout(30 * time.Second).Should(Equal(105))
 	lastB, aBefore := 0, 0
 	for i, r := range runs.ended() {
