@@ -57,11 +57,27 @@ func (r *Runner) runJSON(ctx context.Context, stdout io.Writer, args []string) (
 		}
 	}
 	err := cmd.Wait()
+	if killed(cmd.ProcessState) {
+		// Killed, at the end of its stop timeout or by anyone else, terraform could not stop
+		// what it started: its provider plugins and provisioners, which share its group,
+		// would run on beside the controller. While one of them lives, the group's id is
+		// not given to another process.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), err
 	}
 	return 0, err
+}
+
+// killed says whether the process ended by SIGKILL.
+func killed(state *os.ProcessState) bool {
+	if state == nil {
+		return false
+	}
+	status, ok := state.Sys().(syscall.WaitStatus)
+	return ok && status.Signaled() && status.Signal() == syscall.SIGKILL
 }
 
 // terraformEnv is the run's environment for terraform, as terraform-exec builds it: in

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -138,6 +139,49 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	gate.Open()
 	f.newWorkDir()
 	_, err = f.run(run.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	f.ExpectEachItemOnceInState(g, resources)
+}
+
+// A terraform that does not stop within its stop timeout is killed, and what it started
+// (its provider plugins, a provisioner's shell) goes with it rather than running on
+// beside the controller.
+func TestATerraformKilledAfterItsStopTimeoutLeavesNoProcessBehind(t *testing.T) {
+	g := NewWithT(t)
+	const resources = 10
+	f := newFixture(t, resources)
+	gate := f.NewGate(4)
+	f.WriteChainConfig(resources, gate)
+	// Far too short for terraform to stop cleanly while a provisioner waits at the gate.
+	f.settings.StopTimeout = time.Millisecond
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := f.runWith(ctx, f.runner(run.Apply))
+		ended <- err
+	}()
+	gate.WaitUntilReached()
+	var terraform int
+	for _, pid := range tftest.Descendants(os.Getpid()) {
+		if tftest.Command(pid) == "terraform" {
+			terraform = pid
+		}
+	}
+	g.Expect(terraform).NotTo(BeZero(), "terraform runs")
+	// terraform leads its own group; whatever a failed test leaves there goes now.
+	t.Cleanup(func() { _ = syscall.Kill(-terraform, syscall.SIGKILL) })
+	g.Expect(len(tftest.Group(terraform))).To(BeNumerically(">", 2), "terraform, its provider and the provisioner's shell")
+
+	cancel()
+	g.Eventually(ended).WithTimeout(time.Minute).Should(Receive(HaveOccurred()))
+	g.Eventually(func() []int { return tftest.Group(terraform) }).WithTimeout(10*time.Second).Should(BeEmpty(),
+		"processes terraform started outlive it")
+
+	gate.Open()
+	f.newWorkDir()
+	_, err := f.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	f.ExpectEachItemOnceInState(g, resources)
 }

@@ -35,3 +35,31 @@ func Children(pid int) []int {
 	}
 	return kids
 }
+
+// Group returns the processes of the process group pgid.
+func Group(pgid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var members []int
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// After the command name: state, parent, process group.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) {
+			member, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			members = append(members, member)
+		}
+	}
+	return members
+}
+
+// Command returns the name of the command pid runs, "" when it is gone.
+func Command(pid int) string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
