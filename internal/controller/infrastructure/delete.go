@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +25,9 @@ func (op *operation) delete(ctx context.Context) error {
 	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
 		return err
 	}
+	if err := op.recoverBeforeDestroy(ctx); err != nil {
+		return err
+	}
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil {
 		return fmt.Errorf("reading the state: %w", err)
@@ -32,6 +38,30 @@ func (op *operation) delete(ctx context.Context) error {
 		}
 	}
 	return op.deleteRunObjects(ctx)
+}
+
+// recoverBeforeDestroy finds a lost state again from the history, as an apply does, so
+// that the destroy removes what the history knows. What only the index knows a destroy
+// cannot remove: terraform imports nothing for one (Terraform and OpenTofu since 1.9
+// ignore import blocks then). The deletion stops there rather than delete the index and
+// the history with the run objects and leave those resources behind unseen.
+func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
+	r, err := op.findLostState(ctx, func(string) bool { return true })
+	if r == nil || err != nil {
+		return err
+	}
+	missing := append(slices.Sorted(maps.Keys(r.imports)), r.unimportable...)
+	if len(missing) == 0 {
+		return op.recovering(ctx, r.message)
+	}
+	// Not terminal: with the state restored from a backup, a retry goes on by itself.
+	return &extension.Error{
+		Reason: ReasonStateLost,
+		Err: fmt.Errorf("the state in ConfigMap %s %s, and no state of its history holds %d resources its index names: %s. "+
+			"A destroy removes only what a state holds, so they would be left behind: restore the state from a backup, "+
+			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
+			op.objects().StateName(), r.cause, len(missing), strings.Join(missing, ", "), extension.AnnotationForceDeletion),
+	}
 }
 
 // forceDelete removes what the runs kept, the state included, and destroys nothing. A run

@@ -19,6 +19,8 @@ const (
 	ReasonTerraformFailed        = "TerraformFailed"
 	ReasonRunInProgress          = "RunInProgress"
 	ReasonStateTooLarge          = "StateTooLarge"
+	// ReasonStateLost stops a deletion whose state lost resources that no history holds.
+	ReasonStateLost = "StateLost"
 )
 
 func credentialsUnavailable(format string, args ...any) *extension.Error {

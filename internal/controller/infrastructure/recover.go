@@ -36,6 +36,11 @@ const (
 type recovery struct {
 	// imports are the import IDs of the indexed resources the recovered state lacks, by address.
 	imports map[string]string
+	// unimportable are the indexed resources the recovered state lacks that no import
+	// brings back.
+	unimportable []string
+	// cause says how the state was lost (see lostStateCause).
+	cause   string
 	message string
 }
 
@@ -45,6 +50,17 @@ type recovery struct {
 // lineage) replaces it, and every indexed resource that state lacks is imported by the
 // apply, so that nothing is created twice. nil when the state is not lost.
 func (op *operation) recoverState(ctx context.Context, files map[string]string) (*recovery, error) {
+	r, err := op.findLostState(ctx, declaredResources(files))
+	if r == nil || err != nil {
+		return nil, err
+	}
+	return r, op.recovering(ctx, r.message)
+}
+
+// findLostState is recoverState without saying so in the status: the stored state
+// replaced by the history's when that holds more, and the indexed resources declared
+// that no state holds.
+func (op *operation) findLostState(ctx context.Context, declared func(address string) bool) (*recovery, error) {
 	objects := op.objects()
 	store := objects.Store(op.actuator.Client)
 	stored, err := store.Inspect(ctx)
@@ -82,8 +98,8 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	imports, lost := indexedImports(index, held, declaredResources(files))
-	r := &recovery{imports: imports}
+	imports, lost := indexedImports(index, held, declared)
+	r := &recovery{imports: imports, unimportable: lost, cause: cause}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the state in ConfigMap %s %s: ", objects.StateName(), cause)
 	if recovered != nil {
@@ -95,7 +111,7 @@ func (op *operation) recoverState(ctx context.Context, files map[string]string) 
 	}
 	r.message = b.String()
 	ctrl.LoggerFrom(ctx).Info("stateRecovering", "cause", cause, "fromHistorySerial", from.Serial, "resources", len(held), "imports", len(r.imports), "unimportable", len(lost))
-	return r, op.recovering(ctx, r.message)
+	return r, nil
 }
 
 // lostStateCause says how the stored state was lost: missing, unreadable, empty or older

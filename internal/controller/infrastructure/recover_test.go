@@ -281,3 +281,62 @@ func appliedPlan(changes string) gomegatypes.GomegaMatcher {
 func appliedPlanExactly(changes string) gomegatypes.GomegaMatcher {
 	return MatchRegexp(`^applied plan sha256:[0-9a-f]{16}: ` + regexp.QuoteMeta(changes) + `$`)
 }
+
+// A deletion whose state was deleted by mistake destroys what the history's state holds,
+// rather than nothing.
+func TestDeletionWithItsStateDeletedDestroysWhatTheHistoryHolds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	g.Expect(s.stateAddresses(g)).To(HaveLen(localResources))
+
+	first.stop()
+	s.deleteState(g)
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	s.waitGone(t)
+	policies := &networkingv1.NetworkPolicyList{}
+	g.Expect(env.Client.List(ctx, policies, client.InNamespace(s.targetNamespace()))).To(Succeed())
+	g.Expect(policies.Items).To(BeEmpty(), "the destroy removed what the history's state held")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(s.targetNamespace(), "ssh-publickey"), &corev1.Secret{}))).To(BeTrue())
+	assertRunObjectsGone(g, s)
+}
+
+// A deletion whose state and history are both lost cannot destroy what only the index
+// knows: it stops, names those resources and keeps the index and the run objects, instead
+// of deleting every trace of them. The shoot's force deletion lets it go.
+func TestDeletionWithItsStateLostBeyondTheHistoryStopsAndNamesWhatWouldBeLeft(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	addresses := s.stateAddresses(g)
+	before := realObjects(g, s)
+
+	first.stop()
+	s.deleteState(g)
+	objects := s.runObjects()
+	history := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		last := s.get(g).Status.LastOperation
+		g.Expect(last).NotTo(BeNil())
+		g.Expect(last.Type).To(Equal(extensionsv1alpha1.LastOperationTypeDelete))
+		g.Expect(last.State).To(Equal(extensionsv1alpha1.LastOperationStateError))
+		g.Expect(last.Description).To(ContainSubstring("was missing, and no state of its history holds 4 resources its index names"))
+		for _, address := range addresses {
+			g.Expect(last.Description).To(ContainSubstring(address))
+		}
+		g.Expect(last.Description).To(ContainSubstring(extension.AnnotationForceDeletion))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	g.Expect(realObjects(g, s)).To(Equal(before), "nothing was destroyed")
+	g.Expect(s.get(g).Status.State).NotTo(BeNil(), "the index stays with the Infrastructure")
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.ConfigName()), &corev1.ConfigMap{})).To(Succeed(), "the run objects stay")
+
+	forceDeletionConfirmed(t, s)
+	s.waitGone(t)
+	g.Expect(realObjects(g, s)).To(Equal(before), "a force deletion leaves them")
+}
