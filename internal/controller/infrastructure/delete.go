@@ -16,6 +16,7 @@ import (
 	"github.com/terraseed/terraseed/internal/providers"
 	"github.com/terraseed/terraseed/internal/terraform/executor"
 	"github.com/terraseed/terraseed/internal/terraform/run"
+	tfstate "github.com/terraseed/terraseed/internal/terraform/state"
 )
 
 // delete destroys what terraform created and removes what the runs kept. Any other run
@@ -25,12 +26,27 @@ func (op *operation) delete(ctx context.Context) error {
 	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
 		return err
 	}
-	if err := op.recoverBeforeDestroy(ctx); err != nil {
-		return err
+	if _, known := op.actuator.Runs.Lookup(op.objects().ID); known {
+		// The deletion's own destroy: wait for it, or take its outcome.
+		if err := op.destroy(ctx); err != nil {
+			return err
+		}
+		return op.deleteRunObjects(ctx)
 	}
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
-	if err != nil {
+	if err != nil && !errors.Is(err, tfstate.ErrCorruptState) {
 		return fmt.Errorf("reading the state: %w", err)
+	}
+	if state == nil || err != nil {
+		// No run writes the state now (endRuns saw to that): find a missing or corrupt one
+		// again, or learn that there is nothing to destroy. A state that reads is checked
+		// before the destroy starts (see destroy), never while it runs.
+		if err := op.recoverBeforeDestroy(ctx); err != nil {
+			return err
+		}
+		if state, err = op.objects().ReadState(ctx, op.actuator.Client); err != nil {
+			return fmt.Errorf("reading the state: %w", err)
+		}
 	}
 	if state != nil {
 		if err := op.destroy(ctx); err != nil {
@@ -87,7 +103,12 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err == nil {
 		req = op.withFleet(req, provider)
 	}
-	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, op.ensureConfig)
+	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, func(ctx context.Context) error {
+		if err := op.ensureConfig(ctx); err != nil {
+			return err
+		}
+		return op.recoverBeforeDestroy(ctx)
+	})
 	if provider != nil {
 		return throttledError(provider, err)
 	}

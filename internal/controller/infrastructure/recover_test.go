@@ -285,13 +285,28 @@ func appliedPlanExactly(changes string) gomegatypes.GomegaMatcher {
 // A deletion whose state was deleted by mistake destroys what the history's state holds,
 // rather than nothing.
 func TestDeletionWithItsStateDeletedDestroysWhatTheHistoryHolds(t *testing.T) {
+	testDeletionDestroysWhatTheHistoryHolds(t, func(g Gomega, s *shoot) { s.deleteState(g) })
+}
+
+// A deletion whose state was cut off destroys what the history's state holds, rather
+// than failing on it for ever.
+func TestDeletionWithItsStateCutOffDestroysWhatTheHistoryHolds(t *testing.T) {
+	testDeletionDestroysWhatTheHistoryHolds(t, func(g Gomega, s *shoot) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, s.runObjects().StateName()), cm)).To(Succeed())
+		cm.Data[state.StateKey] = `{"version":4,"serial":` // cut off
+		g.Expect(env.Client.Update(context.Background(), cm)).To(Succeed())
+	})
+}
+
+func testDeletionDestroysWhatTheHistoryHolds(t *testing.T, lose func(Gomega, *shoot)) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s, first := recoveredShoot(t)
 	g.Expect(s.stateAddresses(g)).To(HaveLen(localResources))
 
 	first.stop()
-	s.deleteState(g)
+	lose(g, s)
 	startController(t, s.namespace, workDir(t))
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
 	s.waitGone(t)
