@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,25 +52,36 @@ func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error
 		return err
 	}
 	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	// RoleBindings are read from the API server, not a cache: one read per run decides.
 	err := e.Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)
 	switch {
-	case err == nil && binding.RoleRef != roleRef:
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading RoleBinding %s: %w", name, err)
+	case binding.RoleRef != roleRef:
 		// The role of a binding cannot change: replace the binding (a binding to the
 		// ClusterRole of older releases, which covered every ConfigMap, too).
 		if err := e.Client.Delete(ctx, binding, client.Preconditions{UID: &binding.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("replacing RoleBinding %s: %w", name, err)
 		}
 		binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading RoleBinding %s: %w", name, err)
-	}
-	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, binding, func() error {
+	default:
+		current := binding.DeepCopy()
 		binding.Labels = mergeLabels(binding.Labels, labels)
-		binding.RoleRef = roleRef
-		binding.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}
+		binding.Subjects = subjects
+		if equality.Semantic.DeepEqual(current, binding) {
+			return nil
+		}
+		if err := e.Client.Update(ctx, binding); err != nil {
+			return fmt.Errorf("writing RoleBinding %s: %w", name, err)
+		}
 		return nil
-	}); err != nil {
+	}
+	binding.Labels = mergeLabels(binding.Labels, labels)
+	binding.RoleRef, binding.Subjects = roleRef, subjects
+	if err := e.Client.Create(ctx, binding); err != nil {
 		return fmt.Errorf("writing RoleBinding %s: %w", name, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/terraseed/terraseed/internal/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/internal/terraform/run"
@@ -205,4 +207,54 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	_, err = e.Run(ctx, f.request(run.Destroy))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) { g.Expect(f.Items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// RoleBindings are read from the API server, not a cache, and a seed starts many run pods:
+// ensuring the ServiceAccount reads its RoleBinding once, whether it creates, corrects or
+// leaves it.
+func TestEnsuringTheServiceAccountReadsItsRoleBindingOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	var reads atomic.Int32
+	watching, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	e := f.podExecutor()
+	e.ServiceAccountName = ""
+	e.ManageServiceAccount = true
+	e.Client = interceptor.NewClient(watching, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*rbacv1.RoleBinding); ok {
+				reads.Add(1)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	key := client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}
+	want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: DefaultServiceAccountName}}
+	ensure := func(what string) *rbacv1.RoleBinding {
+		t.Helper()
+		reads.Store(0)
+		g.Expect(e.EnsureServiceAccount(ctx, f.Objects.ID)).To(Succeed())
+		g.Expect(reads.Load()).To(BeEquivalentTo(1), "RoleBinding reads when it %s", what)
+		binding := &rbacv1.RoleBinding{}
+		g.Expect(env.Client.Get(ctx, key, binding)).To(Succeed())
+		g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: DefaultServiceAccountName}))
+		g.Expect(binding.Subjects).To(Equal(want))
+		return binding
+	}
+
+	created := ensure("is created")
+	g.Expect(ensure("is up to date").ResourceVersion).To(Equal(created.ResourceVersion), "an up-to-date binding is not written")
+
+	created.Subjects = append(created.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: "someone"})
+	g.Expect(env.Client.Update(ctx, created)).To(Succeed())
+	ensure("grants someone else too")
+
+	g.Expect(env.Client.Delete(ctx, created)).To(Succeed())
+	other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: DefaultServiceAccountName},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: want}
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	g.Expect(ensure("binds another role").UID).NotTo(Equal(other.UID), "a binding to another role is replaced")
 }
