@@ -73,10 +73,10 @@ func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
 	// Not terminal: with the state restored from a backup, a retry goes on by itself.
 	return &extension.Error{
 		Reason: ReasonStateLost,
-		Err: fmt.Errorf("the state in ConfigMap %s %s, and no state of its history holds %d resources its index names: %s. "+
+		Err: fmt.Errorf("the state in %s %s %s, and no state of its history holds %d resources its index names: %s. "+
 			"A destroy removes only what a state holds, so they would be left behind: restore the state from a backup, "+
 			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
-			op.objects().StateName(), r.cause, len(missing), strings.Join(missing, ", "), extension.AnnotationForceDeletion),
+			op.objects().Storage.Kind(), op.objects().StateName(), r.cause, len(missing), strings.Join(missing, ", "), extension.AnnotationForceDeletion),
 	}
 }
 

@@ -101,7 +101,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	imports, lost := indexedImports(index, held, declared)
 	r := &recovery{imports: imports, unimportable: lost, cause: cause}
 	var b strings.Builder
-	fmt.Fprintf(&b, "the state in ConfigMap %s %s: ", objects.StateName(), cause)
+	fmt.Fprintf(&b, "the state in %s %s %s: ", objects.Storage.Kind(), objects.StateName(), cause)
 	if recovered != nil {
 		fmt.Fprintf(&b, "%d from %s, ", len(held), kept)
 	}
