@@ -1,7 +1,6 @@
 package scale_test
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,53 +320,36 @@ samples:
 }
 
 // rssMiB is the controller's resident memory, its terraform runs not included.
-func (c *controllerProcess) rssMiB() float64 { return c.statusMiB("VmRSS:") }
+func (c *controllerProcess) rssMiB() float64 { return float64(c.status().VmRSS) / (1 << 20) }
 
 // anonMiB is the part of rssMiB that is the process's own memory: without the pages of
 // its binary it maps, which are shared, can be dropped at any time, and vary by some MiB
 // between two builds of nearly the same code (where the linker places what init reads).
-func (c *controllerProcess) anonMiB() float64 { return c.statusMiB("RssAnon:") }
+func (c *controllerProcess) anonMiB() float64 { return float64(c.status().RssAnon) / (1 << 20) }
 
 // cpuSeconds is the CPU time the controller process used so far (user and system), its
 // terraform runs not included: what the controller's own work costs, less noisy on a
 // shared machine than the time until it settled.
 func (c *controllerProcess) cpuSeconds() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	stat, err := c.proc().Stat()
 	if err != nil {
 		c.b.Fatal(err)
 	}
-	// The fields after the command name, which may hold spaces, from the third (state) on.
-	text := string(data)
-	fields := strings.Fields(text[strings.LastIndex(text, ")")+1:])
-	if len(fields) < 13 {
-		c.b.Fatalf("the controller's stat has %d fields after its name", len(fields))
-	}
-	var ticks float64
-	for _, f := range fields[11:13] { // utime and stime
-		n, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			c.b.Fatal(err)
-		}
-		ticks += n
-	}
-	// Linux reports them in USER_HZ, 100 on every architecture Go supports here.
-	return ticks / 100
+	return stat.CPUTime()
 }
 
-// statusMiB reads a size in kB of the controller's /proc/<pid>/status.
-func (c *controllerProcess) statusMiB(field string) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+func (c *controllerProcess) status() procfs.ProcStatus {
+	status, err := c.proc().NewStatus()
 	if err != nil {
 		c.b.Fatal(err)
 	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		if fields := strings.Fields(scanner.Text()); len(fields) >= 2 && fields[0] == field {
-			kib, _ := strconv.ParseFloat(fields[1], 64)
-			return kib / 1024
-		}
+	return status
+}
+
+func (c *controllerProcess) proc() procfs.Proc {
+	p, err := procfs.NewProc(c.cmd.Process.Pid)
+	if err != nil {
+		c.b.Fatal(err)
 	}
-	c.b.Fatalf("no %s in the controller's status", field)
-	return 0
+	return p
 }

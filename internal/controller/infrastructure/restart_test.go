@@ -1,9 +1,7 @@
 package infrastructure_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,43 +26,34 @@ import (
 // plan) in dir. terraform re-executes itself once to catch its own panics, so a process
 // whose parent is terraform is part of its parent's command.
 func terraformRunsIn(terraformPath, dir string) int {
-	entries, _ := os.ReadDir("/proc")
+	procs, _ := procfs.AllProcs()
 	count := 0
-	for _, entry := range entries {
-		if !isTerraform(entry.Name(), terraformPath) || isTerraform(parentOf(entry.Name()), terraformPath) {
+	for _, p := range procs {
+		if !isTerraform(p, terraformPath) {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
-		if err != nil {
+		if stat, err := p.Stat(); err != nil || isTerraformPID(stat.PPID, terraformPath) {
 			continue
 		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) < 2 || !slices.Contains([]string{"apply", "destroy", "plan"}, args[1]) {
+		args, err := p.CmdLine()
+		if err != nil || len(args) < 2 || !slices.Contains([]string{"apply", "destroy", "plan"}, args[1]) {
 			continue
 		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", entry.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+		if cwd, err := p.Cwd(); err == nil && strings.HasPrefix(cwd, dir) {
 			count++
 		}
 	}
 	return count
 }
 
-func isTerraform(pid, terraformPath string) bool {
-	exe, err := os.Readlink(filepath.Join("/proc", pid, "exe"))
+func isTerraform(p procfs.Proc, terraformPath string) bool {
+	exe, err := p.Executable()
 	return err == nil && exe == terraformPath
 }
 
-func parentOf(pid string) string {
-	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-	if err != nil {
-		return ""
-	}
-	// The command name in parentheses may hold spaces; the fields after it do not.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 2 {
-		return ""
-	}
-	return fields[1]
+func isTerraformPID(pid int, terraformPath string) bool {
+	p, err := procfs.NewProc(pid)
+	return err == nil && isTerraform(p, terraformPath)
 }
 
 // slowShoot is a shoot of the test provider "slow", whose steps sleep as configured, with

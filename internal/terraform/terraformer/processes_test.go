@@ -1,19 +1,18 @@
 package terraformer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,33 +31,32 @@ func watchTerraform(t *testing.T, dir string) func() []string {
 	t.Helper()
 	terraform, err := filepath.EvalSymlinks(testenv.Terraform(t))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	self := strconv.Itoa(os.Getpid())
+	self := os.Getpid()
 	var (
 		mu       sync.Mutex
-		seen     = map[string]bool{}
+		seen     = map[int]bool{}
 		commands []string
 	)
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		for {
-			entries, _ := os.ReadDir("/proc")
-			for _, entry := range entries {
-				pid := entry.Name()
-				if seen[pid] || exeOf(pid) != terraform || parentOf(pid) != self {
+			procs, _ := procfs.AllProcs()
+			for _, p := range procs {
+				if exe, _ := p.Executable(); seen[p.PID] || exe != terraform {
 					continue
 				}
-				cwd, err := os.Readlink(filepath.Join("/proc", pid, "cwd"))
-				cmdline, err2 := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-				if err != nil || err2 != nil || !strings.HasPrefix(cwd, dir) {
+				stat, err := p.Stat()
+				if err != nil || stat.PPID != self {
 					continue
 				}
-				args := strings.Split(string(cmdline), "\x00")
-				if len(args) < 2 {
+				cwd, err := p.Cwd()
+				args, err2 := p.CmdLine()
+				if err != nil || err2 != nil || !strings.HasPrefix(cwd, dir) || len(args) < 2 {
 					continue
 				}
 				mu.Lock()
-				seen[pid] = true
+				seen[p.PID] = true
 				commands = append(commands, args[1])
 				mu.Unlock()
 			}
@@ -78,22 +76,14 @@ func watchTerraform(t *testing.T, dir string) func() []string {
 	}
 }
 
-func exeOf(pid string) string {
-	exe, _ := os.Readlink(filepath.Join("/proc", pid, "exe"))
-	return exe
-}
-
-func parentOf(pid string) string {
-	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+// exeOf is the executable pid runs, "" when it is gone.
+func exeOf(pid int) string {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return ""
 	}
-	// The command name in parentheses may hold spaces; the fields after it do not.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 2 {
-		return ""
-	}
-	return fields[1]
+	exe, _ := p.Executable()
+	return exe
 }
 
 // runWatched runs an apply with protected types and returns its result, the terraform
@@ -227,17 +217,12 @@ func TestGuardRefusesToDestroyAProtectedResource(t *testing.T) {
 
 // niceOf is the nice value of a process, or false when it is gone.
 func niceOf(pid int) (int, bool) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, false
 	}
-	// Field 19 of stat; the 17th after the command name.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 17 {
-		return 0, false
-	}
-	nice, err := strconv.Atoi(fields[16])
-	return nice, err == nil
+	stat, err := p.Stat()
+	return stat.Nice, err == nil
 }
 
 // backgroundNice is the nice value the local executor gives a background run.
@@ -284,14 +269,14 @@ func TestBackgroundRunsYieldTheCPU(t *testing.T) {
 			// sleep come and go.
 			var processes []int
 			for _, pid := range tftest.Children(os.Getpid()) {
-				if exeOf(strconv.Itoa(pid)) == terraform {
+				if exeOf(pid) == terraform {
 					processes = append(processes, tftest.Descendants(pid)...)
 				}
 			}
 			g.Expect(len(processes)).To(BeNumerically(">=", 2))
 			for _, pid := range processes {
 				if nice, alive := niceOf(pid); alive {
-					g.Expect(nice).To(Equal(tc.nice), "process %d (%s)", pid, exeOf(strconv.Itoa(pid)))
+					g.Expect(nice).To(Equal(tc.nice), "process %d (%s)", pid, exeOf(pid))
 				}
 			}
 			gate.Open()

@@ -1,11 +1,6 @@
 package tftest
 
-import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-)
+import "github.com/prometheus/procfs"
 
 // Descendants returns pid and every process below it: a terraformer, terraform and its
 // provider plugins.
@@ -19,47 +14,32 @@ func Descendants(pid int) []int {
 
 // Children returns the processes whose parent is pid.
 func Children(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var kids []int
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		// The fields after the command name, which is in parentheses and may hold spaces.
-		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			kid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			kids = append(kids, kid)
-		}
-	}
-	return kids
+	return processes(func(s procfs.ProcStat) bool { return s.PPID == pid })
 }
 
 // Group returns the processes of the process group pgid.
 func Group(pgid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var members []int
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		// After the command name: state, parent, process group.
-		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) {
-			member, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			members = append(members, member)
-		}
-	}
-	return members
+	return processes(func(s procfs.ProcStat) bool { return s.PGRP == pgid })
 }
 
 // Command returns the name of the command pid runs, "" when it is gone.
 func Command(pid int) string {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(data))
+	comm, _ := p.Comm()
+	return comm
+}
+
+// processes returns the processes whose stat matches; those that end meanwhile are left out.
+func processes(match func(procfs.ProcStat) bool) []int {
+	procs, _ := procfs.AllProcs()
+	var pids []int
+	for _, p := range procs {
+		if s, err := p.Stat(); err == nil && match(s) {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
 }
