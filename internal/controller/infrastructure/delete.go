@@ -26,34 +26,41 @@ func (op *operation) delete(ctx context.Context) error {
 	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
 		return err
 	}
-	if _, known := op.actuator.Runs.Lookup(op.objects().ID); known {
-		// The deletion's own destroy: wait for it, or take its outcome.
-		if err := op.destroy(ctx); err != nil {
+	// A run known here is the deletion's own destroy (endRuns ended any other): wait for
+	// it, or take its outcome.
+	if _, known := op.actuator.Runs.Lookup(op.objects().ID); !known {
+		found, err := op.stateToDestroy(ctx)
+		if err != nil {
 			return err
 		}
-		return op.deleteRunObjects(ctx)
-	}
-	state, err := op.objects().ReadState(ctx, op.actuator.Client)
-	if err != nil && !errors.Is(err, tfstate.ErrCorruptState) {
-		return fmt.Errorf("reading the state: %w", err)
-	}
-	if state == nil || err != nil {
-		// No run writes the state now (endRuns saw to that): find a missing or corrupt one
-		// again, or learn that there is nothing to destroy. A state that reads is checked
-		// before the destroy starts (see destroy), never while it runs.
-		if err := op.recoverBeforeDestroy(ctx); err != nil {
-			return err
-		}
-		if state, err = op.objects().ReadState(ctx, op.actuator.Client); err != nil {
-			return fmt.Errorf("reading the state: %w", err)
+		if !found {
+			return op.deleteRunObjects(ctx)
 		}
 	}
-	if state != nil {
-		if err := op.destroy(ctx); err != nil {
-			return err
-		}
+	if err := op.destroy(ctx); err != nil {
+		return err
 	}
 	return op.deleteRunObjects(ctx)
+}
+
+// stateToDestroy says whether there is a state to destroy. No run writes the state now:
+// a missing or corrupt one is found again here. A state that reads is checked before the
+// destroy starts (see destroy), never while it runs.
+func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
+	state, err := op.objects().ReadState(ctx, op.actuator.Client)
+	if err != nil && !errors.Is(err, tfstate.ErrCorruptState) {
+		return false, fmt.Errorf("reading the state: %w", err)
+	}
+	if state != nil && err == nil {
+		return true, nil
+	}
+	if err := op.recoverBeforeDestroy(ctx); err != nil {
+		return false, err
+	}
+	if state, err = op.objects().ReadState(ctx, op.actuator.Client); err != nil {
+		return false, fmt.Errorf("reading the state: %w", err)
+	}
+	return state != nil, nil
 }
 
 // recoverBeforeDestroy finds a lost state again from the history, as an apply does, so
