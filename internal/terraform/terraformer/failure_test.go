@@ -39,7 +39,7 @@ func TestInvalidCredentialsAreUnauthenticated(t *testing.T) {
 	bad := rest.CopyConfig(env.Config)
 	bad.CertData = pemBlock("CERTIFICATE", der)
 	bad.KeyData = pemBlock("EC PRIVATE KEY", keyDER)
-	f.Kubeconfig, err = tftest.Kubeconfig(t, bad)
+	f.Kubeconfig, err = tftest.Kubeconfig(bad)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	_, err = f.run(run.Apply)

@@ -74,7 +74,7 @@ func NewInfra(t testing.TB, env *testenv.Environment, resources int) *Infra {
 	vars, err := json.Marshal(map[string]any{"namespace": ns, "resources": resources})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(f.Objects.WriteVars(context.Background(), env.Client, vars)).To(gomega.Succeed())
-	kubeconfig, err := Kubeconfig(t, env.Config)
+	kubeconfig, err := Kubeconfig(env.Config)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	f.Kubeconfig = kubeconfig
 	t.Cleanup(func() {

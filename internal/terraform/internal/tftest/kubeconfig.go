@@ -2,8 +2,6 @@ package tftest
 
 import (
 	"os"
-	"path/filepath"
-	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,6 +11,16 @@ import (
 // WriteKubeconfig writes cfg as a kubeconfig file: the kubectl provider's and a
 // terraformer process's.
 func WriteKubeconfig(cfg *rest.Config, path string) error {
+	data, err := Kubeconfig(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(data), 0o600)
+}
+
+// Kubeconfig is cfg as the content of a kubeconfig file, for the kubectl provider's
+// TF_VAR_kubeconfig.
+func Kubeconfig(cfg *rest.Config) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["api"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure}
 	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
@@ -23,19 +31,6 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 	}
 	kc.Contexts["run"] = &clientcmdapi.Context{Cluster: "api", AuthInfo: "user"}
 	kc.CurrentContext = "run"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
-}
-
-// Kubeconfig is cfg as the content of a kubeconfig file, for the kubectl provider's
-// TF_VAR_kubeconfig.
-func Kubeconfig(t testing.TB, cfg *rest.Config) (string, error) {
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := WriteKubeconfig(cfg, path); err != nil {
-		return "", err
-	}
-	kubeconfig, err := os.ReadFile(path)
-	return string(kubeconfig), err
+	data, err := clientcmd.Write(*kc)
+	return string(data), err
 }
