@@ -33,8 +33,8 @@ ARG EXTRA_PROVIDERS=""
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY build build
-COPY internal/providers internal/providers
-RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" internal/providers
+COPY templates templates
+RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" templates
 
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
 COPY --from=build /out/terraseed /terraseed

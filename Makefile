@@ -66,7 +66,7 @@ manifests: ## Regenerate the CRDs into the Helm chart.
 # the run scheduler and executors, the terraformer's state watching, the webhook's
 # certificate rotation and its admissions' renders): `make verify` runs their tests under
 # the race detector, which needs cgo; their tests use the tools `make run` uses.
-RACE_PACKAGES := ./internal/controller/extension/... ./internal/terraform/executor/... ./internal/terraform/terraformer/... ./internal/webhook/...
+RACE_PACKAGES := ./controller/extension/... ./terraform/executor/... ./terraform/terraformer/... ./controller/webhook/...
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted, vet or staticcheck complains, or a race shows in the concurrent packages' tests.
@@ -95,9 +95,9 @@ test: tools verify ## Run every test against real components.
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak -e /internal/terraform/executor)
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak -e /terraform/executor)
 	# The executor's benchmarks compare with bare terraform over ten pairs each.
-	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./internal/terraform/executor/
+	go test -run '^$$' -bench . -benchtime 10x -timeout 60m ./terraform/executor/
 
 # EXECUTOR=pod runs the benchmark on the real node of test/realnode (root, as the
 # end-to-end tests): run pods of the image assembled from the working tree, side by side

@@ -30,14 +30,14 @@ func sources(ps []Provider) []string {
 // package checks against its renders) read as plain HCL.
 func TestListingMatchesTheRenderedTemplates(t *testing.T) {
 	g := NewWithT(t)
-	dirs, err := providerDirs(filepath.Join(root, "internal", "providers"))
+	dirs, err := providerDirs(filepath.Join(root, "templates"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(dirs).To(HaveLen(2))
 	for _, dir := range dirs {
 		fromTemplates, err := Required(dir)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fromTemplates).NotTo(BeEmpty(), dir)
-		cases, err := filepath.Glob(filepath.Join(root, "internal/providers/testdata/golden", filepath.Base(dir), "*"))
+		cases, err := filepath.Glob(filepath.Join(root, "templates/testdata/golden", filepath.Base(dir), "*"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cases).NotTo(BeEmpty(), dir)
 		for _, c := range cases {
@@ -55,10 +55,10 @@ func TestListingMatchesTheRenderedTemplates(t *testing.T) {
 		}
 	}
 
-	all, err := Required(filepath.Join(root, "internal", "providers"))
+	all, err := Required(filepath.Join(root, "templates"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sources(all)).To(Equal([]string{"gavinbunney/kubectl@1.19.0", "hashicorp/aws@5.100.0"}))
-	g.Expect(all[1].From).To(Equal(filepath.Join(root, "internal/providers/aws/main.tf.tpl") + ":7"))
+	g.Expect(all[1].From).To(Equal(filepath.Join(root, "templates/aws/main.tf.tpl") + ":7"))
 }
 
 // writeProvider writes a provider directory holding provider.yaml and the given files.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/terraseed/terraseed/internal/terraform/terraformer"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 func main() {

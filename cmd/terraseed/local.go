@@ -28,8 +28,8 @@ import (
 	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/charts"
-	"github.com/terraseed/terraseed/internal/controller/controlplane"
-	"github.com/terraseed/terraseed/internal/controller/extension"
+	"github.com/terraseed/terraseed/controller/controlplane"
+	"github.com/terraseed/terraseed/controller/extension"
 )
 
 // The sample shoot that `make run` creates.

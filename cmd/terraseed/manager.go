@@ -29,16 +29,16 @@ import (
 
 	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/controller/controlplane"
-	"github.com/terraseed/terraseed/internal/controller/extension"
-	"github.com/terraseed/terraseed/internal/controller/infrastructure"
-	"github.com/terraseed/terraseed/internal/providers"
-	"github.com/terraseed/terraseed/internal/serving"
-	"github.com/terraseed/terraseed/internal/terraform/executor"
-	"github.com/terraseed/terraseed/internal/terraform/run"
-	"github.com/terraseed/terraseed/internal/terraform/state"
-	"github.com/terraseed/terraseed/internal/terraform/terraformer"
-	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/controller/controlplane"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/serving"
+	"github.com/terraseed/terraseed/controller/webhook"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // managerOptions configure the controller, in a cluster or embedded.
@@ -138,8 +138,8 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 
 // resolvedOptions are the options parsed and checked: what the manager is built from.
 type resolvedOptions struct {
-	webhook   *mutation.Webhook
-	providers *providers.Registry
+	webhook   *webhook.Webhook
+	providers *templates.Registry
 	types     []string
 	classes   []extensionsv1alpha1.ExtensionClass
 	executor  executor.Config
@@ -224,12 +224,12 @@ func executorFlagError(err error) error {
 
 // providerTypes are the embedded providers and those of --providers-dir, and the types
 // to serve: --provider-types, or every one known.
-func (o managerOptions) providerTypes() (*providers.Registry, []string, error) {
+func (o managerOptions) providerTypes() (*templates.Registry, []string, error) {
 	var dirs []string
 	if o.providersDir != "" {
 		dirs = append(dirs, o.providersDir)
 	}
-	registry, err := providers.NewRegistry(dirs...)
+	registry, err := templates.NewRegistry(dirs...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--providers-dir: %w", err)
 	}
@@ -278,7 +278,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 
 // newControllerManager is the manager with its leader election, metrics, probes, caches
 // and the webhook's server.
-func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *mutation.Webhook, shutdownTimeout time.Duration) (manager.Manager, error) {
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *webhook.Webhook, shutdownTimeout time.Duration) (manager.Manager, error) {
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {

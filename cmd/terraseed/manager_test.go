@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/executor"
 )
 
 func TestExtensionClassesAreChecked(t *testing.T) {
@@ -21,7 +21,7 @@ func TestExtensionClassesAreChecked(t *testing.T) {
 }
 
 // The pod executor's configuration, as the flags make it, gives run pods a memory limit,
-// a CPU and a disk limit (internal/terraform/executor's TestNewGivesRunPodsTheConfiguredResources:
+// a CPU and a disk limit (terraform/executor's TestNewGivesRunPodsTheConfiguredResources:
 // the pods carry them).
 func TestTerraformerPodsGetLimits(t *testing.T) {
 	g := NewWithT(t)

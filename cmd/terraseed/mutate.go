@@ -9,7 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/controller/webhook"
 )
 
 // runMutate prints a control-plane Deployment as the control-plane webhook would store it
@@ -46,7 +46,7 @@ func runMutate(args []string, stdout, stderr io.Writer) error {
 	if namespace == "" && cluster != nil {
 		namespace = cluster.Name
 	}
-	changed, err := mutation.MutateDeployment(provider, deployment, namespace, cluster)
+	changed, err := webhook.MutateDeployment(provider, deployment, namespace, cluster)
 	if err != nil {
 		return err
 	}

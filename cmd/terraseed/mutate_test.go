@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const seeds = "../../internal/webhook/mutation/testdata"
+const seeds = "../../controller/webhook/testdata"
 
 // TestMutate prints the seed's kube-controller-manager as the aws webhook stores it for
 // a shoot of the seeds' Kubernetes version.
@@ -41,7 +41,7 @@ func TestMutateErrors(t *testing.T) {
 	// aws mutates by the shoot's Kubernetes version, which only the Cluster has.
 	g.Expect(runMutate([]string{"-f", kcm, "--type", "aws"}, &out, &out)).To(MatchError(ContainSubstring("cluster.spec.shoot.spec.kubernetes.version: Required value")))
 	g.Expect(runMutate([]string{"-f", kcm, "--type", "gcp"}, &out, &out)).To(MatchError(ContainSubstring(`no provider for infrastructure type "gcp"`)))
-	g.Expect(runMutate([]string{"-f", kcm, "--type", "third", "--providers", "../../internal/providers/testdata/providers"}, &out, &out)).To(MatchError(ContainSubstring(`provider "third" has no mutations.yaml`)))
+	g.Expect(runMutate([]string{"-f", kcm, "--type", "third", "--providers", "../../templates/testdata/providers"}, &out, &out)).To(MatchError(ContainSubstring(`provider "third" has no mutations.yaml`)))
 }
 
 func readTestObject(t *testing.T, path string, into any) {

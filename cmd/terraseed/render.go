@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/templates"
 )
 
 // stringList is a repeatable flag.
@@ -46,7 +46,7 @@ func runRender(args []string, stdout io.Writer) error {
 	if kind == "ControlPlane" {
 		return renderControlPlane(registry, *infraFile, cluster, stdout)
 	}
-	in := providers.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster}
+	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster}
 	if err := readObject(*infraFile, in.Infrastructure); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runRender(args []string, stdout io.Writer) error {
 
 // readClusterAndProviders reads the optional Cluster file and loads the providers, as the
 // offline commands take them.
-func readClusterAndProviders(clusterFile string, providerDirs []string) (*extensionsv1alpha1.Cluster, *providers.Registry, error) {
+func readClusterAndProviders(clusterFile string, providerDirs []string) (*extensionsv1alpha1.Cluster, *templates.Registry, error) {
 	var cluster *extensionsv1alpha1.Cluster
 	if clusterFile != "" {
 		cluster = &extensionsv1alpha1.Cluster{}
@@ -93,7 +93,7 @@ func readClusterAndProviders(clusterFile string, providerDirs []string) (*extens
 			return nil, nil, err
 		}
 	}
-	registry, err := providers.NewRegistry(providerDirs...)
+	registry, err := templates.NewRegistry(providerDirs...)
 	return cluster, registry, err
 }
 
@@ -110,7 +110,7 @@ func readObject(path string, into any) error {
 
 // renderControlPlane prints the objects a ControlPlane would apply, as YAML documents, and
 // its providerStatus.
-func renderControlPlane(registry *providers.Registry, file string, cluster *extensionsv1alpha1.Cluster, stdout io.Writer) error {
+func renderControlPlane(registry *templates.Registry, file string, cluster *extensionsv1alpha1.Cluster, stdout io.Writer) error {
 	cp := &extensionsv1alpha1.ControlPlane{}
 	if err := readObject(file, cp); err != nil {
 		return err
@@ -119,7 +119,7 @@ func renderControlPlane(registry *providers.Registry, file string, cluster *exte
 	if err != nil {
 		return err
 	}
-	out, err := provider.RenderControlPlane(providers.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
+	out, err := provider.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: cluster})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-const cases = "../../internal/providers/testdata/cases"
+const cases = "../../templates/testdata/cases"
 
 // TestRender prints the same files the golden tests hold, and names credentials only.
 func TestRender(t *testing.T) {
@@ -18,7 +18,7 @@ func TestRender(t *testing.T) {
 	var out bytes.Buffer
 	dir := filepath.Join(cases, "aws", "three-zones")
 	g.Expect(runRender([]string{"-f", filepath.Join(dir, "infrastructure.yaml"), "--cluster", filepath.Join(dir, "cluster.yaml")}, &out)).To(Succeed())
-	golden := filepath.Join("..", "..", "internal", "providers", "testdata", "golden", "aws", "three-zones")
+	golden := filepath.Join("..", "..", "templates", "testdata", "golden", "aws", "three-zones")
 	for _, name := range []string{"main.tf", "outputs.tf", "variables.tf", "terraform.tfvars.json"} {
 		want, err := os.ReadFile(filepath.Join(golden, name))
 		g.Expect(err).NotTo(HaveOccurred())
@@ -39,7 +39,7 @@ func TestRenderErrors(t *testing.T) {
 	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.networks.zones[0].workers")))
 
 	var out bytes.Buffer
-	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--providers", "../../internal/providers/testdata/providers"}, &out)).To(Succeed())
+	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--providers", "../../templates/testdata/providers"}, &out)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("kubectl_manifest"))
 }
 

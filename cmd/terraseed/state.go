@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/api/scheme"
-	"github.com/terraseed/terraseed/internal/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/infrastructure"
 )
 
 const stateUsage = `usage: terraseed state <command> [--kubeconfig file] NAMESPACE/NAME

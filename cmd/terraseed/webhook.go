@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/controller/webhook"
 )
 
 // webhookOptions configure the control-plane webhook.
@@ -35,8 +35,8 @@ func (o *webhookOptions) bind(flags *flag.FlagSet) {
 }
 
 // build returns the webhook, or nil when it is off.
-func (o webhookOptions) build() (*mutation.Webhook, error) {
-	opts := mutation.Options{
+func (o webhookOptions) build() (*webhook.Webhook, error) {
+	opts := webhook.Options{
 		Port:              o.port,
 		CertDir:           o.certDir,
 		Namespace:         o.namespace,
@@ -53,7 +53,7 @@ func (o webhookOptions) build() (*mutation.Webhook, error) {
 	default:
 		return nil, fmt.Errorf("--webhook-mode: %q is not service, url or off", o.mode)
 	}
-	w, err := mutation.New(opts)
+	w, err := webhook.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("--webhook-mode=%s: %w", o.mode, err)
 	}

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/controller/controlplane"
-	"github.com/terraseed/terraseed/internal/providers"
+	"github.com/terraseed/terraseed/controller/controlplane"
+	"github.com/terraseed/terraseed/templates"
 )
 
 // The aws ControlPlane with the custom route controller, applied server-side as the
@@ -38,11 +38,11 @@ func TestAWSControlPlaneAppliesAsTheController(t *testing.T) {
 		Data: map[string][]byte{"accessKeyID": []byte("AKIA"), "secretAccessKey": []byte("secret")}})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "other"}})).To(Succeed())
 
-	registry, err := providers.NewRegistry()
+	registry, err := templates.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
 	aws, err := registry.Provider("aws")
 	g.Expect(err).NotTo(HaveOccurred())
-	rendered, err := aws.RenderControlPlane(providers.ControlPlaneInput{
+	rendered, err := aws.RenderControlPlane(templates.ControlPlaneInput{
 		ControlPlane: &extensionsv1alpha1.ControlPlane{
 			ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "control-plane"},
 			Spec: extensionsv1alpha1.ControlPlaneSpec{
@@ -83,7 +83,7 @@ func TestAWSControlPlaneAppliesAsTheController(t *testing.T) {
 	local, err := registry.Provider("local")
 	g.Expect(err).NotTo(HaveOccurred())
 	localShoot := env.LabelledNamespace(t, shootLabels)
-	renderedLocal, err := local.RenderControlPlane(providers.ControlPlaneInput{ControlPlane: &extensionsv1alpha1.ControlPlane{
+	renderedLocal, err := local.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: &extensionsv1alpha1.ControlPlane{
 		ObjectMeta: metav1.ObjectMeta{Namespace: localShoot, Name: "control-plane"},
 		Spec: extensionsv1alpha1.ControlPlaneSpec{
 			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/terraseed/terraseed/internal/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 

@@ -23,9 +23,9 @@ import (
 
 	"github.com/terraseed/terraseed/api/scheme"
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/terraform/executor"
-	"github.com/terraseed/terraseed/internal/terraform/run"
-	"github.com/terraseed/terraseed/internal/terraform/state"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // install applies everything `helm template --include-crds` renders, as helm install would.

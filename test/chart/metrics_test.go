@@ -19,7 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/terraseed/terraseed/internal/serving"
+	"github.com/terraseed/terraseed/controller/serving"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/controller/webhook"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -380,7 +380,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	})
 
 	// A shoot namespace of type local, its Cluster, credentials and Infrastructure.
-	shoot := env.LabelledNamespace(t, map[string]string{mutation.LabelShootProvider: "local"})
+	shoot := env.LabelledNamespace(t, map[string]string{webhook.LabelShootProvider: "local"})
 	shootSpec, _ := json.Marshal(map[string]any{
 		"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
 		"metadata": map[string]any{"name": "dev", "namespace": "garden-local"},
@@ -423,7 +423,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 	// Gardener's kube-controller-manager Deployment goes through the webhook, which adds
 	// the local provider's flags.
 	deployment := &appsv1.Deployment{}
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "internal/webhook/mutation/testdata/gardener-kube-controller-manager.yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "controller/webhook/testdata/gardener-kube-controller-manager.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(yaml.Unmarshal(raw, deployment)).To(Succeed())
 	deployment.Namespace = shoot

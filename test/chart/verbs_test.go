@@ -13,9 +13,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/terraseed/terraseed/internal/terraform/executor"
-	"github.com/terraseed/terraseed/internal/terraform/run"
-	"github.com/terraseed/terraseed/internal/terraform/state"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // use is why a ServiceAccount holds a verb: the code that uses it (a file of this
@@ -26,59 +26,59 @@ type use struct{ code, what string }
 // defaults (the pod executor, the webhook, secure metrics), one entry per resource, verb
 // and resourceNames (in parentheses). What holds it further: <release>-controller-writes.
 var controllerVerbs = map[string]use{
-	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"internal/controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (internal/controller/infrastructure/inputs.go lists local Infrastructures); the finalizer and the operation annotation"},
-	"patch,update extensions.gardener.cloud/infrastructures/status":                       {"internal/controller/extension/reconciler.go", "lastOperation, lastError, providerStatus, state"},
-	"get,list,watch,patch,update extensions.gardener.cloud/controlplanes":                 {"internal/controller/controlplane/setup.go", "the ControlPlane controller's cache and watch; the finalizer and the operation annotation (internal/controller/extension/reconciler.go)"},
-	"patch,update extensions.gardener.cloud/controlplanes/status":                         {"internal/controller/extension/reconciler.go", "lastOperation, lastError, the inventory in state"},
-	"get,list,watch extensions.gardener.cloud/clusters":                                   {"internal/controller/extension/cluster.go", "the Cluster of a shoot namespace (the shoot's state, its Kubernetes version for the webhook)"},
-	"get,list,watch,create,update,patch,delete /secrets":                                  {"internal/terraform/state/objects.go", "tf-vars, the credentials copy, the sensitive outputs; the run's env Secret (internal/terraform/executor/pod.go); the webhook's certificate (cert-controller, internal/webhook/mutation/webhook.go); control planes' Secrets"},
-	"get,list,watch,create,update,patch,delete /configmaps":                               {"internal/terraform/state/state.go", "tf-config, tf-state and its parts (listed by label to delete them); control planes' ConfigMaps"},
-	"get,list,watch,create,update,patch,delete /services":                                 {"internal/controller/controlplane/actuator.go", "control planes (controlPlane.resources), applied server-side, pruned, watched for health"},
-	"get,list,watch,create,update,patch,delete /serviceaccounts":                          {"internal/controller/controlplane/actuator.go", "control planes' ServiceAccounts (controlPlane.serviceAccounts)"},
-	"get,list,watch,create,update,patch,delete rbac.authorization.k8s.io/roles":           {"internal/controller/controlplane/actuator.go", "control planes' Roles"},
-	"get,list,watch,create,update,patch,delete rbac.authorization.k8s.io/rolebindings":    {"internal/controller/controlplane/actuator.go", "control planes' RoleBindings"},
-	"get,list,watch,create,update,patch,delete apps/deployments":                          {"internal/controller/controlplane/health.go", "control planes' workloads, applied and watched for ControlPlaneHealthy"},
-	"get,list,watch,create,update,patch,delete apps/statefulsets":                         {"internal/controller/controlplane/health.go", "control planes' workloads"},
-	"get,list,watch,create,update,patch,delete apps/daemonsets":                           {"internal/controller/controlplane/health.go", "control planes' workloads"},
-	"get,list,watch,create,update,patch,delete policy/poddisruptionbudgets":               {"internal/controller/controlplane/actuator.go", "control planes' disruption budgets"},
-	"get,list,watch,create,update,patch,delete autoscaling.k8s.io/verticalpodautoscalers": {"internal/controller/controlplane/actuator.go", "control planes' VPAs"},
-	"bind rbac.authorization.k8s.io/roles (aws-custom-route-controller)":                  {"internal/controller/controlplane/actuator.go", "a RoleBinding applied with its Role (controlPlane.boundRoles)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (controller/infrastructure/inputs.go lists local Infrastructures); the finalizer and the operation annotation"},
+	"patch,update extensions.gardener.cloud/infrastructures/status":                       {"controller/extension/reconciler.go", "lastOperation, lastError, providerStatus, state"},
+	"get,list,watch,patch,update extensions.gardener.cloud/controlplanes":                 {"controller/controlplane/setup.go", "the ControlPlane controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"patch,update extensions.gardener.cloud/controlplanes/status":                         {"controller/extension/reconciler.go", "lastOperation, lastError, the inventory in state"},
+	"get,list,watch extensions.gardener.cloud/clusters":                                   {"controller/extension/cluster.go", "the Cluster of a shoot namespace (the shoot's state, its Kubernetes version for the webhook)"},
+	"get,list,watch,create,update,patch,delete /secrets":                                  {"terraform/state/objects.go", "tf-vars, the credentials copy, the sensitive outputs; the run's env Secret (terraform/executor/pod.go); the webhook's certificate (cert-controller, controller/webhook/webhook.go); control planes' Secrets"},
+	"get,list,watch,create,update,patch,delete /configmaps":                               {"terraform/state/state.go", "tf-config, tf-state and its parts (listed by label to delete them); control planes' ConfigMaps"},
+	"get,list,watch,create,update,patch,delete /services":                                 {"controller/controlplane/actuator.go", "control planes (controlPlane.resources), applied server-side, pruned, watched for health"},
+	"get,list,watch,create,update,patch,delete /serviceaccounts":                          {"controller/controlplane/actuator.go", "control planes' ServiceAccounts (controlPlane.serviceAccounts)"},
+	"get,list,watch,create,update,patch,delete rbac.authorization.k8s.io/roles":           {"controller/controlplane/actuator.go", "control planes' Roles"},
+	"get,list,watch,create,update,patch,delete rbac.authorization.k8s.io/rolebindings":    {"controller/controlplane/actuator.go", "control planes' RoleBindings"},
+	"get,list,watch,create,update,patch,delete apps/deployments":                          {"controller/controlplane/health.go", "control planes' workloads, applied and watched for ControlPlaneHealthy"},
+	"get,list,watch,create,update,patch,delete apps/statefulsets":                         {"controller/controlplane/health.go", "control planes' workloads"},
+	"get,list,watch,create,update,patch,delete apps/daemonsets":                           {"controller/controlplane/health.go", "control planes' workloads"},
+	"get,list,watch,create,update,patch,delete policy/poddisruptionbudgets":               {"controller/controlplane/actuator.go", "control planes' disruption budgets"},
+	"get,list,watch,create,update,patch,delete autoscaling.k8s.io/verticalpodautoscalers": {"controller/controlplane/actuator.go", "control planes' VPAs"},
+	"bind rbac.authorization.k8s.io/roles (aws-custom-route-controller)":                  {"controller/controlplane/actuator.go", "a RoleBinding applied with its Role (controlPlane.boundRoles)"},
 	"create,patch /events":                                                                             {"cmd/terraseed/manager.go", "events of Infrastructures and ControlPlanes, leader election's"},
 	"create,patch events.k8s.io/events":                                                                {"cmd/terraseed/manager.go", "events through events/v1 (mgr.GetEventRecorder)"},
-	"create authentication.k8s.io/tokenreviews":                                                        {"internal/serving/serving.go", "who scrapes /metrics"},
-	"create authorization.k8s.io/subjectaccessreviews":                                                 {"internal/serving/serving.go", "whether they may GET /metrics"},
-	"get,list,watch admissionregistration.k8s.io/mutatingwebhookconfigurations":                        {"internal/webhook/mutation/webhook.go", "cert-controller's watch of the configuration's caBundle"},
-	"update,patch admissionregistration.k8s.io/mutatingwebhookconfigurations (terraseed-controlplane)": {"internal/webhook/mutation/webhook.go", "the webhooks and caBundle of its own configuration"},
-	"get,list,watch,create,delete /pods":                                                               {"internal/terraform/executor/podwatch.go", "run pods: created, watched, deleted (internal/terraform/executor/pod.go)"},
-	"get /pods/log":                                                                                    {"internal/terraform/executor/pod.go", "the log of a run pod that left no termination message"},
-	"get,create /serviceaccounts":                                                                      {"internal/terraform/executor/serviceaccount.go", "the run pods' ServiceAccount per shoot namespace"},
-	"update /serviceaccounts (terraseed-terraformer)":                                                  {"internal/terraform/executor/serviceaccount.go", "its labels corrected"},
-	"get,create rbac.authorization.k8s.io/roles":                                                       {"internal/terraform/executor/serviceaccount.go", "the run pods' Role per shoot namespace"},
-	"get,create rbac.authorization.k8s.io/rolebindings":                                                {"internal/terraform/executor/serviceaccount.go", "the run pods' RoleBinding per shoot namespace"},
-	"update rbac.authorization.k8s.io/roles (terraseed-terraformer)":                                   {"internal/terraform/executor/serviceaccount.go", "the run objects of a new run added to the Role"},
-	"update,delete rbac.authorization.k8s.io/rolebindings (terraseed-terraformer)":                     {"internal/terraform/executor/serviceaccount.go", "a binding to another role replaced"},
+	"create authentication.k8s.io/tokenreviews":                                                        {"controller/serving/serving.go", "who scrapes /metrics"},
+	"create authorization.k8s.io/subjectaccessreviews":                                                 {"controller/serving/serving.go", "whether they may GET /metrics"},
+	"get,list,watch admissionregistration.k8s.io/mutatingwebhookconfigurations":                        {"controller/webhook/webhook.go", "cert-controller's watch of the configuration's caBundle"},
+	"update,patch admissionregistration.k8s.io/mutatingwebhookconfigurations (terraseed-controlplane)": {"controller/webhook/webhook.go", "the webhooks and caBundle of its own configuration"},
+	"get,list,watch,create,delete /pods":                                                               {"terraform/executor/podwatch.go", "run pods: created, watched, deleted (terraform/executor/pod.go)"},
+	"get /pods/log":                                                                                    {"terraform/executor/pod.go", "the log of a run pod that left no termination message"},
+	"get,create /serviceaccounts":                                                                      {"terraform/executor/serviceaccount.go", "the run pods' ServiceAccount per shoot namespace"},
+	"update /serviceaccounts (terraseed-terraformer)":                                                  {"terraform/executor/serviceaccount.go", "its labels corrected"},
+	"get,create rbac.authorization.k8s.io/roles":                                                       {"terraform/executor/serviceaccount.go", "the run pods' Role per shoot namespace"},
+	"get,create rbac.authorization.k8s.io/rolebindings":                                                {"terraform/executor/serviceaccount.go", "the run pods' RoleBinding per shoot namespace"},
+	"update rbac.authorization.k8s.io/roles (terraseed-terraformer)":                                   {"terraform/executor/serviceaccount.go", "the run objects of a new run added to the Role"},
+	"update,delete rbac.authorization.k8s.io/rolebindings (terraseed-terraformer)":                     {"terraform/executor/serviceaccount.go", "a binding to another role replaced"},
 	// The Role <release>-leases, in the release's namespace.
-	"get,create,update coordination.k8s.io/leases": {"internal/controller/extension/heartbeat.go", "the heartbeat Lease, and leader election's (controller-runtime)"},
+	"get,create,update coordination.k8s.io/leases": {"controller/extension/heartbeat.go", "the heartbeat Lease, and leader election's (controller-runtime)"},
 }
 
 // runPodVerbs is every verb the run pods' ServiceAccount holds in its namespace, granted
 // by the Role the pod executor writes; names are those of the run objects of the namespace's
 // runs. What holds it further: <release>-terraformer-run-objects.
 var runPodVerbs = map[string]use{
-	"create /configmaps": {"internal/terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
-	"get,update,patch /configmaps (infra.infra.tf-config,infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,…)": {"internal/terraform/terraformer/state.go", "the configuration read, the state and its parts written as terraform writes them"},
-	"delete /configmaps (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":  {"internal/terraform/state/state.go", "parts of a state that shrank"},
-	"get /secrets (infra.infra.tf-vars)": {"internal/terraform/terraformer", "the run's variables"},
+	"create /configmaps": {"terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
+	"get,update,patch /configmaps (infra.infra.tf-config,infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,…)": {"terraform/terraformer/state.go", "the configuration read, the state and its parts written as terraform writes them"},
+	"delete /configmaps (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":  {"terraform/state/state.go", "parts of a state that shrank"},
+	"get /secrets (infra.infra.tf-vars)": {"terraform/terraformer", "the run's variables"},
 }
 
 // runPodVerbsInSecrets is runPodVerbs with stateStorage secret: the state and its parts
 // are Secrets, and the only ConfigMap is the configuration.
 var runPodVerbsInSecrets = map[string]use{
-	"get,update,patch /configmaps (infra.infra.tf-config)": {"internal/terraform/run/report.go", "the configuration read, the progress and plan written to its annotations"},
-	"create /secrets": {"internal/terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
-	"get,update,patch /secrets (infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,…)": {"internal/terraform/state/storage.go", "the state and its parts written as terraform writes them"},
-	"delete /secrets (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":      {"internal/terraform/state/state.go", "parts of a state that shrank"},
-	"get /secrets (infra.infra.tf-vars)": {"internal/terraform/terraformer", "the run's variables"},
+	"get,update,patch /configmaps (infra.infra.tf-config)": {"terraform/run/report.go", "the configuration read, the progress and plan written to its annotations"},
+	"create /secrets": {"terraform/state/state.go", "the state and its parts, first written by the run (admitted only under the names below)"},
+	"get,update,patch /secrets (infra.infra.tf-state,infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,…)": {"terraform/state/storage.go", "the state and its parts written as terraform writes them"},
+	"delete /secrets (infra.infra.tf-state.a-1,infra.infra.tf-state.a-10,infra.infra.tf-state.a-11,infra.infra.tf-state.a-12,…)":      {"terraform/state/state.go", "parts of a state that shrank"},
+	"get /secrets (infra.infra.tf-vars)": {"terraform/terraformer", "the run's variables"},
 }
 
 // ruleKeys are the entries a Role's rules make, one per resource, as the tables above

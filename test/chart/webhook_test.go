@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/terraseed/terraseed/internal/providers"
-	"github.com/terraseed/terraseed/internal/webhook/mutation"
+	"github.com/terraseed/terraseed/controller/webhook"
+	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -85,9 +85,9 @@ func TestWebhookRunsWithTheChartsRBAC(t *testing.T) {
 func runWebhookAs(t *testing.T, release string) (stop func()) {
 	t.Helper()
 	g := NewWithT(t)
-	registry, err := providers.NewRegistry()
+	registry, err := templates.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := mutation.New(mutation.Options{
+	w, err := webhook.New(webhook.Options{
 		Port: testenv.FreePort(t), CertDir: t.TempDir(), Namespace: release, ServiceName: "terraseed-webhook",
 		SecretName: "terraseed-webhook-cert", ConfigurationName: "webhook-terraseed-controlplane",
 	})

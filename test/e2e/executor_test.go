@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/internal/gardener/errorcodes"
-	"github.com/terraseed/terraseed/internal/terraform/executor"
-	tfrun "github.com/terraseed/terraseed/internal/terraform/run"
-	"github.com/terraseed/terraseed/internal/terraform/state"
-	"github.com/terraseed/terraseed/internal/terraform/terraformer"
+	"github.com/terraseed/terraseed/controller/errorcodes"
+	"github.com/terraseed/terraseed/terraform/executor"
+	tfrun "github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 

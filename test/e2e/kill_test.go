@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	tfrun "github.com/terraseed/terraseed/internal/terraform/run"
+	tfrun "github.com/terraseed/terraseed/terraform/run"
 )
 
 // chainConfig is the chain of n pairs the configuration testdata/chain is written with: a

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/terraseed/terraseed/internal/terraform/executor"
-	tfrun "github.com/terraseed/terraseed/internal/terraform/run"
+	"github.com/terraseed/terraseed/terraform/executor"
+	tfrun "github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/test/realnode"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/internal/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // root is the repository: the build context.
@@ -322,12 +322,12 @@ func TestProviderMirror(t *testing.T) {
 // The assembly runs the providers stage only as the image build would run it.
 func TestProvidersStageRefusesWhatItCannotFollow(t *testing.T) {
 	text := dockerfileText(t)
-	const run = `RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" internal/providers`
+	const run = `RUN go run ./build/providers mirror -out=/mirror -extra="${EXTRA_PROVIDERS}" templates`
 	for _, c := range []struct{ name, old, new, want string }{
 		{"a list kept by hand", run, "RUN mirror-providers /mirror gavinbunney/kubectl@1.19.0", "not one `go run"},
-		{"templates elsewhere", "COPY internal/providers internal/providers", "COPY internal/providers /templates", "is not at /src/internal/providers"},
+		{"templates elsewhere", "COPY templates templates", "COPY templates /templates", "is not at /src/templates"},
 		{"no templates", run, "RUN go run ./build/providers mirror -out=/mirror", "no template directories"},
-		{"a flag with a separate value", run, `RUN go run ./build/providers mirror -out=/mirror -extra "${EXTRA_PROVIDERS}" internal/providers`, "-name=value"},
+		{"a flag with a separate value", run, `RUN go run ./build/providers mirror -out=/mirror -extra "${EXTRA_PROVIDERS}" templates`, "-name=value"},
 		{"two commands", run, run + " && ls /mirror", "not one `go run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,195 @@
+package infrastructure
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+const (
+	// Finalizer keeps an Infrastructure until its terraform resources are destroyed.
+	Finalizer = "extensions.gardener.cloud/infrastructure"
+
+	secretRefIndex = "spec.secretRef"
+)
+
+// UncachedObjects are the kinds the manager's client must read live: a seed holds many
+// of them, and caching every one would cost memory in proportion to the seed, not to
+// the Infrastructures served.
+func UncachedObjects() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Pod{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}}
+}
+
+// Actuator makes the infrastructure an Infrastructure describes exist with terraform.
+type Actuator struct {
+	Client client.Client
+	// APIReader reads Secrets uncached, so that the manager never caches every Secret of a seed.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Providers *templates.Registry
+	// Runs is the run pipeline the operations submit their runs to (executor.Pipeline).
+	Runs Runs
+	// DriftInterval is how often an up-to-date Infrastructure is planned, without an
+	// apply, to tell in its InfrastructureInSync condition whether it drifted; zero never.
+	DriftInterval time.Duration
+	// AllowCrossNamespaceSecretRefs lets spec.secretRef name a Secret in another namespace
+	// than the Infrastructure's; the operator's choice, off by default, since whoever may
+	// write an Infrastructure would otherwise use any credentials of the seed.
+	AllowCrossNamespaceSecretRefs bool
+	// AllowOperatorOnlyCredentials lets a credentials secret set the keys a provider marks
+	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
+	// that flow into Gardener and the control plane, to the URL it names.
+	AllowOperatorOnlyCredentials bool
+	// MaxStateSize is the most bytes a reconcile decodes a state to (--max-state-size);
+	// 0 is state.MaxStateSize.
+	MaxStateSize int
+	// StateStorage is the kind of object the states are kept in (--state-storage); a state
+	// kept in the other kind is moved into it before the Infrastructure's next run, or
+	// when it is found up to date.
+	StateStorage state.Storage
+	// StateHistory is how many states of each Infrastructure are kept besides the live
+	// one (--state-history): 0 is state.DefaultHistoryDepth, below 0 none.
+	StateHistory int
+}
+
+// Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.
+type Reconciler = extension.Reconciler[*extensionsv1alpha1.Infrastructure]
+
+// NewReconciler serves the given provider types and extension classes (shoot when none)
+// with the actuator.
+func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.ExtensionClass) *Reconciler {
+	return &Reconciler{
+		Kind:      "Infrastructure",
+		Finalizer: Finalizer,
+		Client:    a.Client,
+		APIReader: a.APIReader,
+		Recorder:  a.Recorder,
+		Actuator:  a,
+		NewObject: func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} },
+		Types:     types,
+		Classes:   classes,
+	}
+}
+
+// SetupWithManager registers the reconciler; besides the Infrastructures, a change of a
+// referenced secret reconciles the ones using it, and so does the end of a run, which
+// runEnds tells (executor.Pipeline.Ends).
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, runEnds source.Source, options controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Infrastructure{}, secretRefIndex, indexSecretRef); err != nil {
+		return fmt.Errorf("indexing Infrastructures by secret: %w", err)
+	}
+	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
+		return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
+			return infrastructuresUsingSecret(ctx, r, secret)
+		})).WatchesRawSource(runEnds)
+	})
+}
+
+func secretKeyOf(infra *extensionsv1alpha1.Infrastructure) client.ObjectKey {
+	ref := infra.Spec.SecretRef
+	if ref.Namespace == "" {
+		return client.ObjectKey{Namespace: infra.Namespace, Name: ref.Name}
+	}
+	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+}
+
+func indexSecretRef(obj client.Object) []string {
+	return []string{secretKeyOf(obj.(*extensionsv1alpha1.Infrastructure)).String()}
+}
+
+func infrastructuresUsingSecret(ctx context.Context, r *Reconciler, secret client.Object) []reconcile.Request {
+	list := &extensionsv1alpha1.InfrastructureList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{secretRefIndex: client.ObjectKeyFromObject(secret).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listingInfrastructuresForSecret", "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, infra := range list.Items {
+		if r.Serves(&infra) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&infra)})
+		}
+	}
+	return requests
+}
+
+type request = extension.Request[*extensionsv1alpha1.Infrastructure]
+
+// operation is one operation of the actuator on one Infrastructure.
+type operation struct {
+	actuator *Actuator
+	req      request
+	infra    *extensionsv1alpha1.Infrastructure
+}
+
+func (a *Actuator) operation(req request) *operation {
+	return &operation{actuator: a, req: req, infra: req.Object}
+}
+
+// Reconcile applies the infrastructure.
+func (a *Actuator) Reconcile(ctx context.Context, req request) error {
+	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
+}
+
+// UpToDate is true when the credentials did not change since the last apply. A state kept
+// in the other kind of object than StateStorage is moved first: a controller restarted with
+// another --state-storage moves every state without a run.
+func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
+	op := a.operation(req)
+	if err := op.moveStateBetweenRuns(ctx); err != nil {
+		return false, err
+	}
+	return op.upToDate(ctx)
+}
+
+// Delete destroys the infrastructure.
+func (a *Actuator) Delete(ctx context.Context, req request) error {
+	return a.outcome(req, a.operation(req).delete(ctx))
+}
+
+// ForceDelete forgets the infrastructure without destroying it.
+func (a *Actuator) ForceDelete(ctx context.Context, req request) error {
+	return classify(a.operation(req).forceDelete(ctx))
+}
+
+// Migrate keeps the state in .status.state and releases the run objects.
+func (a *Actuator) Migrate(ctx context.Context, req request) error {
+	return a.outcome(req, a.operation(req).migrate(ctx))
+}
+
+// Restore writes the state kept in .status.state back, then applies.
+func (a *Actuator) Restore(ctx context.Context, req request) error {
+	return a.outcome(req, a.operation(req).restore(ctx))
+}
+
+// Forget drops what the scheduler kept of a run of an Infrastructure that is gone, and
+// its metrics.
+func (a *Actuator) Forget(key client.ObjectKey) {
+	forgetMetrics(key)
+	if a.Runs != nil {
+		a.Runs.ForgetName(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
+	}
+}
+
+// outcome says in lastOperation what an operation waits for, and classifies its error.
+func (a *Actuator) outcome(req request, err error) error {
+	describeWaiting(req.Object, err)
+	return classify(err)
+}

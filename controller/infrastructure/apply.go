@@ -1,0 +1,233 @@
+package infrastructure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// applyScope is what the phases of one apply read and write.
+type applyScope struct {
+	// restore writes the state kept in .status.state back before the run (see restore).
+	restore bool
+
+	provider *templates.Provider
+	secret   *corev1.Secret
+	// restored is the state of .status.state a restore writes back.
+	restored []byte
+	rendered *templates.Rendered
+	// env is the credentials of the run.
+	env map[string]string
+	// adoptions are the imports the operator asks for (AnnotationImport).
+	adoptions map[string]string
+	request   executor.Request
+	// result is the outcome of the run once it ended.
+	result *run.Result
+	// status is the provider's status of the run's outputs that are not sensitive.
+	status *templates.Status
+}
+
+// applyPhase is one step of an apply; an error ends the apply, a runPendingError until
+// the apply's run ended.
+type applyPhase func(context.Context, *applyScope) error
+
+func runPhases(ctx context.Context, s *applyScope, phases []applyPhase) error {
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply makes the infrastructure the Infrastructure describes exist: it renders the
+// provider's configuration, runs terraform apply, and reports the outputs, and the state
+// for Gardener's backup of the shoot's state. It takes several reconciles: the first
+// submits the run, the one after its end reads the outcome.
+func (op *operation) apply(ctx context.Context, s *applyScope) error {
+	return runPhases(ctx, s, []applyPhase{
+		op.readInputs,     // the provider, the credentials secret, the namespace of a local one
+		op.readRestored,   // the state a restore writes back
+		op.render,         // the configuration, the credentials, the adoptions
+		op.request,        // the apply request, its guard and its digest
+		op.runOrWaitApply, // the run's outcome once it ended; until then prepare and submit it
+		op.keepOutputs,    // sensitive outputs into their Secret, the provider status of the others
+		op.recordApply,    // LastPlan and InSync; annotations used up; a recovery done
+		op.writeStatus,    // the provider status, the state's history, the state in the status
+	})
+}
+
+// prepare writes what the apply's run reads, once, before it is submitted.
+func (op *operation) prepare(ctx context.Context, s *applyScope) error {
+	return runPhases(ctx, s, []applyPhase{
+		op.ensureFinalizer,  // the finalizer, before anything exists to destroy
+		op.storeCredentials, // the credentials of the run, and the secret's version
+		op.restoreState,     // a restore's state, unless a newer one of it is there
+		op.writeConfig,      // the configuration with its imports (recovered, adopted), the variables
+		op.warnAllowDestroy, // an event when the deprecated allow-destroy=true allows the run
+	})
+}
+
+func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
+	var err error
+	if s.provider, s.secret, err = op.inputs(ctx); err != nil {
+		return err
+	}
+	return op.checkLocalNamespace(ctx)
+}
+
+func (op *operation) render(_ context.Context, s *applyScope) error {
+	var err error
+	if s.rendered, err = s.provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster}); err != nil {
+		return err
+	}
+	if s.env, err = s.provider.Credentials(s.secret); err != nil {
+		return err
+	}
+	if s.adoptions, err = op.adoptions(); err != nil {
+		return err
+	}
+	// The run indexes every state it saves with the provider's import IDs.
+	s.rendered.Files[state.ImportIDsKey] = s.provider.ImportIDsFile()
+	return nil
+}
+
+// request is the apply of this operation: with the provider's protected types, allowed
+// to destroy them as the annotation says, and what the scheduler shares the runs by.
+func (op *operation) request(_ context.Context, s *applyScope) error {
+	allow, err := op.allowDestroy(time.Now())
+	if err != nil {
+		return err
+	}
+	req := executor.Request{
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: s.env,
+		ProtectedTypes: s.provider.Manifest.ProtectedResources, AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
+		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+	}
+	req = op.withFleet(req, s.provider)
+	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req)
+	s.request = req
+	return nil
+}
+
+func (op *operation) runOrWaitApply(ctx context.Context, s *applyScope) error {
+	result, err := op.runOrWait(ctx, s.request, op.priority(), func(ctx context.Context) error { return op.prepare(ctx, s) })
+	if err != nil {
+		return throttledError(s.provider, op.refused(err))
+	}
+	s.result = result
+	return nil
+}
+
+func (op *operation) ensureFinalizer(ctx context.Context, _ *applyScope) error {
+	return op.req.EnsureFinalizer(ctx)
+}
+
+func (op *operation) storeCredentials(ctx context.Context, s *applyScope) error {
+	annotations := map[string]string{annotationSourceVersion: s.secret.ResourceVersion}
+	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.infra, annotations, s.env, state.CreateFirst(op.req.FirstRun))
+}
+
+func (op *operation) writeConfig(ctx context.Context, s *applyScope) error {
+	files, err := op.withImports(ctx, s.rendered.Files, s.adoptions)
+	if err != nil {
+		return err
+	}
+	objects := op.objects()
+	firstRun := state.CreateFirst(op.req.FirstRun)
+	if err := objects.WriteConfig(ctx, op.actuator.Client, files, firstRun); err != nil {
+		return err
+	}
+	return objects.WriteVars(ctx, op.actuator.Client, s.rendered.TFVarsJSON, firstRun)
+}
+
+func (op *operation) keepOutputs(ctx context.Context, s *applyScope) error {
+	outputs, err := op.keepSensitiveOutputs(ctx, s.provider, s.result.State)
+	if err != nil {
+		return err
+	}
+	s.status, err = s.provider.Status(outputs)
+	return err
+}
+
+// recordApply records the plan that was applied and that the infrastructure is in sync,
+// uses up a permission to destroy and the adoptions, and marks a recovery done.
+func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
+	now := metav1.Now()
+	if plan := s.result.Plan; plan != nil {
+		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonPlanApplied,
+			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
+		})
+	}
+	if op.actuator.DriftInterval > 0 {
+		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonApplied,
+			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,
+		})
+	}
+	if _, ok := op.infra.Annotations[AnnotationAllowDestroy]; ok {
+		if err := op.req.RemoveAnnotation(ctx, AnnotationAllowDestroy); err != nil {
+			return err
+		}
+	}
+	op.recovered()
+	return op.adopted(ctx)
+}
+
+// writeStatus reports the provider's status, keeps the state in the history, and in
+// .status.state for Gardener's backup of the shoot's state.
+func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
+	infra := op.infra
+	infra.Status.ProviderStatus = s.status.ProviderStatus
+	infra.Status.NodesCIDR = s.status.NodesCIDR
+	infra.Status.EgressCIDRs = s.status.EgressCIDRs
+	index := op.indexOf(s.result.State)
+	op.keepHistory(ctx, s.result.State, index)
+	return op.keepStateInStatus(s.result.State, index)
+}
+
+// priority is the run priority of the operation: a first apply or a restoration before
+// the reconciles of objects that exist.
+func (op *operation) priority() executor.Priority {
+	switch op.req.Operation {
+	case extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationTypeRestore:
+		return executor.PriorityCreate
+	case extensionsv1alpha1.LastOperationTypeDelete:
+		return executor.PriorityDelete
+	default:
+		return executor.PriorityReconcile
+	}
+}
+
+// configDigest identifies what a run works on: the files, the variables and the guard,
+// not the credentials. A run pod of another digest is never adopted as this run.
+func configDigest(files map[string]string, vars []byte, req executor.Request) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])
+	}
+	fmt.Fprintf(h, "vars\x00%d\x00%s\x00", len(vars), vars)
+	fmt.Fprintf(h, "guard\x00%s\x00%t", strings.Join(req.ProtectedTypes, ","), req.AllowDestroy)
+	// Only when set: the digests of runs under way from before plans could be allowed stay.
+	if req.AllowDestroyPlan != "" {
+		fmt.Fprintf(h, "\x00%s", req.AllowDestroyPlan)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}

@@ -1,0 +1,180 @@
+package infrastructure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
+)
+
+// delete destroys what terraform created and removes what the runs kept. Any other run
+// of the object is dropped, stopped or waited for first (see endRuns), so that the destroy
+// starts from the final state and nothing writes for the object once it is gone.
+func (op *operation) delete(ctx context.Context) error {
+	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
+		return err
+	}
+	// A run known here is the deletion's own destroy (endRuns ended any other): wait for
+	// it, or take its outcome.
+	if _, known := op.actuator.Runs.Lookup(op.objects().ID); !known {
+		found, err := op.stateToDestroy(ctx)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return op.deleteRunObjects(ctx)
+		}
+	}
+	if err := op.destroy(ctx); err != nil {
+		return err
+	}
+	return op.deleteRunObjects(ctx)
+}
+
+// stateToDestroy says whether there is a state to destroy. No run writes the state now:
+// a missing or corrupt one is found again here. A state that reads is checked before the
+// destroy starts (see destroy), never while it runs.
+func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
+	state, err := op.objects().ReadState(ctx, op.actuator.Client)
+	if err != nil && !errors.Is(err, tfstate.ErrCorruptState) {
+		return false, fmt.Errorf("reading the state: %w", err)
+	}
+	if state != nil && err == nil {
+		return true, nil
+	}
+	if err := op.recoverBeforeDestroy(ctx); err != nil {
+		return false, err
+	}
+	if state, err = op.objects().ReadState(ctx, op.actuator.Client); err != nil {
+		return false, fmt.Errorf("reading the state: %w", err)
+	}
+	return state != nil, nil
+}
+
+// recoverBeforeDestroy finds a lost state again from the history, as an apply does, so
+// that the destroy removes what the history knows. What only the index knows a destroy
+// cannot remove: terraform imports nothing for one (Terraform and OpenTofu since 1.9
+// ignore import blocks then). The deletion stops there rather than delete the index and
+// the history with the run objects and leave those resources behind unseen.
+func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
+	r, err := op.findLostState(ctx, func(string) bool { return true })
+	if r == nil || err != nil {
+		return err
+	}
+	missing := append(slices.Sorted(maps.Keys(r.imports)), r.unimportable...)
+	if len(missing) == 0 {
+		return op.recovering(ctx, r.message)
+	}
+	// Not terminal: with the state restored from a backup, a retry goes on by itself.
+	return &extension.Error{
+		Reason: ReasonStateLost,
+		Err: fmt.Errorf("the state in %s %s %s, and no state of its history holds %d resources its index names: %s. "+
+			"A destroy removes only what a state holds, so they would be left behind: restore the state from a backup, "+
+			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
+			op.objects().Storage.Kind(), op.objects().StateName(), r.cause, len(missing), strings.Join(missing, ", "), extension.AnnotationForceDeletion),
+	}
+}
+
+// forceDelete removes what the runs kept, the state included, and destroys nothing. A run
+// under way is stopped and waited for first: its final save would otherwise write the
+// state again after it was deleted.
+func (op *operation) forceDelete(ctx context.Context) error {
+	if err := op.endRuns(ctx, "", true); err != nil {
+		return err
+	}
+	return op.deleteRunObjects(ctx)
+}
+
+func (op *operation) destroy(ctx context.Context) error {
+	env, err := op.destroyCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	req := executor.Request{
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
+		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+	}
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err == nil {
+		req = op.withFleet(req, provider)
+	}
+	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, func(ctx context.Context) error {
+		if err := op.ensureConfig(ctx); err != nil {
+			return err
+		}
+		return op.recoverBeforeDestroy(ctx)
+	})
+	if provider != nil {
+		return throttledError(provider, err)
+	}
+	return err
+}
+
+// destroyCredentials prefers the referenced secret and falls back to the credentials of
+// the last run, so that a deletion never waits on a secret deleted first.
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, error) {
+	provider, secret, err := op.inputs(ctx)
+	var opErr *extension.Error
+	switch {
+	case err == nil:
+		return provider.Credentials(secret)
+	case errors.As(err, &opErr) && opErr.Reason == ReasonCredentialsUnavailable:
+		stored, storedErr := op.storedCredentials(ctx)
+		if storedErr != nil {
+			return nil, storedErr
+		}
+		if stored == nil {
+			key := secretKeyOf(op.infra)
+			return nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+		}
+		return envOf(stored), nil
+	default:
+		return nil, err
+	}
+}
+
+// ensureConfig keeps the configuration that was last applied; only when there is none is
+// it rendered again, since destroying needs the provider configuration.
+func (op *operation) ensureConfig(ctx context.Context) error {
+	objects := op.objects()
+	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil {
+		return err
+	}
+	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster})
+	if err != nil {
+		return err
+	}
+	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files); err != nil {
+		return err
+	}
+	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
+}
+
+// deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
+// run objects, and what the executor keeps beside them (a local run directory).
+func (op *operation) deleteRunObjects(ctx context.Context) error {
+	if err := op.objects().Delete(ctx, op.actuator.Client); err != nil {
+		return fmt.Errorf("deleting the run objects: %w", err)
+	}
+	if err := op.actuator.Runs.Clean(ctx, op.objects().ID); err != nil {
+		return fmt.Errorf("removing the run directory: %w", err)
+	}
+	return nil
+}

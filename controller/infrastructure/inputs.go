@@ -1,0 +1,149 @@
+package infrastructure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// annotationSourceVersion records, on the stored credentials, the resourceVersion of the
+// secret they were taken from: a changed secret means the infrastructure is not up to date.
+const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
+
+func (op *operation) objects() state.RunObjects {
+	return state.RunObjects{ID: runIDOf(op.infra), MaxStateSize: op.actuator.MaxStateSize, Storage: op.actuator.StateStorage}
+}
+
+// runIDOf is the identity of an Infrastructure's runs.
+func runIDOf(infra *extensionsv1alpha1.Infrastructure) run.ID {
+	return run.ID{Namespace: infra.Namespace, Name: infra.Name, Purpose: run.PurposeInfra, UID: infra.UID}
+}
+
+// sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
+func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
+	if ref := op.infra.Spec.SecretRef; ref.Namespace != "" && ref.Namespace != op.infra.Namespace && !op.actuator.AllowCrossNamespaceSecretRefs {
+		return nil, credentialsUnavailable("spec.secretRef.namespace: %q is not the Infrastructure's namespace %q, and the operator allows no credentials from other namespaces", ref.Namespace, op.infra.Namespace)
+	}
+	secret := &corev1.Secret{}
+	if err := op.actuator.APIReader.Get(ctx, secretKeyOf(op.infra), secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the secret of spec.secretRef: %w", err)
+	}
+	return secret, nil
+}
+
+// storedCredentials returns the credentials of the last run, or nil when none are stored.
+func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, error) {
+	return op.objects().ReadCredentials(ctx, op.actuator.APIReader)
+}
+
+func envOf(secret *corev1.Secret) map[string]string {
+	env := make(map[string]string, len(secret.Data))
+	for name, value := range maps.All(secret.Data) {
+		env[name] = string(value)
+	}
+	return env
+}
+
+func (op *operation) owner() *metav1.OwnerReference {
+	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
+}
+
+// inputs returns the provider and the credentials secret of the Infrastructure.
+func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.Secret, error) {
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil {
+		var unknown *templates.UnknownProviderError
+		if errors.As(err, &unknown) {
+			return nil, nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
+		}
+		return nil, nil, err
+	}
+	secret, err := op.sourceSecret(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if secret == nil {
+		key := secretKeyOf(op.infra)
+		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
+	}
+	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
+		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
+			keys[0], secret.Namespace, secret.Name)
+	}
+	return provider, secret, nil
+}
+
+// upToDate is true when the credentials are the ones of the last apply.
+func (op *operation) upToDate(ctx context.Context) (bool, error) {
+	secret, err := op.sourceSecret(ctx)
+	if err != nil || secret == nil {
+		return false, err
+	}
+	stored, err := op.storedCredentials(ctx)
+	if err != nil || stored == nil {
+		return false, err
+	}
+	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion, nil
+}
+
+// localType is the embedded provider that creates a namespace of the name
+// providerConfig.namespace, by default <infrastructure namespace>--<infrastructure name>.
+const localType = "local"
+
+// localNamespace is the namespace a local Infrastructure creates and owns.
+func localNamespace(infra *extensionsv1alpha1.Infrastructure) string {
+	if infra.Spec.ProviderConfig != nil {
+		var config struct {
+			Namespace string `json:"namespace"`
+		}
+		if json.Unmarshal(infra.Spec.ProviderConfig.Raw, &config) == nil && config.Namespace != "" {
+			return config.Namespace
+		}
+	}
+	return infra.Namespace + "--" + infra.Name
+}
+
+// checkLocalNamespace refuses a local Infrastructure whose providerConfig.namespace is the
+// namespace another local Infrastructure, created before it, already owns: terraform would
+// take over, change and on deletion destroy that Infrastructure's objects.
+func (op *operation) checkLocalNamespace(ctx context.Context) error {
+	if op.infra.Spec.Type != localType {
+		return nil
+	}
+	target := localNamespace(op.infra)
+	list := &extensionsv1alpha1.InfrastructureList{}
+	if err := op.actuator.APIReader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing Infrastructures to check providerConfig.namespace: %w", err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == op.infra.UID || other.Spec.Type != localType || localNamespace(other) != target || !createdBefore(other, op.infra) {
+			continue
+		}
+		return extension.InvalidInput(ReasonInvalidConfiguration, "providerConfig.namespace: %q is the namespace of Infrastructure %s/%s: choose another", target, other.Namespace, other.Name)
+	}
+	return nil
+}
+
+// createdBefore orders Infrastructures by creation, and by UID within the same second.
+func createdBefore(a, b *extensionsv1alpha1.Infrastructure) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.UID < b.UID
+}

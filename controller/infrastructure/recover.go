@@ -1,0 +1,292 @@
+package infrastructure
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
+)
+
+// ConditionStateRecovered says that a lost state was found again, from where, and what
+// could not be.
+const ConditionStateRecovered extensionsv1alpha1.ConditionType = "StateRecovered"
+
+// Reasons of the StateRecovered condition.
+const (
+	// ReasonRecovering: the recovered state is written and the apply that imports the
+	// rest is under way.
+	ReasonRecovering = "Recovering"
+	ReasonRecovered  = "Recovered"
+)
+
+// recovery is what an apply does about a lost state: the state it starts from and the
+// resources it imports.
+type recovery struct {
+	// imports are the import IDs of the indexed resources the recovered state lacks, by address.
+	imports map[string]string
+	// unimportable are the indexed resources the recovered state lacks that no import
+	// brings back.
+	unimportable []string
+	// cause says how the state was lost (see lostStateCause).
+	cause   string
+	message string
+}
+
+// recoverState finds a lost state again before an apply: when the stored state is
+// missing, empty, unreadable or older than its index says, while the history or an
+// index knows resources, the newest readable state of the history (of the index's
+// lineage) replaces it, and every indexed resource that state lacks is imported by the
+// apply, so that nothing is created twice. nil when the state is not lost.
+func (op *operation) recoverState(ctx context.Context, files map[string]string) (*recovery, error) {
+	r, err := op.findLostState(ctx, declaredResources(files))
+	if r == nil || err != nil {
+		return nil, err
+	}
+	return r, op.recovering(ctx, r.message)
+}
+
+// findLostState is recoverState without saying so in the status: the stored state
+// replaced by the history's when that holds more, and the indexed resources declared
+// that no state holds.
+func (op *operation) findLostState(ctx context.Context, declared func(address string) bool) (*recovery, error) {
+	objects := op.objects()
+	store := objects.Store(op.actuator.Client)
+	stored, err := store.Inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	index := newestIndex(stored.Index, statusIndex(op.infra.Status.State))
+	cause := lostStateCause(stored, index)
+	// A first apply finds no state and knows nothing: no history to ask.
+	if cause == "" || index.Empty() && op.req.FirstRun {
+		return nil, nil
+	}
+	lineage := ""
+	if index != nil {
+		lineage = index.Lineage
+	}
+	history, err := objects.ReadHistory(ctx, op.actuator.Client)
+	if err != nil {
+		return nil, err
+	}
+	recovered, from := newestReadable(history, lineage)
+	if index.Empty() && recovered == nil {
+		return nil, nil
+	}
+	// A stale state that is still newer than the history's stays: it lacks less.
+	kept := "history serial " + strconv.FormatInt(from.Serial, 10)
+	if stored.State != nil && (recovered == nil || stored.Serial > from.Serial) && (lineage == "" || stored.Lineage == lineage) {
+		recovered, kept = stored.State, "the stored serial "+strconv.FormatInt(stored.Serial, 10)
+	} else if recovered != nil || stored.Exists {
+		if err := store.Replace(ctx, recovered); err != nil {
+			return nil, fmt.Errorf("writing the recovered state: %w", err)
+		}
+	}
+	held, err := tfstate.Addresses(recovered)
+	if err != nil {
+		return nil, err
+	}
+	imports, lost := indexedImports(index, held, declared)
+	r := &recovery{imports: imports, unimportable: lost, cause: cause}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the state in %s %s %s: ", objects.Storage.Kind(), objects.StateName(), cause)
+	if recovered != nil {
+		fmt.Fprintf(&b, "%d from %s, ", len(held), kept)
+	}
+	fmt.Fprintf(&b, "%d imported", len(r.imports))
+	if len(lost) > 0 {
+		fmt.Fprintf(&b, "; cannot be imported and are created again: %s", strings.Join(lost, ", "))
+	}
+	r.message = b.String()
+	ctrl.LoggerFrom(ctx).Info("stateRecovering", "cause", cause, "fromHistorySerial", from.Serial, "resources", len(held), "imports", len(r.imports), "unimportable", len(lost))
+	return r, nil
+}
+
+// lostStateCause says how the stored state was lost: missing, unreadable, empty or older
+// than its index says; empty when it was not.
+func lostStateCause(stored *tfstate.StoredState, index *tfstate.Index) string {
+	switch {
+	case !stored.Exists:
+		return "was missing"
+	case stored.Unreadable != nil:
+		return "was unreadable"
+	case stored.State == nil:
+		return "was empty"
+	case index != nil && stored.Lineage == index.Lineage && stored.Serial < index.Serial:
+		return fmt.Sprintf("held serial %d, older than serial %d its index names", stored.Serial, index.Serial)
+	default:
+		return ""
+	}
+}
+
+// newestReadable is the newest state of the lineage the history holds that can be read.
+func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.HistoryEntry) {
+	for _, entry := range history.Lineage(lineage) {
+		if state, err := history.State(entry); err == nil {
+			return state, entry
+		}
+	}
+	return nil, tfstate.HistoryEntry{}
+}
+
+// indexedImports are the import IDs of the indexed resources a recovered state lacks that
+// the configuration declares, and those of them that cannot be imported.
+func indexedImports(index *tfstate.Index, held map[string]bool, declared func(string) bool) (map[string]string, []string) {
+	imports := map[string]string{}
+	var lost []string
+	if index == nil {
+		return imports, nil
+	}
+	for _, address := range slices.Sorted(maps.Keys(index.IDs)) {
+		if !held[address] && declared(address) {
+			imports[address] = index.IDs[address]
+		}
+	}
+	for _, address := range index.Unimportable {
+		if !held[address] && declared(address) {
+			lost = append(lost, address)
+		}
+	}
+	return imports, lost
+}
+
+// recovering says in the StateRecovered condition that a recovery is under way.
+func (op *operation) recovering(ctx context.Context, message string) error {
+	now := metav1.Now()
+	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonRecovering,
+		Message: message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	// The condition must outlive this reconcile: the apply ends in another.
+	return op.req.PatchStatus(ctx)
+}
+
+// recovered marks a recovery done once its apply succeeded, and says so in an event.
+func (op *operation) recovered() {
+	c := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionStateRecovered)
+	if c == nil || c.Reason != ReasonRecovering {
+		return
+	}
+	now := metav1.Now()
+	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonRecovered,
+		Message: c.Message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if op.actuator.Recorder != nil {
+		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, ReasonRecovered, "Reconcile", "%s", c.Message)
+	}
+}
+
+// newestIndex is the index of the later serial.
+func newestIndex(a, b *tfstate.Index) *tfstate.Index {
+	if b.Newer(a) {
+		return b
+	}
+	return a
+}
+
+// resourceBlock finds the resources a rendered configuration declares in its root module.
+var resourceBlock = regexp.MustCompile(`(?m)^\s*resource\s+"([A-Za-z0-9_-]+)"\s+"([A-Za-z0-9_-]+)"`)
+
+// declaredResources says whether an address is of a resource the configuration declares:
+// an indexed resource it dropped is not imported (terraform refuses an import without
+// configuration) but destroyed by nobody, as any resource a configuration drops whose
+// state is lost. Resources in modules are taken as declared.
+func declaredResources(files map[string]string) func(address string) bool {
+	declared := map[string]bool{}
+	for name, content := range files {
+		if strings.HasSuffix(name, ".tf") {
+			for _, m := range resourceBlock.FindAllStringSubmatch(content, -1) {
+				declared[m[1]+"."+m[2]] = true
+			}
+		}
+	}
+	return func(address string) bool {
+		if strings.HasPrefix(address, "module.") {
+			return true
+		}
+		resource, _, _ := strings.Cut(address, "[")
+		return declared[resource]
+	}
+}
+
+// instanceAddress is a resource instance address that can stand in an import block's
+// `to` as it is: nothing in it can end the expression.
+var instanceAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?$`)
+
+// importBlocks is the terraform file importing each address from its ID, literally:
+// terraform 1.5 and OpenTofu take no expressions there.
+func importBlocks(imports map[string]string) string {
+	var b strings.Builder
+	b.WriteString("# Written by terraseed: resources found again by their import IDs.\n")
+	for _, address := range slices.Sorted(maps.Keys(imports)) {
+		fmt.Fprintf(&b, "\nimport {\n  to = %s\n  id = %s\n}\n", address, hclString(imports[address]))
+	}
+	return b.String()
+}
+
+// hclString quotes s as an HCL string literal that interpolates nothing.
+func hclString(s string) string {
+	// JSON's escapes are HCL's: \uNNNN for anything unprintable.
+	raw, _ := json.Marshal(s)
+	quoted := strings.ReplaceAll(string(raw), "${", "$${")
+	return strings.ReplaceAll(quoted, "%{", "%%{")
+}
+
+// withImports adds to files the import blocks of the resources a lost state held and of
+// those the operator adopts. They stay out of the run's digest: the run that imports is
+// the apply of the configuration as rendered.
+func (op *operation) withImports(ctx context.Context, files map[string]string, adoptions map[string]string) (map[string]string, error) {
+	r, err := op.recoverState(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	imports := maps.Clone(adoptions)
+	if r != nil {
+		if imports == nil {
+			imports = map[string]string{}
+		}
+		for address, id := range r.imports {
+			if _, adopted := imports[address]; !adopted {
+				imports[address] = id
+			}
+		}
+	}
+	if len(imports) == 0 {
+		return files, nil
+	}
+	files = maps.Clone(files)
+	files[tfstate.ImportsFile] = importBlocks(imports)
+	return files, nil
+}
+
+// keepHistory keeps the state of a successful apply in the history, unless it is the
+// state the status held already (an apply that changed nothing): at most one write per
+// apply, none for most. A history that cannot be written fails nothing.
+func (op *operation) keepHistory(ctx context.Context, state []byte, index *tfstate.Index) {
+	depth := op.actuator.StateHistory
+	if depth == 0 {
+		depth = tfstate.DefaultHistoryDepth
+	}
+	if depth < 0 || len(state) == 0 {
+		return
+	}
+	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+		return
+	}
+	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+	}
+}

@@ -1,0 +1,234 @@
+package infrastructure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// pendingRecheck is how soon a reconcile looks again at a run it is waiting for, should
+// the run's end not wake it: the end reconciles the object at once.
+const pendingRecheck = 2 * time.Minute
+
+// runPendingError is a run that has not ended yet: the operation goes on when it does.
+type runPendingError struct {
+	ticket executor.Ticket
+	// other is true when the run under way is not the one the operation needs, e.g. a
+	// drift plan, or the apply of an earlier configuration.
+	other bool
+	// stopping is true when the operation asked the run under way to stop.
+	stopping bool
+}
+
+func (e *runPendingError) Error() string {
+	switch {
+	case e.stopping && e.ticket.Command == "":
+		return "stopping the terraform run an earlier controller process started; its state is saved first"
+	case e.stopping:
+		return fmt.Sprintf("stopping the terraform %s under way; its state is saved first", e.ticket.Command)
+	case e.ticket.Command == "":
+		return "waiting for the terraform run an earlier controller process started to end"
+	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.OverBudget:
+		return "waiting for its cloud account's run budget: as many runs of the account in this region as may run at once are under way, or the account pauses after the cloud throttled it"
+	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.NotStarted != "":
+		return fmt.Sprintf("waiting to start again in a moment: %s", e.ticket.NotStarted)
+	case e.ticket.Phase == executor.PhaseWaiting:
+		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
+	case e.other:
+		return fmt.Sprintf("waiting for the terraform %s under way to end", e.ticket.Command)
+	default:
+		return fmt.Sprintf("the terraform %s is under way", e.ticket.Command)
+	}
+}
+
+// recheck is how soon to look again: a run this controller knows wakes the object when
+// it ends; one of an earlier process does not.
+func (e *runPendingError) recheck() time.Duration {
+	if e.ticket.Command == "" {
+		return retryAfterRunInProgress
+	}
+	return pendingRecheck
+}
+
+// Runs is what the operations ask of the run pipeline (executor.Pipeline): submit a run,
+// look it up and take its outcome, drop or stop it, and tell a run of an earlier process.
+type Runs interface {
+	// Submit queues a run; one already known for its ID is refused.
+	Submit(ctx context.Context, req executor.Request, priority executor.Priority) error
+	// Lookup returns the ticket of the run of id, false when none is known.
+	Lookup(id run.ID) (executor.Ticket, bool)
+	// Take returns the ticket of the finished run of id with its outcome, and forgets it.
+	Take(id run.ID) (executor.Ticket, bool)
+	// Cancel drops a waiting run or a finished one's outcome; false for a run under way.
+	Cancel(id run.ID) bool
+	// Stop drops a waiting run or interrupts the one under way; true once none is.
+	Stop(ctx context.Context, id run.ID) (bool, error)
+	// ForgetName drops what is known of the runs of every owner of the name of id.
+	ForgetName(id run.ID)
+	// Active says whether a run of id is under way, also one an earlier process started.
+	Active(ctx context.Context, id run.ID) (bool, error)
+	// Interrupt asks a run of id under way, also one an earlier process started, to stop;
+	// false when the executor cannot.
+	Interrupt(ctx context.Context, id run.ID) (bool, error)
+	// Clean removes what the executor keeps of the runs of id beside the run objects.
+	Clean(ctx context.Context, id run.ID) error
+}
+
+// RunHooks are what the Infrastructure controller hears of the runs of its pipeline: an
+// event on the Infrastructure whose run the cloud throttled, and the failed runs in a row
+// of each Infrastructure.
+func RunHooks(recorder events.EventRecorder) executor.Hooks {
+	return executor.Hooks{Throttled: throttledEvent(recorder), Ended: countFailures}
+}
+
+// runOrWait returns the outcome of req once its run ended. Until then it submits the run,
+// after prepare wrote what the run reads, or finds it waiting or under way, and returns a
+// runPendingError. A run of another command or configuration known for the object is
+// dropped while it waits, waited for while it runs, and its outcome forgotten.
+func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*run.Result, error) {
+	runs := op.actuator.Runs
+	if runs == nil {
+		return nil, errors.New("the actuator has no run pipeline")
+	}
+	if ticket, known := runs.Lookup(req.ID); known {
+		switch {
+		case ticket.Of(req) && ticket.Phase == executor.PhaseDone:
+			if done, ok := runs.Take(req.ID); ok {
+				return done.Result, done.Err
+			}
+		case ticket.Of(req):
+			return nil, &runPendingError{ticket: ticket}
+		case ticket.Phase == executor.PhaseRunning:
+			return nil, &runPendingError{ticket: ticket, other: true}
+		}
+		// The run may have started since it was looked up: then it reads what prepare
+		// would write, and is waited for.
+		if !runs.Cancel(req.ID) {
+			ticket, _ := runs.Lookup(req.ID)
+			return nil, &runPendingError{ticket: ticket, other: !ticket.Of(req)}
+		}
+	}
+	// A run reads and writes the state in the kind of object this controller keeps it in.
+	if err := op.moveState(ctx); err != nil {
+		return nil, err
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := runs.Submit(ctx, req, priority); err != nil {
+		return nil, err
+	}
+	ticket, _ := runs.Lookup(req.ID)
+	return nil, &runPendingError{ticket: ticket}
+}
+
+// settle waits for, or drops, any run of the object: one this controller knows, or one an
+// earlier process left under way (after a restart or a change of leader).
+func (op *operation) settle(ctx context.Context) error {
+	id := op.objects().ID
+	runs := op.actuator.Runs
+	if ticket, known := runs.Lookup(id); known && !runs.Cancel(id) {
+		return &runPendingError{ticket: ticket, other: true}
+	}
+	return op.waitForEarlierRun(ctx, false)
+}
+
+// endRuns ends every run of the object but one of the command kept (none when empty) and
+// returns a runPendingError until they ended and saved their state, so that the deletion
+// that calls it starts from the final state and nothing writes the state afterwards. A
+// run waiting for a slot is dropped, and a drift plan under way stopped: neither changes
+// anything. An apply under way is stopped when interrupt is set (a forced deletion, which
+// destroys nothing), else waited for: an interrupted create may leave a resource its
+// provider never reported, which the destroy that follows would not find.
+func (op *operation) endRuns(ctx context.Context, kept run.Command, interrupt bool) error {
+	id := op.objects().ID
+	runs := op.actuator.Runs
+	if ticket, known := runs.Lookup(id); known {
+		switch {
+		case kept != "" && ticket.Command == kept:
+			// This process runs it: the operation waits for it as for its own.
+			return nil
+		case ticket.Phase == executor.PhaseRunning && !interrupt && ticket.Command != run.Plan:
+			return &runPendingError{ticket: ticket, other: true}
+		}
+		ended, err := runs.Stop(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !ended {
+			return &runPendingError{ticket: ticket, other: true, stopping: true}
+		}
+		runs.Cancel(id)
+	}
+	return op.waitForEarlierRun(ctx, interrupt)
+}
+
+// waitForEarlierRun returns a runPendingError while a run this process does not know is
+// under way for the object, asking it to stop first when stop is set.
+func (op *operation) waitForEarlierRun(ctx context.Context, stop bool) error {
+	id := op.objects().ID
+	active, err := op.actuator.Runs.Active(ctx, id)
+	if err != nil || !active {
+		return err
+	}
+	if !stop {
+		return &runPendingError{other: true}
+	}
+	asked, err := op.actuator.Runs.Interrupt(ctx, id)
+	if err != nil {
+		return fmt.Errorf("stopping the run under way: %w", err)
+	}
+	return &runPendingError{other: true, stopping: asked}
+}
+
+// describeWaiting puts what an operation waits for into lastOperation; a run under way
+// writes its progress there itself.
+func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
+	var pending *runPendingError
+	last := infra.Status.LastOperation
+	if !errors.As(err, &pending) || last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
+		return
+	}
+	if pending.ticket.Phase == executor.PhaseRunning && !pending.other {
+		return
+	}
+	last.Description = pending.Error()
+	last.LastUpdateTime = metav1.Now()
+}
+
+// progressReporter writes a run's progress into the lastOperation of the Infrastructure
+// while it is processing; it patches lastOperation alone, with an optimistic lock, and
+// skips a progress another write overtook.
+func (a *Actuator) progressReporter(key client.ObjectKey) func(run.Progress) {
+	return func(p run.Progress) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		infra := &extensionsv1alpha1.Infrastructure{}
+		if err := a.Client.Get(ctx, key, infra); err != nil {
+			return
+		}
+		last := infra.Status.LastOperation
+		if last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
+			return
+		}
+		base := infra.DeepCopy()
+		last.Progress = p.Percent()
+		last.Description = p.Description()
+		last.LastUpdateTime = metav1.Now()
+		if err := a.Client.Status().Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			ctrl.Log.V(1).Info("progressNotPatched", "infrastructure", key, "reason", err.Error())
+		}
+	}
+}

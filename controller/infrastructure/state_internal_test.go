@@ -1,0 +1,87 @@
+package infrastructure
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
+)
+
+func stateOperation() (*operation, *events.FakeRecorder) {
+	recorder := events.NewFakeRecorder(10)
+	infra := &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--p--s", Name: "infra"}}
+	a := &Actuator{Recorder: recorder}
+	return a.operation(request{Object: infra, FirstRun: true}), recorder
+}
+
+// A state of several MiB, as a large shoot's, compresses into the status and comes back
+// byte for byte.
+func TestLargeStateRoundTripsThroughTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	var state bytes.Buffer
+	state.WriteString(`{"version":4,"serial":7,"lineage":"l","resources":[`)
+	for i := 0; state.Len() < 3<<20; i++ {
+		fmt.Fprintf(&state, `{"type":"aws_subnet","name":"subnet_%d","instances":[{"attributes":{"id":"subnet-%08d","cidr_block":"10.%d.%d.0/24"}}]},`, i, i, i/256%256, i%256)
+	}
+	state.WriteString(`{}]}`)
+	op, recorder := stateOperation()
+	g.Expect(op.keepStateInStatus(state.Bytes(), nil)).To(Succeed())
+	g.Expect(op.infra.Status.State).NotTo(BeNil())
+	g.Expect(len(op.infra.Status.State.Raw)).To(BeNumerically("<", maxStatusState))
+	decoded, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decoded).To(Equal(state.Bytes()))
+	g.Expect(recorder.Events).To(BeEmpty())
+	// A restore decodes it only within what the controller is given.
+	_, err = decodeState(op.infra.Status.State, 1<<20)
+	g.Expect(err).To(MatchError(tfstate.ErrStateOverBound))
+	g.Expect(err).To(MatchError(ContainSubstring("status.state: terraformState: the terraform state exceeds what this controller decodes: the state expands to more than 1048576 bytes (1.0 MiB)")))
+}
+
+// A state that does not fit even compressed is left out of the status, the stale one
+// with it, and an event says where the state is.
+func TestStateTooLargeForTheStatusIsLeftOut(t *testing.T) {
+	g := NewWithT(t)
+	state := make([]byte, maxStatusState)
+	_, _ = rand.Read(state)
+	op, recorder := stateOperation()
+	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
+	g.Expect(op.infra.Status.State).NotTo(BeNil())
+
+	g.Expect(op.keepStateInStatus(state, nil)).To(Succeed())
+	g.Expect(op.infra.Status.State).To(BeNil(), "no stale state stays")
+	g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+ReasonStateTooLarge), ContainSubstring("infra.infra.tf-state"))))
+}
+
+func TestInvalidStateInStatusNamesTheField(t *testing.T) {
+	g := NewWithT(t)
+	op, _ := stateOperation()
+	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
+	op.infra.Status.State.Raw = []byte(strings.Replace(string(op.infra.Status.State.Raw), "InfrastructureState", "Other", 1))
+	_, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
+}
+
+// A state too large for the status leaves its index there: it is what finds the
+// resources again should the state be lost.
+func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
+	g := NewWithT(t)
+	state := make([]byte, maxStatusState)
+	_, _ = rand.Read(state)
+	op, _ := stateOperation()
+	index := &tfstate.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
+	g.Expect(op.keepStateInStatus(state, index)).To(Succeed())
+	g.Expect(op.infra.Status.State).NotTo(BeNil())
+	g.Expect(statusIndex(op.infra.Status.State)).To(Equal(index))
+	decoded, err := decodeState(op.infra.Status.State, 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(decoded).To(BeNil(), "the state itself is left out")
+}

@@ -1,0 +1,89 @@
+package templates
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// checkAccount: an account is named by keys the provider declares as credentials.
+func (m *Manifest) checkAccount() error {
+	if m.Account == nil {
+		return nil
+	}
+	if len(m.Account.Credentials) == 0 {
+		return fmt.Errorf("account.credentials: name at least one key of credentials that identifies the account")
+	}
+	for i, key := range m.Account.Credentials {
+		if !slices.ContainsFunc(m.Credentials, func(c Credential) bool { return c.Key == key }) {
+			return fmt.Errorf("account.credentials[%d]: %q is not a key declared in credentials", i, key)
+		}
+		if slices.Index(m.Account.Credentials, key) < i {
+			return fmt.Errorf("account.credentials[%d]: %q is named twice", i, key)
+		}
+	}
+	return nil
+}
+
+// checkThrottling compiles the provider's throttling patterns.
+func (m *Manifest) checkThrottling() ([]*regexp.Regexp, error) {
+	patterns := make([]*regexp.Regexp, 0, len(m.Throttling))
+	for i, p := range m.Throttling {
+		if p == "" {
+			return nil, fmt.Errorf("throttling[%d]: an empty pattern matches every error", i)
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("throttling[%d]: %q is not a regular expression: %w", i, p, err)
+		}
+		patterns = append(patterns, re)
+	}
+	return patterns, nil
+}
+
+func (m *Manifest) checkParallelism() error {
+	if m.Parallelism != nil && (*m.Parallelism < 1 || *m.Parallelism > MaxParallelism) {
+		return fmt.Errorf("parallelism: %d must be between 1 and %d", *m.Parallelism, MaxParallelism)
+	}
+	return nil
+}
+
+// AccountValues are the values of the credentials that identify the cloud account, read
+// from the environment Credentials made, in the order provider.yaml names them; nil when
+// the provider names none. They are credentials: hash them (executor.BudgetKey), never
+// show them.
+func (p *Provider) AccountValues(env map[string]string) []string {
+	if p.Manifest.Account == nil {
+		return nil
+	}
+	values := make([]string, len(p.Manifest.Account.Credentials))
+	for i, key := range p.Manifest.Account.Credentials {
+		for _, c := range p.Manifest.Credentials {
+			if c.Key == key {
+				values[i] = env[c.EnvName()]
+			}
+		}
+	}
+	return values
+}
+
+// Throttled says whether one of terraform's error blocks matches the provider's
+// throttling patterns.
+func (p *Provider) Throttled(blocks []string) bool {
+	for _, block := range blocks {
+		for _, re := range p.throttling {
+			if re.MatchString(block) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Parallelism is terraform's -parallelism for the provider's runs; 0 when it sets none.
+func (p *Provider) Parallelism() int {
+	if p.Manifest.Parallelism == nil {
+		return 0
+	}
+	return *p.Manifest.Parallelism
+}

@@ -1,0 +1,58 @@
+package templates
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// resourceBlock finds the managed resource types a template declares.
+var resourceBlock = regexp.MustCompile(`(?m)^\s*resource\s+"([A-Za-z0-9_-]+)"`)
+
+// checkImportIDs parses the provider's import ID templates and names the first managed
+// resource type, declared in resources or in a template, that has none, and a template
+// for a type the provider does not declare.
+func checkImportIDs(m Manifest, tfTemplates map[string]string) (*state.ImportIDs, error) {
+	ids, err := state.ParseImportIDs(m.ImportIDs)
+	if err != nil {
+		return nil, err
+	}
+	types := map[string]bool{}
+	for _, t := range m.Resources {
+		if !strings.HasPrefix(t, "data.") {
+			types[t] = true
+		}
+	}
+	for _, text := range tfTemplates {
+		for _, match := range resourceBlock.FindAllStringSubmatch(text, -1) {
+			types[match[1]] = true
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		if !ids.Declares(t) {
+			return nil, fmt.Errorf("importIDs: resource type %s has no import ID: declare the ID `terraform import` takes as a template over its state attributes (for most types %q), or %q when it cannot be imported",
+				t, "{{.id}}", state.NotImportable)
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(m.ImportIDs)) {
+		if len(m.Resources) > 0 && !slices.Contains(m.Resources, t) {
+			return nil, fmt.Errorf("importIDs.%s: %q is not a resource type declared in resources", t, t)
+		}
+	}
+	return ids, nil
+}
+
+// ImportIDs are the provider's import ID templates.
+func (p *Provider) ImportIDs() *state.ImportIDs { return p.importIDs }
+
+// ImportIDsFile is the configuration file that carries the import ID templates to a
+// run, which indexes every state it saves with them.
+func (p *Provider) ImportIDsFile() string {
+	raw, _ := json.Marshal(p.importIDs.Declared())
+	return string(raw)
+}

@@ -1,0 +1,41 @@
+package executor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// A local run that outlives the run timeout is stopped as a shutdown stops it: terraform
+// is interrupted, what it created is saved, the run fails naming the deadline, and its
+// working directory is free for the next run.
+func TestALocalRunOverItsTimeoutIsStoppedWithItsStateSaved(t *testing.T) {
+	g := NewWithT(t)
+	f, gate := heldApply(t)
+	f.executor.RunTimeout = 5 * time.Second
+	f.executor.Settings.StopTimeout = time.Minute
+
+	started := time.Now()
+	_, err := f.run(run.Apply)
+	g.Expect(err).To(MatchError(ErrRunDeadline))
+	var runErr *run.Error
+	g.Expect(errors.As(err, &runErr)).To(BeTrue())
+	g.Expect(runErr.Message).To(ContainSubstring("running for more than 5s"))
+	g.Expect(time.Since(started)).To(BeNumerically("<", time.Minute), "the gate holds the run forever: only the timeout ended it")
+	created, listed := f.ExpectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(2), "the run got to its gate")
+	g.Expect(listed).To(BeNumerically(">=", 1))
+	active, err := f.executor.Active(t.Context(), f.Objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse(), "the stopped run holds its directory no more")
+
+	gate.Open()
+	f.executor.RunTimeout = 0
+	_, err = f.run(run.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	f.ExpectEachItemOnceInState(g, 2)
+}

@@ -1,0 +1,168 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// Kinds of executor New builds.
+const (
+	KindLocal = "local"
+	KindPod   = "pod"
+)
+
+// Config is what an executor is built from, as an operator configures it.
+type Config struct {
+	// Kind is KindLocal or KindPod.
+	Kind string
+	// MaxRuns, DriftShare, DriftAging and RunsPerAccount are the settings of the
+	// Pipeline's Scheduler (see there); defaults when zero.
+	MaxRuns        int
+	DriftShare     float64
+	DriftAging     time.Duration
+	RunsPerAccount int
+	// Settings are how every run runs terraform. Settings.Terraform is the binary: for
+	// KindLocal, found on PATH when empty (and downloaded when AllowTerraformDownload is
+	// set); for KindPod, the image's when empty. With Settings.OpenTofu it must name the
+	// OpenTofu binary. Settings.Plugins.Mirror is the provider mirror; Plugins.CacheDir
+	// the shared plugin cache, a default below WorkDir (local) or in the pod (pod) when
+	// empty. Settings.StopTimeout is LocalStopTimeout (local) or run.DefaultStopTimeout
+	// (pod) when zero.
+	Settings               terraformer.Settings
+	AllowTerraformDownload bool
+	// WorkDir holds a local executor's runs, downloaded terraform and plugin cache.
+	WorkDir string
+
+	// The run pods' image, ServiceAccount, labels, resources and deadlines (KindPod).
+	Image              string
+	ServiceAccountName string
+	PodLabels          map[string]string
+	Resources          corev1.ResourceRequirements
+	Placement          Placement
+	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
+	MaxStateSize int
+	// StateStorage is the kind of object the runs keep their state in; empty is
+	// state.StorageConfigMap.
+	StateStorage    state.Storage
+	CreationTimeout time.Duration
+
+	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails
+	// with ErrRunDeadline.
+	RunTimeout time.Duration
+}
+
+// LocalStopTimeout is how long a local run may take to stop after an interrupt (a
+// shutdown, a deletion, its timeout) before terraform is killed.
+const LocalStopTimeout = time.Minute
+
+// podExecutorShutdown is controller-runtime's default: run pods go on without the controller.
+const podExecutorShutdown = 30 * time.Second
+
+// ShutdownTimeout is how long the controller must wait at its shutdown for the runs it
+// hosts: a local run's stop and its final save. The controller pod's termination grace
+// period must be longer.
+func (c Config) ShutdownTimeout() time.Duration {
+	if c.Kind != KindLocal {
+		return podExecutorShutdown
+	}
+	return run.StopBound(cmp.Or(c.Settings.StopTimeout, LocalStopTimeout))
+}
+
+// Validate names the field of a configuration New cannot build.
+func (c Config) Validate() error {
+	if c.Settings.OpenTofu && c.Settings.Terraform == "" {
+		return run.InvalidInput("terraform", "must name the OpenTofu binary when OpenTofu is set")
+	}
+	switch c.Kind {
+	case KindLocal:
+	case KindPod:
+		if c.Image == "" {
+			return run.InvalidInput("image", "is required for the pod executor")
+		}
+		if err := c.Placement.Validate(); err != nil {
+			return run.InvalidInput("placement", err.Error())
+		}
+	default:
+		return run.InvalidInput("kind", fmt.Sprintf("%q is neither %s nor %s", c.Kind, KindPod, KindLocal))
+	}
+	return nil
+}
+
+// New builds the executor cfg names. c must not cache ConfigMaps and Secrets.
+func New(ctx context.Context, c client.Client, restConfig *rest.Config, cfg Config) (Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Kind == KindLocal {
+		return newLocal(ctx, c, cfg)
+	}
+	return newPod(c, restConfig, cfg)
+}
+
+func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor, error) {
+	settings := cfg.Settings
+	if !settings.OpenTofu {
+		var err error
+		if settings.Terraform, err = terraformer.FindTerraform(ctx, settings.Terraform, cfg.AllowTerraformDownload, filepath.Join(cfg.WorkDir, "bin")); err != nil {
+			return nil, run.InvalidInput("terraform", err.Error())
+		}
+	}
+	if settings.Plugins.CacheDir == "" {
+		settings.Plugins.CacheDir = filepath.Join(cfg.WorkDir, "plugin-cache")
+	}
+	if err := os.MkdirAll(settings.Plugins.CacheDir, 0o700); err != nil {
+		return nil, err
+	}
+	settings.StopTimeout = cmp.Or(settings.StopTimeout, LocalStopTimeout)
+	return &LocalExecutor{
+		Client:       c,
+		Settings:     settings,
+		BaseDir:      filepath.Join(cfg.WorkDir, "runs"),
+		RunTimeout:   cfg.RunTimeout,
+		StateStorage: cfg.StateStorage,
+	}, nil
+}
+
+func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor, error) {
+	clientset, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	settings := cfg.Settings
+	if settings.Plugins.CacheDir == "" {
+		settings.Plugins.CacheDir = "/tmp/plugin-cache"
+	}
+	// The image's terraform is the terraformer's default; OpenTofu is named.
+	if !settings.OpenTofu {
+		settings.Terraform = ""
+	}
+	return &PodExecutor{
+		Client:             c,
+		Clientset:          clientset,
+		Image:              cfg.Image,
+		ServiceAccountName: cfg.ServiceAccountName,
+		// Shoot namespaces come and go: each run ensures its ServiceAccount and binding.
+		ManageServiceAccount: true,
+		Settings:             settings,
+		RunTimeout:           cfg.RunTimeout,
+		CreationTimeout:      cfg.CreationTimeout,
+		PodLabels:            cfg.PodLabels,
+		Resources:            cfg.Resources,
+		Placement:            cfg.Placement,
+		MaxStateSize:         cfg.MaxStateSize,
+		StateStorage:         cfg.StateStorage,
+	}, nil
+}

@@ -1,0 +1,101 @@
+package executor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// fullQuota gives the namespace a ResourceQuota of one pod, counted as used: envtest runs
+// no quota controller, so the test writes the usage the API server's quota admission
+// checks a create against.
+func fullQuota(t *testing.T, namespace string) *corev1.ResourceQuota {
+	t.Helper()
+	g := NewWithT(t)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "runs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resourceQuantity("1")}}}
+	g.Expect(env.Client.Create(context.Background(), quota)).To(Succeed())
+	setQuotaStatus(t, quota, "1", "1")
+	return quota
+}
+
+func setQuotaStatus(t *testing.T, quota *corev1.ResourceQuota, hard, used string) {
+	t.Helper()
+	patch := client.MergeFrom(quota.DeepCopy())
+	quota.Spec.Hard = corev1.ResourceList{corev1.ResourcePods: resourceQuantity(hard)}
+	g := NewWithT(t)
+	g.Expect(env.Client.Patch(context.Background(), quota, patch)).To(Succeed())
+	patch = client.MergeFrom(quota.DeepCopy())
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resourceQuantity(used)}}
+	g.Expect(env.Client.Status().Patch(context.Background(), quota, patch)).To(Succeed())
+}
+
+// A run pod the API server refuses because the namespace's ResourceQuota is used up does
+// not fail the run: it waits, saying why, without a run slot, and leaves no credentials
+// behind. Meanwhile another run takes the one slot; once the quota has room, the waiting
+// run starts by itself and succeeds.
+func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	retry := NotStartedRetry
+	NotStartedRetry = 500 * time.Millisecond
+	t.Cleanup(func() { NotStartedRetry = retry })
+
+	quoted := newFixture(t, 1)
+	quota := fullQuota(t, quoted.Namespace)
+	startKubelet(quoted, false)
+	e := quoted.podExecutor()
+
+	_, err := e.Run(ctx, quoted.request(run.Apply))
+	waiting, ok := notStarted(err)
+	g.Expect(ok).To(BeTrue(), "%v", err)
+	g.Expect(waiting.Reason).To(And(HavePrefix("the run pod is refused by a ResourceQuota: "), ContainSubstring("exceeded quota: runs")))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: quoted.Namespace, Name: quoted.Objects.ID.EnvSecretName()}, &corev1.Secret{}))).
+		To(BeTrue(), "no credentials wait in a Secret")
+
+	ends := &endOrder{}
+	s := &Scheduler{Executor: e, MaxRuns: 1, Finished: ends.add}
+	running, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Start(running) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	g.Expect(s.Submit(ctx, quoted.request(run.Apply), PriorityCreate)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ticket, _ := s.Lookup(quoted.Objects.ID)
+		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
+		g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Expect(ends.get()).To(ContainElement(quoted.Objects.ID), "the run's object hears that it waits")
+
+	other := newFixture(t, 1)
+	startKubelet(other, false)
+	g.Expect(s.Submit(ctx, other.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ticket, _ := s.Lookup(other.Objects.ID)
+		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Err).NotTo(HaveOccurred())
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "a later run of lower priority took the slot the waiting run does not hold")
+	// It tries again every NotStartedRetry, holding a slot only while it tries.
+	ticket, _ := s.Lookup(quoted.Objects.ID)
+	g.Expect(ticket.Phase).NotTo(Equal(PhaseDone), "the quota is still full")
+	g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
+
+	setQuotaStatus(t, quota, "2", "1")
+	g.Eventually(func(g Gomega) {
+		ticket, _ := s.Lookup(quoted.Objects.ID)
+		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Err).NotTo(HaveOccurred())
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	g.Expect(quoted.Items(g)).To(HaveLen(1))
+}

@@ -1,0 +1,190 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// The metrics of the runs of a Pipeline: how long they take, how many run and wait, and
+// how the budgets of the cloud accounts stand.
+var (
+	runDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terraseed_terraform_run_duration_seconds",
+		Help:    "Duration of terraform runs by command and result.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	}, []string{"command", "result"})
+	runsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terraseed_terraform_runs_total",
+		Help: "Terraform runs by command and result.",
+	}, []string{"command", "result"})
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terraseed_terraform_phase_duration_seconds",
+		Help:    "Duration of the terraform commands of a run (init, then apply, destroy, plan or validate) by the run's command and result.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16),
+	}, []string{"command", "phase", "result"})
+	runsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_runs_in_flight",
+		Help: "Terraform runs under way.",
+	})
+	runsWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_runs_waiting",
+		Help: "Terraform runs waiting for a run slot, by priority (delete, create, reconcile, drift).",
+	}, []string{"priority"})
+	budgetRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_budget_runs",
+		Help: "Terraform runs of a cloud account and region by state (running, waiting); budget is a short hash of the account and region, never a credential.",
+	}, []string{"budget", "state"})
+	budgetSlots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terraseed_terraform_budget_slots",
+		Help: "Terraform runs a cloud account and region may have under way now: runsPerAccount, fewer while it backs off after the cloud throttled it.",
+	}, []string{"budget"})
+	throttledRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terraseed_terraform_throttled_runs_total",
+		Help: "Terraform runs that failed because the cloud throttled the calls of their account and region.",
+	}, []string{"budget"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting, budgetRuns, budgetSlots, throttledRuns)
+}
+
+// Hooks tell the owner of a Pipeline about its runs; either may be nil.
+type Hooks struct {
+	// Throttled is called when a throttled run made its account's budget back off further.
+	Throttled func(id run.ID, backoff Backoff)
+	// Ended is called with each run that ended on its own, not stopped (with the
+	// controller, or dropped by the scheduler), and its error.
+	Ended func(req Request, err error)
+}
+
+// Pipeline is the run path of a controller: its executor, measured, behind a Scheduler
+// that the manager starts (it is a manager.Runnable); the ends of its runs are a source
+// of reconciles of the runs' objects (Ends).
+type Pipeline struct {
+	*Scheduler
+	executor Executor
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// NewPipeline runs e's runs with the scheduler's settings of cfg (MaxRuns, DriftShare,
+// DriftAging, RunsPerAccount).
+func NewPipeline(e Executor, cfg Config, hooks Hooks) *Pipeline {
+	p := &Pipeline{executor: e}
+	p.Scheduler = &Scheduler{
+		Executor:       measured{Executor: e, ended: hooks.Ended},
+		MaxRuns:        cfg.MaxRuns,
+		DriftShare:     cfg.DriftShare,
+		DriftAging:     cfg.DriftAging,
+		RunsPerAccount: cfg.RunsPerAccount,
+		Waiting:        runsWaiting,
+		Finished:       p.finished,
+		Throttled:      hooks.Throttled,
+		BudgetRuns:     budgetRuns,
+		BudgetSlots:    budgetSlots,
+		Throttles:      throttledRuns,
+	}
+	return p
+}
+
+// Ends is the source of a reconcile of the object of each run whose outcome can be read.
+func (p *Pipeline) Ends() source.Source {
+	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.queue = queue
+		return nil
+	})
+}
+
+func (p *Pipeline) finished(id run.ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Before the controller started, its first list reconciles every object anyway.
+	if p.queue != nil {
+		p.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: id.Namespace, Name: id.Name}})
+	}
+}
+
+// Active says whether a run of id is under way in the executor, also one an earlier
+// process started; false when the executor cannot tell.
+func (p *Pipeline) Active(ctx context.Context, id run.ID) (bool, error) {
+	checker, ok := p.executor.(ActivityChecker)
+	if !ok {
+		return false, nil
+	}
+	return checker.Active(ctx, id)
+}
+
+// Interrupt asks the executor to stop the run of id under way, also one an earlier
+// process started (see Stopper); false when its runs cannot be stopped from here.
+func (p *Pipeline) Interrupt(ctx context.Context, id run.ID) (bool, error) {
+	stopper, ok := p.executor.(Stopper)
+	if !ok {
+		return false, nil
+	}
+	return true, stopper.Stop(ctx, id)
+}
+
+// Clean removes what the executor keeps of the runs of id beyond the run objects (see
+// Cleaner), once its object is gone.
+func (p *Pipeline) Clean(ctx context.Context, id run.ID) error {
+	if cleaner, ok := p.executor.(Cleaner); ok {
+		return cleaner.Clean(ctx, id)
+	}
+	return nil
+}
+
+// measured is an executor whose runs are measured.
+type measured struct {
+	Executor
+	ended func(Request, error)
+}
+
+// Stop stops a run of an executor whose runs go on elsewhere.
+func (m measured) Stop(ctx context.Context, id run.ID) error {
+	if stopper, ok := m.Executor.(Stopper); ok {
+		return stopper.Stop(ctx, id)
+	}
+	return nil
+}
+
+func (m measured) Run(ctx context.Context, req Request) (*run.Result, error) {
+	runsInFlight.Inc()
+	defer runsInFlight.Dec()
+	start := time.Now()
+	result, err := m.Executor.Run(ctx, req)
+	outcome := "succeeded"
+	var phases run.Phases
+	var runErr *run.Error
+	switch {
+	case err == nil:
+		phases = result.Phases
+	case errors.As(err, &runErr):
+		outcome, phases = "failed", runErr.Phases
+	default:
+		outcome = "failed"
+	}
+	runDuration.WithLabelValues(string(req.Command), outcome).Observe(time.Since(start).Seconds())
+	runsTotal.WithLabelValues(string(req.Command), outcome).Inc()
+	for phase, d := range phases {
+		phaseDuration.WithLabelValues(string(req.Command), phase, outcome).Observe(d.Seconds())
+	}
+	// A run stopped with the controller or dropped by the scheduler did not end on its own.
+	if ctx.Err() == nil && m.ended != nil {
+		m.ended(req, err)
+	}
+	return result, err
+}

@@ -1,0 +1,100 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// A pipeline runs what is submitted with its configuration's settings, measures the runs,
+// tells each end to its owner, and asks for a reconcile of the run's object.
+func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
+	g := NewWithT(t)
+	runs := newTimedRuns(50 * time.Millisecond)
+	failure := errors.New("terraform failed")
+	runs.fail = func(req Request) error {
+		if req.ID.Namespace == "failing" {
+			return failure
+		}
+		return nil
+	}
+	type end struct {
+		id  run.ID
+		err error
+	}
+	ends := make(chan end, 2)
+	p := NewPipeline(runs, Config{MaxRuns: 3, DriftShare: 0.5, RunsPerAccount: 2}, Hooks{Ended: func(req Request, err error) { ends <- end{req.ID, err} }})
+	g.Expect(p.maxRuns()).To(Equal(3))
+	g.Expect(p.driftSlots()).To(Equal(1))
+	g.Expect(p.fullBudget()).To(Equal(2))
+
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(queue.ShutDown)
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(p.Ends().Start(ctx, queue)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	succeeded := testutil.ToFloat64(runsTotal.WithLabelValues("apply", "succeeded"))
+	failed := testutil.ToFloat64(runsTotal.WithLabelValues("apply", "failed"))
+	ok := run.ID{Namespace: "succeeding", Name: "infrastructure", Purpose: run.PurposeInfra}
+	bad := run.ID{Namespace: "failing", Name: "infrastructure", Purpose: run.PurposeInfra}
+	g.Expect(p.Submit(ctx, Request{ID: ok, Command: run.Apply}, PriorityReconcile)).To(Succeed())
+	g.Expect(p.Submit(ctx, Request{ID: bad, Command: run.Apply}, PriorityReconcile)).To(Succeed())
+
+	got := map[run.ID]error{}
+	for range 2 {
+		select {
+		case e := <-ends:
+			got[e.id] = e.err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the runs did not end")
+		}
+	}
+	g.Expect(got).To(HaveKeyWithValue(ok, BeNil()))
+	g.Expect(got).To(HaveKeyWithValue(bad, MatchError(failure)))
+
+	requests := map[reconcile.Request]bool{}
+	for range 2 {
+		item, _ := queue.Get()
+		requests[item] = true
+		queue.Done(item)
+	}
+	g.Expect(requests).To(HaveKey(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "succeeding", Name: "infrastructure"}}))
+	g.Expect(requests).To(HaveKey(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "failing", Name: "infrastructure"}}))
+
+	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("apply", "succeeded"))).To(Equal(succeeded + 1))
+	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("apply", "failed"))).To(Equal(failed + 1))
+	ticket, done2 := p.Take(bad)
+	g.Expect(done2).To(BeTrue())
+	g.Expect(ticket.Err).To(MatchError(failure))
+}
+
+// An executor that cannot tell or stop the runs of an earlier process tells none, and
+// stops none.
+func TestPipelineOfAnExecutorWithoutRunsElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	p := NewPipeline(newTimedRuns(time.Millisecond), Config{}, Hooks{})
+	id := run.ID{Namespace: "ns", Name: "infrastructure", Purpose: run.PurposeInfra}
+	active, err := p.Active(context.Background(), id)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(active).To(BeFalse())
+	asked, err := p.Interrupt(context.Background(), id)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asked).To(BeFalse())
+	g.Expect(p.Clean(context.Background(), id)).To(Succeed())
+	g.Expect(p.maxRuns()).To(Equal(DefaultMaxRuns))
+}

@@ -1,0 +1,630 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// LabelCommand names the terraform command a run pod executes.
+const LabelCommand = run.LabelPrefix + "command"
+
+// LabelDigest holds the digest of the configuration a run pod works on (Request.Digest).
+const LabelDigest = run.LabelPrefix + "config-digest"
+
+var (
+	// ErrCreationDeadline is returned when a run pod did not start in time.
+	ErrCreationDeadline = errors.New("the terraform run did not start in time")
+	// ErrRunDeadline is returned when a run did not finish in time.
+	ErrRunDeadline = errors.New("the terraform run did not finish in time")
+)
+
+// PodExecutor runs the terraformer in one Pod per run.
+type PodExecutor struct {
+	Client client.Client
+	// Clientset watches the run pods, and reads a pod's log when it left no termination
+	// message.
+	Clientset kubernetes.Interface
+	Image     string
+	// Command starts the terraformer in the image; {"/terraformer"} when empty.
+	Command []string
+	// ServiceAccountName is the run pods' dedicated ServiceAccount: it may read the run
+	// objects and write the state, nothing else; DefaultServiceAccountName when empty.
+	ServiceAccountName string
+	// ManageServiceAccount makes each run ensure the ServiceAccount in its namespace,
+	// bound to a Role naming the run's objects (see EnsureServiceAccount), for
+	// namespaces nobody prepared, such as shoot namespaces.
+	ManageServiceAccount bool
+	// PodLabels are added to run pods, e.g. the labels a seed's network policies select
+	// on; they never replace the labels that identify a run.
+	PodLabels map[string]string
+	Resources corev1.ResourceRequirements
+	// Placement is where run pods may go on a busy seed.
+	Placement Placement
+	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
+	// the run's outputs; 0 is state.MaxStateSize.
+	MaxStateSize int
+	// StateStorage is the kind of object the runs keep their state in; the run pods'
+	// Role names objects of this kind only.
+	StateStorage state.Storage
+	// Settings reach each run pod as its arguments (Settings.Args), with a request's own
+	// parallelism. Settings.Plugins are paths inside the image or mounted volumes;
+	// Settings.Terraform names OpenTofu in the image with Settings.OpenTofu, else it is
+	// empty: the image's terraform. Settings.StopTimeout is how long terraform in a run
+	// pod may take to stop after SIGTERM before it is killed; the pod's termination grace
+	// period adds the final save to it. The run pods write their progress, and it is
+	// read, every Settings.ProgressInterval.
+	Settings terraformer.Settings
+	// CreationTimeout bounds how long a pod may stay pending.
+	CreationTimeout time.Duration
+	// RunTimeout becomes the pod's activeDeadlineSeconds.
+	RunTimeout time.Duration
+	// PollInterval is how often a waiting run looks at its pod in the watch's cache
+	// besides at each of its changes (no request); DefaultPodRecheckInterval when zero.
+	PollInterval time.Duration
+
+	guard runGuard
+
+	watchMu    sync.Mutex
+	watch      *podWatch
+	watchUsers int
+	stopWatch  context.CancelFunc
+}
+
+var _ Executor = (*PodExecutor)(nil)
+
+// DefaultPodRecheckInterval is how often a waiting run looks at its pod in the watch's
+// cache besides at each of its changes: the pending deadline needs no change to pass.
+const DefaultPodRecheckInterval = 10 * time.Second
+
+// pods returns the watch on run pods, started for the first run that waits and stopped
+// after the last one, so that an idle executor holds no watch open.
+func (e *PodExecutor) pods() (*podWatch, func(), error) {
+	if e.Clientset == nil {
+		return nil, nil, run.InvalidInput("clientset", "must be set to watch run pods")
+	}
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	if e.watchUsers == 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		watch, err := newPodWatch(e.Clientset, ctx.Done())
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		e.watch, e.stopWatch = watch, cancel
+	}
+	e.watchUsers++
+	watch := e.watch
+	return watch, func() {
+		e.watchMu.Lock()
+		defer e.watchMu.Unlock()
+		if e.watchUsers--; e.watchUsers == 0 {
+			e.stopWatch()
+		}
+	}, nil
+}
+
+// Run creates the run pod, or adopts the one still running the same command after a
+// restart, and waits for it. Cancelling ctx leaves the pod running, to be adopted.
+func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if e.Image == "" {
+		return nil, run.InvalidInput("image", "must not be empty")
+	}
+	pods, stopWatching, err := e.pods()
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatching()
+	release, err := e.guard.acquire(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	log := logf.FromContext(ctx).WithValues("pod", req.ID.PodName(), "command", req.Command)
+
+	pod, err := e.podToAdopt(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	report := run.ReportAnnotations{Client: e.Client, ID: req.ID}
+	// When the pod was asked for, for its spans; unknown for an adopted one.
+	var created time.Time
+	if pod == nil {
+		// What an earlier run reported is not this run's.
+		if err := report.Clear(ctx); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("clearing the progress of an earlier run: %w", err)
+		}
+		created = time.Now()
+		if pod, err = e.create(ctx, req); err != nil {
+			return nil, err
+		}
+		log.Info("runPodCreated")
+	}
+	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
+	result, err := e.wait(ctx, pods, req, pod, created)
+	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	return withPlan(ctx, report, req, result)
+}
+
+// podToAdopt is the run pod of req's ID that this run follows: one of the same command and
+// configuration, left by this process or an earlier one; nil when there is none, or the
+// one there ended or never started and is gone now. A pod of another run still under way
+// is ErrRunInProgress.
+func (e *PodExecutor) podToAdopt(ctx context.Context, req Request) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: req.ID.Namespace, Name: req.ID.PodName()}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the run pod: %w", err)
+	case pod.DeletionTimestamp != nil && !finished(pod):
+		// Stopping within its grace period, the pod's terraform stops and the terraformer
+		// saves the state: nothing of its run is touched until it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s is stopping)", run.ErrRunInProgress, pod.Name))
+	case finished(pod):
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[LabelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[LabelDigest] != req.Digest)):
+		// A pod of another run left Pending, with no node yet, ran nothing: this run
+		// replaces it (the deletion of a pod on no node is immediate).
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	case pod.Labels[LabelCommand] != string(req.Command):
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
+	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
+		// A pod of another configuration, e.g. of the generation before a restart: its
+		// outcome is not this run's. This run starts once it ended.
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", run.ErrRunInProgress, pod.Name))
+	default:
+		logf.FromContext(ctx).Info("adoptingRunPod", "pod", pod.Name, "command", req.Command)
+		return pod, nil
+	}
+}
+
+var _ ActivityChecker = (*PodExecutor)(nil)
+
+// Active is true while a run pod of id exists that has not finished: also one being
+// deleted, which still runs within its grace period, terraform stopping and the state
+// being saved.
+func (e *PodExecutor) Active(ctx context.Context, id run.ID) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the run pod: %w", err)
+	}
+	return !finished(pod), nil
+}
+
+var _ Stopper = (*PodExecutor)(nil)
+
+// Stop deletes the run pod of id with its own grace period, its terminationGracePeriodSeconds
+// (StopTimeout): the kubelet sends the terraformer SIGTERM, which it relays to terraform,
+// and once terraform stopped the terraformer saves the state. A terraform still busy when
+// the grace period ends (a create that hangs) is killed with the pod; every state it wrote
+// was saved as it wrote it. The pod counts as active until its container ended. A pod
+// that ended already is left for Run to read and clean up; no pod, nothing to stop.
+func (e *PodExecutor) Stop(ctx context.Context, id run.ID) error {
+	pod := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the run pod: %w", err)
+	}
+	if finished(pod) || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("stopping the run pod: %w", err)
+	}
+	logf.FromContext(ctx).Info("runPodStopping", "pod", pod.Name, "gracePeriod", ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 0))
+	return nil
+}
+
+// finished says whether the pod's container ended. A deletion does not end it: the
+// kubelet stops the container within the grace period and reports the phase it ended in.
+func finished(pod *corev1.Pod) bool {
+	_, ok := exited(pod)
+	return ok || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// exited returns the exit code of the pod's container once it ended. The kubelet reports
+// it as soon as it sees it, and the pod's phase only once it tore the pod's sandbox down,
+// a second or two later: with restart policy Never the terraformer and every process of
+// the run are gone with the container, and its state was saved.
+func exited(pod *corev1.Pod) (int32, bool) {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return 0, false
+	}
+	var code int32
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Terminated == nil {
+			return 0, false
+		}
+		code = max(code, status.State.Terminated.ExitCode)
+	}
+	return code, true
+}
+
+func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {
+	labels := req.ID.Labels()
+	labels[LabelCommand] = string(req.Command)
+	if req.Digest != "" {
+		labels[LabelDigest] = req.Digest
+	}
+	var owners []metav1.OwnerReference
+	if req.Owner != nil {
+		owners = []metav1.OwnerReference{*req.Owner}
+	}
+	if e.ManageServiceAccount {
+		if err := e.EnsureServiceAccount(ctx, req.ID); err != nil {
+			return nil, err
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName()}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
+		secret.Labels, secret.OwnerReferences = labels, owners
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = map[string][]byte{}
+		for k, v := range req.Env {
+			secret.Data[k] = []byte(v)
+		}
+		return nil
+	}); err != nil {
+		if refusedByQuota(err) {
+			return nil, &NotStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
+		}
+		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
+	}
+	pod := e.podFor(req, labels, owners)
+	if err := e.Client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, inProgress(req.Command, run.ErrRunInProgress.Error())
+		}
+		if refusedByQuota(err) {
+			// The credentials wait in no Secret while the run waits.
+			if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("deleting the credentials Secret: %w", err)
+			}
+			return nil, &NotStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
+		}
+		return nil, fmt.Errorf("creating the run pod: %w", err)
+	}
+	return pod, nil
+}
+
+// objects are the run objects of id, as the controller reads them.
+func (e *PodExecutor) objects(id run.ID) state.RunObjects {
+	return state.RunObjects{ID: id, MaxStateSize: e.MaxStateSize, Storage: e.StateStorage}
+}
+
+// podFor is the run pod of req. It is long because it is one pod spec, whose security
+// settings, volumes and deadlines read best side by side.
+func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
+	command := e.Command
+	if len(command) == 0 {
+		command = []string{"/terraformer"}
+	}
+	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--work-dir", "/work"}
+	// The terraformer's default purpose: left out, so that a terraformer image of a
+	// version without purposes still runs an Infrastructure's runs.
+	if req.ID.Purpose != run.PurposeInfra {
+		args = append(args, "--purpose", string(req.ID.Purpose))
+	}
+	settings := e.Settings
+	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
+	args = append(args, settings.Args()...)
+	// Left out for the default, so that a terraformer image of a version without it
+	// still runs.
+	if e.StateStorage == state.StorageSecret {
+		args = append(args, "--state-storage", string(e.StateStorage))
+	}
+	args = append(args, runArgs(req)...)
+	var deadline *int64
+	if e.RunTimeout > 0 {
+		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
+	}
+	// The kubelet must not kill the terraformer before its final save.
+	grace := run.StopBound(cmp.Or(settings.StopTimeout, run.DefaultStopTimeout))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ServiceAccountName:            e.serviceAccountName(),
+			ActiveDeadlineSeconds:         deadline,
+			TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(int64(65532)),
+				FSGroup:        ptr.To(int64(65532)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:    "terraformer",
+				Image:   e.Image,
+				Command: command,
+				Args:    args,
+				// Credentials come from the Secret, so they appear in no object but it.
+				EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: req.ID.EnvSecretName()}}}},
+				Resources:                e.Resources,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+			},
+		},
+	}
+	e.Placement.apply(&pod.Spec)
+	return pod
+}
+
+// emptyDir is a run pod's volume, bounded by its ephemeral-storage limit: the kubelet
+// evicts a pod whose volume outgrows it.
+func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
+	dir := &corev1.EmptyDirVolumeSource{}
+	if limit, ok := e.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		dir.SizeLimit = ptr.To(limit.DeepCopy())
+	}
+	return dir
+}
+
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
+	interval := e.PollInterval
+	if interval == 0 {
+		interval = DefaultPodRecheckInterval
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	for {
+		// Asked for before the pod is read, so that no change between the two is missed.
+		changed := pods.next(key)
+		current, err := pods.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if current == nil || (current.UID != pod.UID && pod.UID != "") {
+			// The watch may not have seen the pod just created: the API server decides.
+			if current, err = e.livePod(ctx, key, pod.UID); err != nil {
+				return nil, err
+			}
+		}
+		if current == nil {
+			return nil, &run.Error{Command: string(req.Command), Message: "the run pod disappeared", Err: run.ErrTerraformFailed}
+		}
+		if outcome, done := e.outcome(ctx, req, current); done {
+			result, err := outcome()
+			observePodRun(terminationMessageOf(current), created, time.Now())
+			return result, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		case <-time.After(interval):
+		}
+	}
+}
+
+// livePod reads the pod from the API server: nil when it is gone or was replaced.
+func (e *PodExecutor) livePod(ctx context.Context, key types.NamespacedName, uid types.UID) (*corev1.Pod, error) {
+	current := &corev1.Pod{}
+	if err := e.Client.Get(ctx, key, current); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the run pod: %w", err)
+	}
+	if uid != "" && current.UID != uid {
+		return nil, fmt.Errorf("the run pod was replaced")
+	}
+	return current, nil
+}
+
+// outcome tells whether the pod's run ended, and then how.
+func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*run.Result, error), bool) {
+	phase := current.Status.Phase
+	// A failure waits for the phase, whose reason tells a deadline from other failures.
+	if code, ok := exited(current); ok && code == 0 && phase != corev1.PodFailed {
+		phase = corev1.PodSucceeded
+	}
+	switch phase {
+	case corev1.PodSucceeded:
+		return func() (*run.Result, error) {
+			if err := e.cleanup(ctx, req.ID, current); err != nil {
+				return nil, err
+			}
+			// The run released the objects it may write; the vars Secret needs the
+			// executor's rights.
+			if req.Command == run.Destroy {
+				if err := e.objects(req.ID).RemoveFinalizers(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+			}
+			result, err := resultFromState(ctx, e.objects(req.ID).Store(e.Client), req.Command)
+			if err != nil {
+				return nil, err
+			}
+			result.Phases, _, _ = run.ParseTerminationMessage(terminationMessageOf(current))
+			return result, nil
+		}, true
+	case corev1.PodFailed:
+		return func() (*run.Result, error) {
+			runErr := e.failure(ctx, req, current)
+			if err := e.cleanup(ctx, req.ID, current); err != nil {
+				return nil, errors.Join(runErr, err)
+			}
+			return nil, runErr
+		}, true
+	case corev1.PodPending, "":
+		if message, ok := unschedulable(current); ok {
+			return func() (*run.Result, error) {
+				return nil, &NotStartedError{Reason: "the run pod is unschedulable: " + message}
+			}, true
+		}
+		if e.CreationTimeout > 0 && time.Since(pendingSince(current)) > e.CreationTimeout {
+			return func() (*run.Result, error) {
+				if err := e.cleanup(ctx, req.ID, current); err != nil {
+					return nil, err
+				}
+				return nil, &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
+			}, true
+		}
+	}
+	return nil, false
+}
+
+// pendingSince is when the pod got its node, or was created while it has none: the time
+// it waited for a node is not its start's.
+func pendingSince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return pod.CreationTimestamp.Time
+}
+
+// failure reads why a pod failed: its termination message, else its log.
+func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod) error {
+	if pod.Status.Reason == "DeadlineExceeded" {
+		return &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
+	}
+	message := terminationMessageOf(pod)
+	if _, re, ok := run.ParseTerminationMessage(message); ok {
+		return re
+	}
+	if message == "" && e.Clientset != nil {
+		logs, err := e.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{TailLines: ptr.To(int64(200))}).DoRaw(ctx)
+		if err == nil {
+			message = string(logs)
+		}
+	}
+	runErr := run.NewError(string(req.Command), message, fmt.Errorf("pod %s failed", pod.Name))
+	// Killed before it could write its message, the run left only the end of its log,
+	// which tells what it was doing, not why it ended.
+	if killed := killedBy(pod); killed != "" {
+		runErr.Message = killed + "; its log ends: " + runErr.Message
+	}
+	return runErr
+}
+
+// killedBy says how a run pod's container was killed, or "" when it exited by itself.
+func killedBy(pod *corev1.Pod) string {
+	for _, status := range pod.Status.ContainerStatuses {
+		switch t := status.State.Terminated; {
+		case t == nil:
+		case t.Reason == "OOMKilled":
+			return "the run pod's container ran out of memory (OOMKilled)"
+		case t.ExitCode > 128:
+			return fmt.Sprintf("the run pod's container was killed by signal %d", t.ExitCode-128)
+		}
+	}
+	return ""
+}
+
+func terminationMessageOf(pod *corev1.Pod) string {
+	var message string
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Terminated != nil {
+			message = status.State.Terminated.Message
+		}
+	}
+	return message
+}
+
+// cleanup deletes a finished pod and its credentials.
+func (e *PodExecutor) cleanup(ctx context.Context, id run.ID, pod *corev1.Pod) error {
+	options := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	if _, ok := exited(pod); ok {
+		// Nothing of the run is left to stop: the pod goes at once, not once the kubelet
+		// tore its sandbox down, so that the object's next run can create its pod.
+		options = append(options, client.GracePeriodSeconds(0))
+	}
+	if err := e.Client.Delete(ctx, pod, options...); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting the run pod: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: id.EnvSecretName()}}
+	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the credentials Secret: %w", err)
+	}
+	return nil
+}
+
+func (e *PodExecutor) podLabels(runLabels map[string]string) map[string]string {
+	labels := maps.Clone(e.PodLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, runLabels)
+	return labels
+}
+
+// resultFromState reads a finished run's outputs from the stored state.
+func resultFromState(ctx context.Context, store *state.Store, command run.Command) (*run.Result, error) {
+	if command == run.Validate {
+		return &run.Result{Outputs: map[string]any{}}, nil
+	}
+	data, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := state.Outputs(data)
+	if err != nil {
+		return nil, err
+	}
+	return &run.Result{Outputs: outputs, State: data}, nil
+}
+
+// runArgs are the terraformer's flags a run pod gets from a request.
+func runArgs(req Request) []string {
+	var args []string
+	if len(req.ProtectedTypes) > 0 {
+		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))
+	}
+	if req.AllowDestroy {
+		args = append(args, "--allow-destroy")
+	}
+	if req.AllowDestroyPlan != "" {
+		args = append(args, "--allow-destroy-plan", req.AllowDestroyPlan)
+	}
+	return args
+}

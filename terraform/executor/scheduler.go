@@ -1,0 +1,608 @@
+package executor
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// Priority orders the runs waiting for a slot: a lower one starts first.
+type Priority int
+
+const (
+	// PriorityDelete is a deletion's destroy: it frees what the seed holds.
+	PriorityDelete Priority = iota
+	// PriorityCreate is the first apply of a new object, or one of a restoration.
+	PriorityCreate
+	// PriorityReconcile is an apply Gardener or a change of the object asked for.
+	PriorityReconcile
+	// PriorityDrift is a plan that checks an up-to-date object for drift.
+	PriorityDrift
+)
+
+var priorityNames = [...]string{"delete", "create", "reconcile", "drift"}
+
+func (p Priority) String() string {
+	if p < 0 || int(p) >= len(priorityNames) {
+		return fmt.Sprintf("priority(%d)", int(p))
+	}
+	return priorityNames[p]
+}
+
+// DefaultMaxRuns bounds the runs under way when Scheduler.MaxRuns is zero.
+const DefaultMaxRuns = 5
+
+// NotStartedRetry is how long a run that could not start (NotStartedError) waits before
+// it starts again, holding no run slot meanwhile.
+var NotStartedRetry = 10 * time.Second
+
+// DefaultDriftShare is the share of the run slots drift plans may take at once when
+// Scheduler.DriftShare is zero.
+const DefaultDriftShare = 0.2
+
+// DefaultDriftAging is how long a drift plan waits before it ranks ahead of reconciles
+// when Scheduler.DriftAging is zero.
+const DefaultDriftAging = 10 * time.Minute
+
+// Defaults of the pause a throttled account's runs take, when the Scheduler's fields are zero.
+const (
+	DefaultThrottlePause    = 15 * time.Second
+	DefaultMaxThrottlePause = 5 * time.Minute
+)
+
+// Phase is where a scheduled run is.
+type Phase string
+
+const (
+	PhaseWaiting Phase = "Waiting"
+	PhaseRunning Phase = "Running"
+	// PhaseDone runs keep their outcome until it is taken with Take or dropped with Cancel.
+	PhaseDone Phase = "Done"
+)
+
+// Ticket is what the scheduler knows of the run of one run ID.
+type Ticket struct {
+	Command  run.Command
+	Digest   string
+	Priority Priority
+	Phase    Phase
+	// Ahead is how many waiting runs start before this one, while it waits.
+	Ahead int
+	// Result and Err are the run's outcome once it is done.
+	Result *run.Result
+	Err    error
+	// Stopping is set once Stop asked the run under way to stop.
+	Stopping bool
+	// Budget is the request's budget key.
+	Budget string
+	// OverBudget is set while the run waits because its account's budget is used up or
+	// paused, not for a slot of the seed.
+	OverBudget bool
+	// NotStarted says why a waiting run that started could not (NotStartedError): it
+	// starts again after NotStartedRetry.
+	NotStarted string
+}
+
+// Of is true when the ticket is of the request: the same command on the same configuration.
+func (t Ticket) Of(req Request) bool {
+	return t.Command == req.Command && t.Digest == req.Digest
+}
+
+// Scheduler runs requests on an Executor without anyone waiting for them: a submitted run
+// waits for one of MaxRuns slots in the order of its priority, runs in a goroutine of its
+// own, and Finished tells when its outcome can be read. One run per run ID is known at a
+// time; the ID's UID tells the runs of an owner from those of an earlier owner of the same
+// name. It is a manager.Runnable: runs start once it is started, and stopping it stops
+// them as cancelling Executor.Run does, recording no outcome.
+type Scheduler struct {
+	Executor Executor
+	// MaxRuns bounds the runs under way; DefaultMaxRuns when zero.
+	MaxRuns int
+	// DriftShare is the share of MaxRuns that drift plans may hold at once, at least one
+	// slot; DefaultDriftShare when zero.
+	DriftShare float64
+	// Finished, when set, is called with the ID of a run whose outcome can be read, or
+	// that waits again because it could not start.
+	Finished func(run.ID)
+	// Waiting, when set, is kept at the number of waiting runs by priority (one label).
+	Waiting *prometheus.GaugeVec
+	// DriftAging is how long a drift plan waits before it ranks ahead of every reconcile
+	// (never ahead of a deletion or creation); DefaultDriftAging when zero.
+	DriftAging time.Duration
+
+	// RunsPerAccount bounds the runs under way of one budget key (a cloud account and
+	// region, Request.Budget); zero bounds them by MaxRuns alone.
+	RunsPerAccount int
+	// ThrottlePause is the first pause of an account whose run the cloud throttled; it
+	// doubles with each throttle in a row up to MaxThrottlePause. Defaults when zero.
+	ThrottlePause    time.Duration
+	MaxThrottlePause time.Duration
+	// Throttled, when set, is called when a throttled run made its account's budget back
+	// off further: fewer slots, or a longer pause.
+	Throttled func(id run.ID, backoff Backoff)
+	// BudgetRuns, when set, is kept at the runs of each budget key by state ("running",
+	// "waiting"); BudgetSlots at the slots a budget has now; Throttles counts the
+	// throttled runs per budget key.
+	BudgetRuns  *prometheus.GaugeVec
+	BudgetSlots *prometheus.GaugeVec
+	Throttles   *prometheus.CounterVec
+
+	mu      sync.Mutex
+	ctx     context.Context
+	tickets map[run.ID]*scheduled
+	seq     uint64
+	running [len(priorityNames)]int
+	budgets map[string]*budget
+	// projectRuns counts the runs under way per priority and project, for the turns.
+	projectRuns map[projectKey]int
+	runs        sync.WaitGroup
+}
+
+type projectKey struct {
+	priority Priority
+	project  string
+}
+
+// Backoff is what a throttle did to its account's budget.
+type Backoff struct {
+	Budget string
+	// Slots is how many runs of the account may now be under way at once.
+	Slots int
+	// Pause is how long none of them starts.
+	Pause time.Duration
+}
+
+// budget is the state of one budget key: its runs, and how far it backed off.
+type budget struct {
+	running, waiting int
+	// slots are the runs that may be under way now: the full budget, or fewer after a throttle.
+	slots int
+	// pause is the last pause; the next throttle in a row doubles it.
+	pause       time.Duration
+	pausedUntil time.Time
+	timer       *time.Timer
+}
+
+type scheduled struct {
+	Ticket
+	req Request
+	log logr.Logger
+	seq uint64
+	// submitted is when the run was submitted: a drift plan's rank grows with its wait.
+	submitted time.Time
+	// stop interrupts the run under way.
+	stop context.CancelFunc
+	// state is the finished run's state, compressed: a ticket waits for the reconcile that
+	// reads it, and a seed's backlog of them must not hold every state whole.
+	state []byte
+	// notBefore is when a run that could not start may start again.
+	notBefore time.Time
+}
+
+// Submit queues a run; a run already known for its ID is refused: Cancel it
+// first. The request's context values (the logger) are taken from ctx.
+func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if priority < 0 || int(priority) >= len(priorityNames) {
+		return run.InvalidInput("priority", fmt.Sprintf("%d is not a priority", priority))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tickets == nil {
+		s.tickets = map[run.ID]*scheduled{}
+	}
+	if t, ok := s.tickets[req.ID]; ok {
+		return inProgress(req.Command, fmt.Sprintf("%s (%s is %s)", run.ErrRunInProgress, t.Command, t.Phase))
+	}
+	s.seq++
+	s.tickets[req.ID] = &scheduled{
+		Ticket: Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: PhaseWaiting, Budget: req.Budget},
+		req:    req, log: logf.FromContext(ctx), seq: s.seq, submitted: s.clock(),
+	}
+	s.dispatch()
+	return nil
+}
+
+// Lookup returns the ticket of the run of id, false when none is known.
+func (s *Scheduler) Lookup(id run.ID) (Ticket, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tickets[id]
+	if !ok {
+		return Ticket{}, false
+	}
+	return t.Ticket, true
+}
+
+// Take returns the ticket of the finished run of id, its outcome with the whole state,
+// and forgets it; false when no run of id is done. Lookup's tickets hold no state.
+func (s *Scheduler) Take(id run.ID) (Ticket, bool) {
+	s.mu.Lock()
+	t, ok := s.tickets[id]
+	if !ok || t.Phase != PhaseDone {
+		s.mu.Unlock()
+		return Ticket{}, false
+	}
+	delete(s.tickets, id)
+	s.dispatch()
+	s.mu.Unlock()
+	ticket := t.Ticket
+	if ticket.Result == nil || t.state == nil {
+		return ticket, true
+	}
+	result := *ticket.Result
+	expanded, err := state.Gunzip(bytes.NewReader(t.state))
+	if err != nil {
+		ticket.Result, ticket.Err = nil, fmt.Errorf("expanding the state of the finished run: %w", err)
+		return ticket, true
+	}
+	result.State = expanded
+	ticket.Result = &result
+	return ticket, true
+}
+
+// Cancel drops a waiting run, or the outcome of a finished one; a run under way is not
+// stopped, and false says so: the caller must not touch what the run reads.
+func (s *Scheduler) Cancel(id run.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tickets[id]
+	if !ok {
+		return true
+	}
+	if t.Phase == PhaseRunning {
+		return false
+	}
+	delete(s.tickets, id)
+	s.dispatch()
+	return true
+}
+
+// ForgetName drops what is known of the runs of every owner of the name of id (any UID),
+// but runs under way: for an object that is gone.
+func (s *Scheduler) ForgetName(id run.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for known, t := range s.tickets {
+		if known.Namespace == id.Namespace && known.Name == id.Name && known.Purpose == id.Purpose && t.Phase != PhaseRunning {
+			delete(s.tickets, known)
+		}
+	}
+	s.dispatch()
+}
+
+// Stop ends the run of id: a waiting run is dropped, a run under way is interrupted as a
+// shutdown interrupts it (terraform stops, the state is saved) and its outcome, an
+// error, is recorded when it ended; Finished tells when. It reports whether no run of id
+// is under way any more.
+func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
+	s.mu.Lock()
+	t, ok := s.tickets[id]
+	if !ok || t.Phase != PhaseRunning {
+		// A run that could not start may have left a pod waiting for a node.
+		leftPod := ok && t.Phase == PhaseWaiting && t.NotStarted != ""
+		if ok && t.Phase == PhaseWaiting {
+			delete(s.tickets, id)
+			s.dispatch()
+		}
+		s.mu.Unlock()
+		if stopper, isStopper := s.Executor.(Stopper); leftPod && isStopper {
+			if err := stopper.Stop(ctx, id); err != nil {
+				return false, fmt.Errorf("stopping the run: %w", err)
+			}
+		}
+		return true, nil
+	}
+	first := !t.Stopping
+	t.Stopping = true
+	stop := t.stop
+	s.mu.Unlock()
+	if !first {
+		return false, nil
+	}
+	t.log.Info("stoppingRun", "command", t.Command)
+	stop()
+	if stopper, ok := s.Executor.(Stopper); ok {
+		if err := stopper.Stop(ctx, id); err != nil {
+			return false, fmt.Errorf("stopping the run: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// Start runs what was and will be submitted until ctx ends, then waits for the runs under
+// way to stop.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.ctx != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("the run scheduler is started already")
+	}
+	s.ctx = ctx
+	s.dispatch()
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.runs.Wait()
+	return nil
+}
+
+func (s *Scheduler) maxRuns() int { return cmp.Or(s.MaxRuns, DefaultMaxRuns) }
+
+// driftSlots is how many drift plans may run at once: at least one.
+func (s *Scheduler) driftSlots() int {
+	share := cmp.Or(s.DriftShare, DefaultDriftShare)
+	return max(1, int(math.Floor(share*float64(s.maxRuns()))))
+}
+
+func (s *Scheduler) driftAging() time.Duration { return cmp.Or(s.DriftAging, DefaultDriftAging) }
+
+func (s *Scheduler) clock() time.Time { return time.Now() }
+
+// rank orders the waiting runs: by priority, except that a drift plan that waited
+// DriftAging ranks between creations and reconciles, so that a steady stream of
+// reconciles never holds it back for longer than that and one run's end.
+func (s *Scheduler) rank(t *scheduled, now time.Time) int {
+	r := 2 * int(t.Priority)
+	if t.Priority == PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
+		r = 2*int(PriorityReconcile) - 1
+	}
+	return r
+}
+
+// ordered is the waiting runs in the order they get a slot: by rank; within one, the
+// projects take turns (a run's turn is how many runs of its project and priority are
+// under way or wait before it), so that one project's many runs do not hold every slot;
+// then in the order they came. s.mu is held.
+func (s *Scheduler) ordered(now time.Time) []*scheduled {
+	var waiting []*scheduled
+	for _, t := range s.tickets {
+		if t.Phase == PhaseWaiting {
+			waiting = append(waiting, t)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *scheduled) int { return cmp.Compare(a.seq, b.seq) })
+	ranks := make(map[*scheduled]int, len(waiting))
+	turns := make(map[*scheduled]int, len(waiting))
+	seen := map[projectKey]int{}
+	for _, t := range waiting {
+		ranks[t] = s.rank(t, now)
+		key := projectKey{t.Priority, t.req.Project}
+		turns[t] = s.projectRuns[key] + seen[key]
+		seen[key]++
+	}
+	slices.SortStableFunc(waiting, func(a, b *scheduled) int {
+		return cmp.Or(cmp.Compare(ranks[a], ranks[b]), cmp.Compare(turns[a], turns[b]))
+	})
+	return waiting
+}
+
+// budgetOf returns the state of a budget key, made with the full budget. s.mu is held.
+func (s *Scheduler) budgetOf(key string) *budget {
+	if s.budgets == nil {
+		s.budgets = map[string]*budget{}
+	}
+	b, ok := s.budgets[key]
+	if !ok {
+		b = &budget{slots: s.fullBudget()}
+		s.budgets[key] = b
+	}
+	return b
+}
+
+// fullBudget is the slots of an account that was not throttled.
+func (s *Scheduler) fullBudget() int {
+	if s.RunsPerAccount > 0 {
+		return s.RunsPerAccount
+	}
+	return s.maxRuns()
+}
+
+// admits says whether a run of the budget may start now.
+func (b *budget) admits(now time.Time) bool {
+	return b.running < b.slots && !now.Before(b.pausedUntil)
+}
+
+// dispatch starts waiting runs while slots are free, in the order of ordered; a drift
+// plan over its share, or a run over its account's budget, lets the runs behind it go
+// first. s.mu is held.
+func (s *Scheduler) dispatch() {
+	now := s.clock()
+	waiting := s.ordered(now)
+	if s.ctx != nil && s.ctx.Err() == nil {
+		busy := 0
+		for _, n := range s.running {
+			busy += n
+		}
+		for _, t := range waiting {
+			if busy >= s.maxRuns() {
+				break
+			}
+			if t.Priority == PriorityDrift && s.running[PriorityDrift] >= s.driftSlots() || t.notBefore.After(now) {
+				continue
+			}
+			if t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now) {
+				continue
+			}
+			s.start(t)
+			busy++
+		}
+	}
+	ahead := 0
+	for _, t := range waiting {
+		if t.Phase != PhaseWaiting {
+			continue
+		}
+		t.Ahead = ahead
+		ahead++
+		t.OverBudget = t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now)
+	}
+	s.measure()
+}
+
+// measure keeps the gauges. s.mu is held.
+func (s *Scheduler) measure() {
+	if s.Waiting != nil {
+		var counts [len(priorityNames)]int
+		for _, t := range s.tickets {
+			if t.Phase == PhaseWaiting {
+				counts[t.Priority]++
+			}
+		}
+		for p, n := range counts {
+			s.Waiting.WithLabelValues(Priority(p).String()).Set(float64(n))
+		}
+	}
+	for _, b := range s.budgets {
+		b.waiting = 0
+	}
+	for _, t := range s.tickets {
+		if t.Phase == PhaseWaiting && t.req.Budget != "" {
+			s.budgetOf(t.req.Budget).waiting++
+		}
+	}
+	for key, b := range s.budgets {
+		if s.BudgetRuns != nil {
+			s.BudgetRuns.WithLabelValues(key, "running").Set(float64(b.running))
+			s.BudgetRuns.WithLabelValues(key, "waiting").Set(float64(b.waiting))
+		}
+		if s.BudgetSlots != nil {
+			s.BudgetSlots.WithLabelValues(key).Set(float64(b.slots))
+		}
+	}
+}
+
+// ended records the end of a run in its account's budget: a throttled run halves the
+// budget's slots (at least one) and pauses it, twice as long as the last time when the
+// budget had not recovered since; a run that succeeded gives back one slot, and once all
+// are back the next pause starts from ThrottlePause again. s.mu is held.
+func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
+	key := t.req.Budget
+	if key == "" {
+		return Backoff{}, false
+	}
+	b := s.budgetOf(key)
+	b.running--
+	now := s.clock()
+	switch {
+	case err != nil && t.req.Throttled != nil && t.req.Throttled(err):
+		slots, pause := b.slots, b.pause
+		b.slots = max(1, b.slots/2)
+		b.pause = min(cmp.Or(s.MaxThrottlePause, DefaultMaxThrottlePause), max(cmp.Or(s.ThrottlePause, DefaultThrottlePause), 2*b.pause))
+		if until := now.Add(b.pause); until.After(b.pausedUntil) {
+			b.pausedUntil = until
+			if b.timer != nil {
+				b.timer.Stop()
+			}
+			b.timer = time.AfterFunc(b.pause, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.dispatch()
+			})
+		}
+		if s.Throttles != nil {
+			s.Throttles.WithLabelValues(key).Inc()
+		}
+		// Told only when the backoff deepened: at one slot and the longest pause, more
+		// throttles change nothing to tell.
+		return Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, b.slots != slots || b.pause != pause
+	case err == nil && b.slots < s.fullBudget():
+		b.slots++
+	case err == nil:
+		b.pause = 0
+	}
+	return Backoff{}, false
+}
+
+// start runs t in a goroutine of its own. s.mu is held.
+func (s *Scheduler) start(t *scheduled) {
+	t.Phase = PhaseRunning
+	s.running[t.Priority]++
+	if s.projectRuns == nil {
+		s.projectRuns = map[projectKey]int{}
+	}
+	s.projectRuns[projectKey{t.Priority, t.req.Project}]++
+	if t.req.Budget != "" {
+		s.budgetOf(t.req.Budget).running++
+	}
+	s.runs.Add(1)
+	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
+	t.stop = stop
+	go func() {
+		defer s.runs.Done()
+		defer stop()
+		result, err := s.Executor.Run(ctx, t.req)
+		var compressed []byte
+		if err == nil && result != nil && len(result.State) > 0 {
+			if compressed, err = gzipped(result.State); err == nil {
+				kept := *result
+				kept.State = nil
+				result = &kept
+			}
+		}
+		s.mu.Lock()
+		s.running[t.Priority]--
+		if key := (projectKey{t.Priority, t.req.Project}); s.projectRuns[key] > 1 {
+			s.projectRuns[key]--
+		} else {
+			delete(s.projectRuns, key)
+		}
+		backoff, throttled := s.ended(t, err)
+		// Stopped with the scheduler, the run left what it had for the next leader: no
+		// outcome is recorded. Stopped alone (Stop), it ended for good.
+		shutdown := s.ctx.Err() != nil
+		waiting, notStarted := notStarted(err)
+		switch {
+		case shutdown:
+			delete(s.tickets, t.req.ID)
+		case notStarted && !t.Stopping:
+			// It waits again, in its place, without a slot.
+			t.Phase, t.NotStarted, t.notBefore = PhaseWaiting, waiting.Reason, s.clock().Add(NotStartedRetry)
+			time.AfterFunc(NotStartedRetry, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.dispatch()
+			})
+		default:
+			t.Phase, t.Result, t.Err, t.state = PhaseDone, result, err, compressed
+		}
+		s.dispatch()
+		s.mu.Unlock()
+		if throttled && s.Throttled != nil {
+			s.Throttled(t.req.ID, backoff)
+		}
+		if !shutdown && s.Finished != nil {
+			s.Finished(t.req.ID)
+		}
+	}()
+}
+
+// gzipped is state compressed at the speed gzip favours: it is expanded again a moment later.
+func gzipped(state []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(state); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,263 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/terraseed/terraseed/terraform/internal/tftest"
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// startedScheduler runs a scheduler over the local executor of f until the test ends, and
+// records the order in which its runs end.
+func startedScheduler(t *testing.T, f *fixture, maxRuns int, driftShare float64) (*Scheduler, *endOrder) {
+	t.Helper()
+	ends := &endOrder{}
+	s := &Scheduler{
+		Executor: f.executor, MaxRuns: maxRuns, DriftShare: driftShare, Finished: ends.add,
+		Waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waiting"}, []string{"priority"}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s, ends
+}
+
+type endOrder struct {
+	mu  sync.Mutex
+	ids []run.ID
+}
+
+func (o *endOrder) add(id run.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ids = append(o.ids, id)
+}
+
+func (o *endOrder) get() []run.ID {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]run.ID(nil), o.ids...)
+}
+
+// heldApply is an Infrastructure whose apply, once started, holds its run slot at a gate
+// until the test opens it.
+func heldApply(t *testing.T) (*fixture, *tftest.Gate) {
+	busy := newFixture(t, 0)
+	gate := busy.NewGate(1)
+	busy.WriteChainConfig(2, gate)
+	return busy, gate
+}
+
+// neighbour is another Infrastructure, in its own namespace, run by the executor of f.
+func neighbour(t *testing.T, f *fixture) *fixture {
+	n := newFixture(t, 1)
+	n.executor = f.executor
+	return n
+}
+
+func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+
+	// The one slot is taken by an apply held at its gate.
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+
+	drift1, drift2, create := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
+	g.Expect(s.Submit(ctx, drift1.request(run.Plan), PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift2.request(run.Plan), PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, create.request(run.Apply), PriorityCreate)).To(Succeed())
+
+	ahead := func(f *fixture) int {
+		ticket, known := s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeTrue())
+		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
+		return ticket.Ahead
+	}
+	g.Expect(ahead(create)).To(Equal(0), "the create is next")
+	g.Expect(ahead(drift1)).To(Equal(1))
+	g.Expect(ahead(drift2)).To(Equal(2))
+	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("drift"))).To(BeEquivalentTo(2))
+	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("create"))).To(BeEquivalentTo(1))
+
+	// A submitted run of an ID already known is refused.
+	err := s.Submit(ctx, create.request(run.Apply), PriorityCreate)
+	g.Expect(err).To(MatchError(run.ErrRunInProgress))
+
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(4))
+	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, create.Objects.ID, drift1.Objects.ID, drift2.Objects.ID}),
+		"one slot: the apply under way, then the create, then the drift plans in their order")
+	for _, f := range []*fixture{busy, create, drift1, drift2} {
+		ticket, known := s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeTrue())
+		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Err).NotTo(HaveOccurred())
+		s.Cancel(f.Objects.ID)
+		_, known = s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
+	}
+	g.Expect(create.Items(g)).To(HaveLen(1), "the create applied")
+	g.Expect(drift1.Items(g)).To(BeEmpty(), "a plan applies nothing")
+	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("drift"))).To(BeEquivalentTo(0))
+}
+
+func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	// Three slots, a third of them for drift plans: one.
+	s, ends := startedScheduler(t, busy, 3, 0.34)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+
+	var plans []*fixture
+	for range 3 {
+		f := neighbour(t, busy)
+		plans = append(plans, f)
+		g.Expect(s.Submit(ctx, f.request(run.Plan), PriorityDrift)).To(Succeed())
+	}
+	// While the apply holds a slot, two are free, yet drift plans run one at a time.
+	highest := 0
+	g.Eventually(func() int {
+		running := 0
+		for _, f := range plans {
+			if ticket, _ := s.Lookup(f.Objects.ID); ticket.Phase == PhaseRunning {
+				running++
+			}
+		}
+		highest = max(highest, running)
+		return len(ends.get())
+	}).WithTimeout(3 * time.Minute).WithPolling(10 * time.Millisecond).Should(Equal(3))
+	g.Expect(highest).To(Equal(1), "drift plans under way at once")
+
+	// A run of another priority takes a free slot beside them.
+	ticket, _ := s.Lookup(busy.Objects.ID)
+	g.Expect(ticket.Phase).To(Equal(PhaseRunning), "the apply is still held at its gate")
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(4))
+}
+
+func TestACancelledWaitingRunNeverStarts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not cancelled")
+
+	waiting := neighbour(t, busy)
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Cancel(waiting.Objects.ID)).To(BeTrue())
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
+	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
+	g.Expect(waiting.Items(g)).To(BeEmpty(), "the cancelled apply never ran")
+}
+
+// A deletion stops the run under way: Stop interrupts it as a shutdown does, the run
+// saves what it created, and its end is recorded and told, so that the deletion goes on.
+func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityCreate)).To(Succeed())
+	gate.WaitUntilReached()
+
+	ended, err := s.Stop(ctx, busy.Objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeFalse(), "the run under way takes time to stop")
+	ticket, _ := s.Lookup(busy.Objects.ID)
+	g.Expect(ticket.Stopping).To(BeTrue())
+	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not forgotten, and Cancel says so")
+
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(Equal([]run.ID{busy.Objects.ID}), "the stopped run's end is told")
+	done, known := s.Take(busy.Objects.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(done.Err).To(HaveOccurred(), "a stopped run did not succeed")
+	created, listed := busy.ExpectNoLostStateEntry(g)
+	g.Expect(created).To(Equal(2), "the run was stopped beside its gate, after the second create")
+	g.Expect(listed).To(BeNumerically(">=", 1))
+	g.Expect(busy.Items(g)).To(HaveLen(2), "the stopped run went no further")
+
+	ended, err = s.Stop(ctx, busy.Objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeTrue(), "no run is under way any more")
+}
+
+// Stop drops a run that waits for a slot: it never starts.
+func TestStopDropsAWaitingRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+	waiting := neighbour(t, busy)
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityCreate)).To(Succeed())
+
+	ended, err := s.Stop(ctx, waiting.Objects.ID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ended).To(BeTrue())
+	_, known := s.Lookup(waiting.Objects.ID)
+	g.Expect(known).To(BeFalse())
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
+	g.Consistently(ends.get).WithTimeout(3 * time.Second).Should(HaveLen(1))
+	g.Expect(waiting.Items(g)).To(BeEmpty(), "the dropped apply never ran")
+}
+
+// Runs are known by their owner's UID: the outcome of an earlier owner's run is never read
+// as the run of a later owner of the same name, and a finished ticket keeps its state
+// compressed until the outcome is taken whole.
+func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	s, ends := startedScheduler(t, f, 1, 1)
+	earlier := f.request(run.Apply)
+	earlier.ID.UID = "11111111-1111-1111-1111-111111111111"
+	g.Expect(s.Submit(ctx, earlier, PriorityCreate)).To(Succeed())
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
+
+	later := earlier
+	later.ID.UID = "22222222-2222-2222-2222-222222222222"
+	_, known := s.Lookup(later.ID)
+	g.Expect(known).To(BeFalse(), "the later owner does not see the earlier owner's run")
+	_, known = s.Take(later.ID)
+	g.Expect(known).To(BeFalse())
+
+	ticket, known := s.Lookup(earlier.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(ticket.Phase).To(Equal(PhaseDone))
+	g.Expect(ticket.Result).NotTo(BeNil())
+	g.Expect(ticket.Result.State).To(BeNil(), "a finished ticket holds no whole state")
+	g.Expect(ticket.Result.Outputs).NotTo(BeEmpty())
+	done, known := s.Take(earlier.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(done.Err).NotTo(HaveOccurred())
+	stored, err := f.Objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(done.Result.State).To(Equal(stored), "the outcome taken holds the whole state")
+	_, known = s.Lookup(earlier.ID)
+	g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
+
+	s.ForgetName(later.ID)
+	g.Expect(s.Submit(ctx, later, PriorityCreate)).To(Succeed(), "the later owner runs its own")
+	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(2))
+}

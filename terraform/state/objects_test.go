@@ -1,0 +1,60 @@
+package state
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+type countingTransport struct {
+	next     http.RoundTripper
+	requests atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	return t.next.RoundTrip(req)
+}
+
+func TestCreateFirstWritesANewObjectInOneRequestAndStillUpdatesAnExistingOne(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "infra", Purpose: run.PurposeInfra}}
+	counter := &countingTransport{}
+	config := rest.CopyConfig(env.Config)
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	c, err := client.New(config, client.Options{Scheme: env.Scheme, Mapper: env.Client.RESTMapper()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(objects.WriteConfig(ctx, c, map[string]string{"main.tf": "# first"}, CreateFirst(true))).To(Succeed())
+	g.Expect(counter.requests.Load()).To(BeEquivalentTo(1))
+
+	// Somebody else's annotation on the object survives the next write.
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.ConfigName()}, cm)).To(Succeed())
+	cm.Annotations = map[string]string{"example.com/note": "kept"}
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+
+	// Wrongly assumed new: the create fails, the object is read and updated.
+	counter.requests.Store(0)
+	g.Expect(objects.WriteConfig(ctx, c, map[string]string{"main.tf": "# second"}, CreateFirst(true))).To(Succeed())
+	g.Expect(counter.requests.Load()).To(BeEquivalentTo(3))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{"main.tf": "# second"}))
+	g.Expect(cm.Annotations).To(HaveKeyWithValue("example.com/note", "kept"))
+	g.Expect(cm.Finalizers).To(ConsistOf(Finalizer))
+	g.Expect(cm.Labels).To(HaveKeyWithValue(run.LabelInfrastructure, "infra"))
+
+	// Known to exist: read, then updated only when it changes.
+	counter.requests.Store(0)
+	g.Expect(objects.WriteConfig(ctx, c, map[string]string{"main.tf": "# second"})).To(Succeed())
+	g.Expect(counter.requests.Load()).To(BeEquivalentTo(1))
+}

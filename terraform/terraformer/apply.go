@@ -1,0 +1,74 @@
+package terraformer
+
+import (
+	"context"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/terraseed/terraseed/terraform/run"
+)
+
+// guarded says whether an apply must check its plan before applying it: when its state
+// holds or its configuration imports resources that it could destroy and some of them may
+// be of a protected type. Over a state holding no resource, importing none, nothing can
+// be destroyed, and without protected types (or with leave to destroy them) there is
+// nothing to refuse.
+func (r *Runner) guarded() bool {
+	return (r.priorResources || r.imports) && len(r.ProtectedTypes) > 0 && !r.AllowDestroy
+}
+
+// apply applies the configuration. A guarded one plans, publishes the plan, refuses one
+// that destroys a protected resource, and applies exactly the plan it checked, or nothing
+// when the plan changes nothing; any other is one terraform apply, whose plan is read
+// from what it shows before applying.
+func (r *Runner) apply(ctx context.Context) error {
+	if !r.guarded() {
+		err := r.timed(string(run.Apply), func() error {
+			w := r.tracker.writer(planningApplyOutput)
+			_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, ""))
+			_ = w.Close()
+			return err
+		})
+		if hits := r.tracker.Plan().Destroys(r.ProtectedTypes); len(hits) > 0 {
+			logf.FromContext(ctx).Info("destroyedProtectedResources", "changes", len(hits))
+		}
+		return err
+	}
+	var changes bool
+	err := r.timed(string(run.Plan), func() error {
+		var err error
+		changes, err = r.plan(ctx, planFile, true)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if plan := r.tracker.Plan(); len(plan.Destroys(r.ProtectedTypes)) > 0 {
+		if r.AllowDestroyPlan == "" || r.AllowDestroyPlan != plan.Digest {
+			r.tracker.publishPlan(false)
+			return run.ProtectedError(plan, r.AllowDestroyPlan, r.ProtectedTypes)
+		}
+		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", r.AllowDestroyPlan)
+	}
+	r.tracker.publishPlan(changes)
+	if !changes {
+		// Nothing to apply, and so no state to write.
+		logf.FromContext(ctx).V(1).Info("nothingToApply")
+		return nil
+	}
+	return r.timed(string(run.Apply), func() error {
+		w := r.tracker.writer(appliedPlanOutput)
+		_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, planFile))
+		_ = w.Close()
+		return err
+	})
+}
+
+// applyArgs are those of `terraform apply`, of a saved plan when plan is set.
+func applyArgs(parallelism int, plan string) []string {
+	args := []string{"apply", "-no-color", "-auto-approve", "-input=false", "-lock=true", parallelismArg(parallelism), "-refresh=true", "-json"}
+	if plan != "" {
+		args = append(args, plan)
+	}
+	return args
+}
