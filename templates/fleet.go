@@ -50,7 +50,7 @@ func (m *Manifest) checkParallelism() error {
 
 // AccountValues are the values of the credentials that identify the cloud account, read
 // from the environment Credentials made, in the order provider.yaml names them; nil when
-// the provider names none. They are credentials: hash them (executor.BudgetKey), never
+// the provider names none. They are credentials: hash them (run.BudgetKey), never
 // show them.
 func (p *Provider) AccountValues(env map[string]string) []string {
 	if p.Manifest.Account == nil {

@@ -146,8 +146,8 @@ type resolvedOptions struct {
 	// imagePrefixes are --controlplane-allowed-images, each ending at a boundary of an
 	// image reference.
 	imagePrefixes []string
-	// maxStateSize is the most bytes a reconcile decodes one state to.
-	maxStateSize int
+	// state is how states are kept, the one value the actuator and the executors share.
+	state state.Options
 }
 
 // resolve parses and checks every option that can be checked without the API server,
@@ -198,13 +198,10 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	if r.executor, err = o.executorConfig(); err != nil {
 		return nil, err
 	}
-	if r.maxStateSize, err = o.stateBound(os.Getenv("TERRASEED_MEMORY_LIMIT")); err != nil {
+	if r.state, err = o.stateOptions(); err != nil {
 		return nil, err
 	}
-	r.executor.MaxStateSize = r.maxStateSize
-	if r.executor.StateStorage, err = state.ParseStorage("--state-storage", o.stateStorage); err != nil {
-		return nil, err
-	}
+	r.executor.State = r.state
 	return r, nil
 }
 
@@ -334,12 +331,10 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		Providers:     r.providers,
 		Runs:          runs,
 		DriftInterval: o.driftInterval,
-		StateHistory:  stateHistoryDepth(o.stateHistory),
 
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
-		MaxStateSize:                  r.maxStateSize,
-		StateStorage:                  r.executor.StateStorage,
+		State:                         r.state,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
 	return infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
@@ -458,24 +453,24 @@ func (o managerOptions) terraformerPlacement() (executor.Placement, error) {
 // stateBound is --max-state-size, or by default a share of the controller's memory limit
 // (memoryLimit, bytes or a quantity; empty without a limit): half of it for states, each
 // held up to twice (decoded and encoded) by each reconcile and run that reads one at once;
-// never more than the most a state may take, state.MaxStateSize.
+// never more than the most a state may take, state.MaxSize.
 func (o managerOptions) stateBound(memoryLimit string) (int, error) {
 	if o.maxStateSize != "" {
 		q, err := resource.ParseQuantity(o.maxStateSize)
-		if err != nil || q.Sign() <= 0 || q.Value() > state.MaxStateSize {
-			return 0, fmt.Errorf("--max-state-size: %q is no quantity of more than 0 and at most %d (64Mi), the most a state may take", o.maxStateSize, state.MaxStateSize)
+		if err != nil || q.Sign() <= 0 || q.Value() > state.MaxSize {
+			return 0, fmt.Errorf("--max-state-size: %q is no quantity of more than 0 and at most %d (64Mi), the most a state may take", o.maxStateSize, state.MaxSize)
 		}
 		return int(q.Value()), nil
 	}
 	if memoryLimit == "" {
-		return state.MaxStateSize, nil
+		return state.MaxSize, nil
 	}
 	limit, err := resource.ParseQuantity(memoryLimit)
 	if err != nil || limit.Sign() <= 0 {
 		return 0, fmt.Errorf("TERRASEED_MEMORY_LIMIT: %q is no memory quantity (set --max-state-size instead)", memoryLimit)
 	}
 	bound := limit.Value() / 2 / 2 / int64(max(o.concurrency+o.maxRuns, 1))
-	return int(min(max(bound, 1<<20), state.MaxStateSize)), nil
+	return int(min(max(bound, 1<<20), state.MaxSize)), nil
 }
 
 // terraformerResources are the requests and the memory, CPU and ephemeral-storage limits of
@@ -566,10 +561,20 @@ func parseLabels(s string) (map[string]string, error) {
 	return selector, nil
 }
 
-// stateHistoryDepth is the actuator's StateHistory for --state-history, whose 0 keeps none.
-func stateHistoryDepth(flag int) int {
-	if flag == 0 {
-		return -1
+// stateOptions are --state-storage, --max-state-size and --state-history, whose 0 keeps
+// no history.
+func (o managerOptions) stateOptions() (state.Options, error) {
+	var opts state.Options
+	var err error
+	if opts.Storage, err = state.ParseStorage("--state-storage", o.stateStorage); err != nil {
+		return opts, err
 	}
-	return flag
+	if opts.MaxSize, err = o.stateBound(os.Getenv("TERRASEED_MEMORY_LIMIT")); err != nil {
+		return opts, err
+	}
+	opts.HistoryDepth = o.stateHistory
+	if o.stateHistory == 0 {
+		opts.HistoryDepth = -1
+	}
+	return opts, nil
 }

@@ -19,6 +19,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 	// OwnerLabelGroup prefixes the labels every applied object carries, <group>/name and
 	// <group>/namespace of its ControlPlane: a subdomain of the one domain of terraseed's
 	// labels, terraseed.gardener.cloud.
-	OwnerLabelGroup = "controlplane.terraseed.gardener.cloud"
+	OwnerLabelGroup = "controlplane." + run.Domain
 )
 
 // Reasons of the Ready condition; each failure carries one.

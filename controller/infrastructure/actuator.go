@@ -58,16 +58,10 @@ type Actuator struct {
 	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
 	// that flow into Gardener and the control plane, to the URL it names.
 	AllowOperatorOnlyCredentials bool
-	// MaxStateSize is the most bytes a reconcile decodes a state to (--max-state-size);
-	// 0 is state.MaxStateSize.
-	MaxStateSize int
-	// StateStorage is the kind of object the states are kept in (--state-storage); a state
-	// kept in the other kind is moved into it before the Infrastructure's next run, or
-	// when it is found up to date.
-	StateStorage state.Storage
-	// StateHistory is how many states of each Infrastructure are kept besides the live
-	// one (--state-history): 0 is state.DefaultHistoryDepth, below 0 none.
-	StateHistory int
+	// State is how the states are kept (--state-storage, --max-state-size,
+	// --state-history): a state kept in the other kind of object is moved into
+	// State.Storage before the Infrastructure's next run, or when it is found up to date.
+	State state.Options
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.
@@ -149,7 +143,7 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 }
 
 // UpToDate is true when the credentials did not change since the last apply. A state kept
-// in the other kind of object than StateStorage is moved first: a controller restarted with
+// in the other kind of object than State.Storage is moved first: a controller restarted with
 // another --state-storage moves every state without a run.
 func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
 	op := a.operation(req)

@@ -8,12 +8,13 @@ import (
 	"slices"
 
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // AnnotationImport adopts existing infrastructure into an Infrastructure: a JSON object
 // of resource addresses to the IDs `terraform import` takes for them. The next apply
 // imports them instead of creating them; the annotation is removed once it succeeded.
-const AnnotationImport = "terraseed.gardener.cloud/import"
+const AnnotationImport = run.LabelPrefix + "import"
 
 // adoptions are the imports the Infrastructure's annotation asks for, checked: an address
 // must be a plain resource instance address and an ID must not be empty.

@@ -17,7 +17,6 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -36,7 +35,7 @@ type applyScope struct {
 	env map[string]string
 	// adoptions are the imports the operator asks for (AnnotationImport).
 	adoptions map[string]string
-	request   executor.Request
+	request   run.Request
 	// result is the outcome of the run once it ended.
 	result *run.Result
 	// status is the provider's status of the run's outputs that are not sensitive.
@@ -115,7 +114,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 	if err != nil {
 		return err
 	}
-	req := executor.Request{
+	req := run.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: s.env,
 		ProtectedTypes: s.provider.Manifest.ProtectedResources, AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
@@ -205,20 +204,20 @@ func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
 
 // priority is the run priority of the operation: a first apply or a restoration before
 // the reconciles of objects that exist.
-func (op *operation) priority() executor.Priority {
+func (op *operation) priority() run.Priority {
 	switch op.req.Operation {
 	case extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationTypeRestore:
-		return executor.PriorityCreate
+		return run.PriorityCreate
 	case extensionsv1alpha1.LastOperationTypeDelete:
-		return executor.PriorityDelete
+		return run.PriorityDelete
 	default:
-		return executor.PriorityReconcile
+		return run.PriorityReconcile
 	}
 }
 
 // configDigest identifies what a run works on: the files, the variables and the guard,
 // not the credentials. A run pod of another digest is never adopted as this run.
-func configDigest(files map[string]string, vars []byte, req executor.Request) string {
+func configDigest(files map[string]string, vars []byte, req run.Request) string {
 	h := sha256.New()
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])

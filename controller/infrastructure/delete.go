@@ -14,7 +14,6 @@ import (
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
@@ -48,7 +47,7 @@ func (op *operation) delete(ctx context.Context) error {
 // destroy starts (see destroy), never while it runs.
 func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
-	if err != nil && !errors.Is(err, tfstate.ErrCorruptState) {
+	if err != nil && !errors.Is(err, tfstate.ErrCorrupt) {
 		return false, fmt.Errorf("reading the state: %w", err)
 	}
 	if state != nil && err == nil {
@@ -102,7 +101,7 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req := executor.Request{
+	req := run.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
@@ -110,7 +109,7 @@ func (op *operation) destroy(ctx context.Context) error {
 	if err == nil {
 		req = op.withFleet(req, provider)
 	}
-	_, err = op.runOrWait(ctx, req, executor.PriorityDelete, func(ctx context.Context) error {
+	_, err = op.runOrWait(ctx, req, run.PriorityDelete, func(ctx context.Context) error {
 		if err := op.ensureConfig(ctx); err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func TestARunDirectoryLeftByAnEarlierOwnerIsNotTakenOver(t *testing.T) {
 	owners := filepath.Join(dir, s.namespace, s.infra.Name+".infra")
 	for _, work := range []string{filepath.Join(owners, "work"), filepath.Join(owners, "11111111-2222-3333-4444-555555555555", "work")} {
 		g.Expect(os.MkdirAll(work, 0o700)).To(Succeed())
-		g.Expect(os.WriteFile(filepath.Join(work, state.StateKey), []byte(earlier), 0o600)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(work, state.Key), []byte(earlier), 0o600)).To(Succeed())
 	}
 	startController(t, s.namespace, dir)
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
@@ -225,7 +225,7 @@ func lineageOf(g Gomega, s *shoot) string {
 	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
-	lineage := cm.Annotations[state.AnnotationStateLineage]
+	lineage := cm.Annotations[state.AnnotationLineage]
 	g.Expect(lineage).NotTo(BeEmpty())
 	return lineage
 }

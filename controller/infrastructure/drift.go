@@ -13,7 +13,6 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -127,8 +126,8 @@ func (op *operation) plan(ctx context.Context) (*run.PlanSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := op.withFleet(executor.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Background: true}, provider)
-	result, err := op.runOrWait(ctx, req, executor.PriorityDrift, nil)
+	req := op.withFleet(run.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Background: true}, provider)
+	result, err := op.runOrWait(ctx, req, run.PriorityDrift, nil)
 	if err != nil {
 		return nil, throttledError(provider, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/terraseed/terraseed/controller/errorcodes"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -24,9 +23,9 @@ const ReasonThrottled = "Throttled"
 // withFleet sets what the scheduler shares the seed's runs by: the budget key of the
 // cloud account and region the run calls, the shoot project, how the provider's
 // throttling reads, and the provider's parallelism.
-func (op *operation) withFleet(req executor.Request, provider *templates.Provider) executor.Request {
+func (op *operation) withFleet(req run.Request, provider *templates.Provider) run.Request {
 	if values := provider.AccountValues(req.Env); values != nil {
-		req.Budget = executor.BudgetKey(append([]string{provider.Manifest.Type, op.infra.Spec.Region}, values...)...)
+		req.Budget = run.BudgetKey(append([]string{provider.Manifest.Type, op.infra.Spec.Region}, values...)...)
 	}
 	req.Project = projectOf(op.infra.Namespace)
 	req.Parallelism = provider.Parallelism()
@@ -70,8 +69,8 @@ func projectOf(namespace string) string {
 
 // throttledEvent tells on the Infrastructure whose run the cloud throttled that its
 // account's runs back off; the account is not named, its key is in the metrics.
-func throttledEvent(recorder events.EventRecorder) func(run.ID, executor.Backoff) {
-	return func(id run.ID, backoff executor.Backoff) {
+func throttledEvent(recorder events.EventRecorder) func(run.ID, run.Backoff) {
+	return func(id run.ID, backoff run.Backoff) {
 		if recorder == nil {
 			return
 		}

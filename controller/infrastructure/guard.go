@@ -17,7 +17,7 @@ import (
 
 // AnnotationAllowDestroy lets the next apply destroy or replace resources of the
 // provider's protected types; it is removed once that apply succeeded.
-const AnnotationAllowDestroy = "terraseed.gardener.cloud/allow-destroy"
+const AnnotationAllowDestroy = run.LabelPrefix + "allow-destroy"
 
 // ConditionLastPlan holds the summary of the last apply's plan: True when it was applied,
 // False when the destroy guard refused it.

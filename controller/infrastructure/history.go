@@ -106,7 +106,7 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 func withSerial(state []byte, serial int64) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(state, &fields); err != nil {
-		return nil, fmt.Errorf("%w: %v", tfstate.ErrInvalidState, err)
+		return nil, fmt.Errorf("%w: %v", tfstate.ErrInvalid, err)
 	}
 	fields["serial"] = json.RawMessage(strconv.FormatInt(serial, 10))
 	return json.MarshalIndent(fields, "", "  ")

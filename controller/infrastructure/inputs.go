@@ -20,10 +20,10 @@ import (
 
 // annotationSourceVersion records, on the stored credentials, the resourceVersion of the
 // secret they were taken from: a changed secret means the infrastructure is not up to date.
-const annotationSourceVersion = "terraseed.gardener.cloud/source-resource-version"
+const annotationSourceVersion = run.LabelPrefix + "source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return state.RunObjects{ID: runIDOf(op.infra), MaxStateSize: op.actuator.MaxStateSize, Storage: op.actuator.StateStorage}
+	return op.actuator.State.Objects(runIDOf(op.infra))
 }
 
 // runIDOf is the identity of an Infrastructure's runs.

@@ -9,7 +9,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
-	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // The gauges below are kept per Infrastructure, labelled by its namespace and name: what
@@ -92,7 +92,7 @@ func forgetMetrics(key client.ObjectKey) {
 }
 
 // countFailures counts the runs of an Infrastructure that failed in a row, by command.
-func countFailures(req executor.Request, err error) {
+func countFailures(req run.Request, err error) {
 	failures := failedRuns.WithLabelValues(req.ID.Namespace, req.ID.Name, string(req.Command))
 	if err != nil {
 		failures.Inc()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -28,7 +29,7 @@ type migratedState struct {
 }
 
 const (
-	migratedStateAPIVersion = "terraseed.gardener.cloud/v1alpha1"
+	migratedStateAPIVersion = run.Domain + "/v1alpha1"
 	migratedStateKind       = "InfrastructureState"
 )
 
@@ -79,7 +80,7 @@ func (op *operation) keepStateInStatus(state []byte, index *tfstate.Index) error
 		recordStateSize(op.infra, 0)
 		return nil
 	}
-	if op.actuator.StateStorage == tfstate.StorageSecret {
+	if op.actuator.State.Storage == tfstate.StorageSecret {
 		op.infra.Status.State, _ = encodeState(nil, index)
 		recordStateSize(op.infra, 0)
 		return nil
@@ -151,7 +152,7 @@ func (op *operation) readRestored(_ context.Context, s *applyScope) error {
 		return nil
 	}
 	var err error
-	s.restored, err = decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	s.restored, err = decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
 	return err
 }
 
@@ -164,7 +165,7 @@ func (op *operation) restoreState(ctx context.Context, s *applyScope) error {
 		return nil
 	}
 	_, err := op.objects().RestoreState(ctx, op.actuator.Client, s.restored)
-	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalidState) {
+	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalid) {
 		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
 	}
 	if err != nil {

@@ -116,7 +116,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 
 // lostStateCause says how the stored state was lost: missing, unreadable, empty or older
 // than its index says; empty when it was not.
-func lostStateCause(stored *tfstate.StoredState, index *tfstate.Index) string {
+func lostStateCause(stored *tfstate.Stored, index *tfstate.Index) string {
 	switch {
 	case !stored.Exists:
 		return "was missing"
@@ -276,11 +276,8 @@ func (op *operation) withImports(ctx context.Context, files map[string]string, a
 // state the status held already (an apply that changed nothing): at most one write per
 // apply, none for most. A history that cannot be written fails nothing.
 func (op *operation) keepHistory(ctx context.Context, state []byte, index *tfstate.Index) {
-	depth := op.actuator.StateHistory
-	if depth == 0 {
-		depth = tfstate.DefaultHistoryDepth
-	}
-	if depth < 0 || len(state) == 0 {
+	depth := op.actuator.State.History()
+	if depth == 0 || len(state) == 0 {
 		return
 	}
 	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {

@@ -180,9 +180,9 @@ func testRecoveryByImports(t *testing.T, opts ...actuatorOption) {
 	objects := s.runObjects()
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
-	g.Expect(cm.Annotations).To(HaveKey(state.AnnotationStateIndex), "the index travels with the state")
-	g.Expect(cm.Annotations[state.AnnotationStateIndex]).NotTo(ContainSubstring("yaml_body"), "the index holds IDs only")
-	cm.Data[state.StateKey] = `{"version":4,"serial":` // cut off
+	g.Expect(cm.Annotations).To(HaveKey(state.AnnotationIndex), "the index travels with the state")
+	g.Expect(cm.Annotations[state.AnnotationIndex]).NotTo(ContainSubstring("yaml_body"), "the index holds IDs only")
+	cm.Data[state.Key] = `{"version":4,"serial":` // cut off
 	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
 	history := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), history)).To(Succeed())
@@ -294,7 +294,7 @@ func TestDeletionWithItsStateCutOffDestroysWhatTheHistoryHolds(t *testing.T) {
 	testDeletionDestroysWhatTheHistoryHolds(t, func(g Gomega, s *shoot) {
 		cm := &corev1.ConfigMap{}
 		g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, s.runObjects().StateName()), cm)).To(Succeed())
-		cm.Data[state.StateKey] = `{"version":4,"serial":` // cut off
+		cm.Data[state.Key] = `{"version":4,"serial":` // cut off
 		g.Expect(env.Client.Update(context.Background(), cm)).To(Succeed())
 	})
 }

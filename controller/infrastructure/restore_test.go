@@ -210,7 +210,7 @@ func TestRestoreRefusesAStatusStateThatExpandsBeyondTheLimit(t *testing.T) {
 	raw, _ := s.storedState(g)
 
 	// A few hundred KiB that expand to more than the limit.
-	bomb := gzipped(g, make([]byte, state.MaxStateSize+1<<20))
+	bomb := gzipped(g, make([]byte, state.MaxSize+1<<20))
 	g.Expect(len(bomb)).To(BeNumerically("<", 512<<10))
 	infra := s.get(g)
 	infra.Status.State = encodedState(g, bomb)
@@ -219,7 +219,7 @@ func TestRestoreRefusesAStatusStateThatExpandsBeyondTheLimit(t *testing.T) {
 
 	infra = s.waitFor(t, extensionsv1alpha1.LastOperationTypeRestore, extensionsv1alpha1.LastOperationStateFailed)
 	g.Expect(infra.Status.LastError.Description).To(And(
-		ContainSubstring("status.state"), ContainSubstring(fmt.Sprintf("exceeds %d bytes", state.MaxStateSize))))
+		ContainSubstring("status.state"), ContainSubstring(fmt.Sprintf("exceeds %d bytes", state.MaxSize))))
 	after, _ := s.storedState(g)
 	g.Expect(after).To(Equal(raw))
 }

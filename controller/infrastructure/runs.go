@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -22,7 +21,7 @@ const pendingRecheck = 2 * time.Minute
 
 // runPendingError is a run that has not ended yet: the operation goes on when it does.
 type runPendingError struct {
-	ticket executor.Ticket
+	ticket run.Ticket
 	// other is true when the run under way is not the one the operation needs, e.g. a
 	// drift plan, or the apply of an earlier configuration.
 	other bool
@@ -38,11 +37,11 @@ func (e *runPendingError) Error() string {
 		return fmt.Sprintf("stopping the terraform %s under way; its state is saved first", e.ticket.Command)
 	case e.ticket.Command == "":
 		return "waiting for the terraform run an earlier controller process started to end"
-	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.OverBudget:
+	case e.ticket.Phase == run.PhaseWaiting && e.ticket.OverBudget:
 		return "waiting for its cloud account's run budget: as many runs of the account in this region as may run at once are under way, or the account pauses after the cloud throttled it"
-	case e.ticket.Phase == executor.PhaseWaiting && e.ticket.NotStarted != "":
+	case e.ticket.Phase == run.PhaseWaiting && e.ticket.NotStarted != "":
 		return fmt.Sprintf("waiting to start again in a moment: %s", e.ticket.NotStarted)
-	case e.ticket.Phase == executor.PhaseWaiting:
+	case e.ticket.Phase == run.PhaseWaiting:
 		return fmt.Sprintf("waiting for a run slot (%d ahead)", e.ticket.Ahead)
 	case e.other:
 		return fmt.Sprintf("waiting for the terraform %s under way to end", e.ticket.Command)
@@ -64,11 +63,11 @@ func (e *runPendingError) recheck() time.Duration {
 // look it up and take its outcome, drop or stop it, and tell a run of an earlier process.
 type Runs interface {
 	// Submit queues a run; one already known for its ID is refused.
-	Submit(ctx context.Context, req executor.Request, priority executor.Priority) error
+	Submit(ctx context.Context, req run.Request, priority run.Priority) error
 	// Lookup returns the ticket of the run of id, false when none is known.
-	Lookup(id run.ID) (executor.Ticket, bool)
+	Lookup(id run.ID) (run.Ticket, bool)
 	// Take returns the ticket of the finished run of id with its outcome, and forgets it.
-	Take(id run.ID) (executor.Ticket, bool)
+	Take(id run.ID) (run.Ticket, bool)
 	// Cancel drops a waiting run or a finished one's outcome; false for a run under way.
 	Cancel(id run.ID) bool
 	// Stop drops a waiting run or interrupts the one under way; true once none is.
@@ -87,28 +86,28 @@ type Runs interface {
 // RunHooks are what the Infrastructure controller hears of the runs of its pipeline: an
 // event on the Infrastructure whose run the cloud throttled, and the failed runs in a row
 // of each Infrastructure.
-func RunHooks(recorder events.EventRecorder) executor.Hooks {
-	return executor.Hooks{Throttled: throttledEvent(recorder), Ended: countFailures}
+func RunHooks(recorder events.EventRecorder) run.Hooks {
+	return run.Hooks{Throttled: throttledEvent(recorder), Ended: countFailures}
 }
 
 // runOrWait returns the outcome of req once its run ended. Until then it submits the run,
 // after prepare wrote what the run reads, or finds it waiting or under way, and returns a
 // runPendingError. A run of another command or configuration known for the object is
 // dropped while it waits, waited for while it runs, and its outcome forgotten.
-func (op *operation) runOrWait(ctx context.Context, req executor.Request, priority executor.Priority, prepare func(context.Context) error) (*run.Result, error) {
+func (op *operation) runOrWait(ctx context.Context, req run.Request, priority run.Priority, prepare func(context.Context) error) (*run.Result, error) {
 	runs := op.actuator.Runs
 	if runs == nil {
 		return nil, errors.New("the actuator has no run pipeline")
 	}
 	if ticket, known := runs.Lookup(req.ID); known {
 		switch {
-		case ticket.Of(req) && ticket.Phase == executor.PhaseDone:
+		case ticket.Of(req) && ticket.Phase == run.PhaseDone:
 			if done, ok := runs.Take(req.ID); ok {
 				return done.Result, done.Err
 			}
 		case ticket.Of(req):
 			return nil, &runPendingError{ticket: ticket}
-		case ticket.Phase == executor.PhaseRunning:
+		case ticket.Phase == run.PhaseRunning:
 			return nil, &runPendingError{ticket: ticket, other: true}
 		}
 		// The run may have started since it was looked up: then it reads what prepare
@@ -160,7 +159,7 @@ func (op *operation) endRuns(ctx context.Context, kept run.Command, interrupt bo
 		case kept != "" && ticket.Command == kept:
 			// This process runs it: the operation waits for it as for its own.
 			return nil
-		case ticket.Phase == executor.PhaseRunning && !interrupt && ticket.Command != run.Plan:
+		case ticket.Phase == run.PhaseRunning && !interrupt && ticket.Command != run.Plan:
 			return &runPendingError{ticket: ticket, other: true}
 		}
 		ended, err := runs.Stop(ctx, id)
@@ -201,7 +200,7 @@ func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
 	if !errors.As(err, &pending) || last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
 		return
 	}
-	if pending.ticket.Phase == executor.PhaseRunning && !pending.other {
+	if pending.ticket.Phase == run.PhaseRunning && !pending.other {
 		return
 	}
 	last.Description = pending.Error()

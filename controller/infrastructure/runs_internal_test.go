@@ -15,13 +15,12 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
-	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // fakeRuns is a run pipeline whose runs never run: a test sets the tickets.
 type fakeRuns struct {
-	tickets   map[run.ID]executor.Ticket
+	tickets   map[run.ID]run.Ticket
 	submitted []submission
 	// cancelled are the IDs Cancel was asked for, whether it dropped a run or not.
 	cancelled []run.ID
@@ -32,30 +31,30 @@ type fakeRuns struct {
 }
 
 type submission struct {
-	req      executor.Request
-	priority executor.Priority
+	req      run.Request
+	priority run.Priority
 }
 
-func newFakeRuns() *fakeRuns { return &fakeRuns{tickets: map[run.ID]executor.Ticket{}} }
+func newFakeRuns() *fakeRuns { return &fakeRuns{tickets: map[run.ID]run.Ticket{}} }
 
-func (f *fakeRuns) Submit(_ context.Context, req executor.Request, priority executor.Priority) error {
+func (f *fakeRuns) Submit(_ context.Context, req run.Request, priority run.Priority) error {
 	if _, known := f.tickets[req.ID]; known {
 		return errors.New("a run is known already")
 	}
 	f.submitted = append(f.submitted, submission{req: req, priority: priority})
-	f.tickets[req.ID] = executor.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: executor.PhaseWaiting}
+	f.tickets[req.ID] = run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting}
 	return nil
 }
 
-func (f *fakeRuns) Lookup(id run.ID) (executor.Ticket, bool) {
+func (f *fakeRuns) Lookup(id run.ID) (run.Ticket, bool) {
 	t, ok := f.tickets[id]
 	return t, ok
 }
 
-func (f *fakeRuns) Take(id run.ID) (executor.Ticket, bool) {
+func (f *fakeRuns) Take(id run.ID) (run.Ticket, bool) {
 	t, ok := f.tickets[id]
-	if !ok || t.Phase != executor.PhaseDone {
-		return executor.Ticket{}, false
+	if !ok || t.Phase != run.PhaseDone {
+		return run.Ticket{}, false
 	}
 	delete(f.tickets, id)
 	return t, true
@@ -63,7 +62,7 @@ func (f *fakeRuns) Take(id run.ID) (executor.Ticket, bool) {
 
 func (f *fakeRuns) Cancel(id run.ID) bool {
 	f.cancelled = append(f.cancelled, id)
-	if f.tickets[id].Phase == executor.PhaseRunning {
+	if f.tickets[id].Phase == run.PhaseRunning {
 		return false
 	}
 	delete(f.tickets, id)
@@ -73,7 +72,7 @@ func (f *fakeRuns) Cancel(id run.ID) bool {
 func (f *fakeRuns) Stop(_ context.Context, id run.ID) (bool, error) {
 	f.stopped = append(f.stopped, id)
 	t, ok := f.tickets[id]
-	if !ok || t.Phase != executor.PhaseRunning {
+	if !ok || t.Phase != run.PhaseRunning {
 		delete(f.tickets, id)
 		return true, nil
 	}
@@ -124,8 +123,8 @@ func runsOperation(t *testing.T, runs *fakeRuns) *operation {
 	return a.operation(request{Object: infra})
 }
 
-func applyRequestOf(op *operation) executor.Request {
-	return executor.Request{ID: op.objects().ID, Command: run.Apply, Digest: testDigest}
+func applyRequestOf(op *operation) run.Request {
+	return run.Request{ID: op.objects().ID, Command: run.Apply, Digest: testDigest}
 }
 
 // pendingOf is the runPendingError of err, failing the test when it is none.
@@ -145,21 +144,21 @@ func TestRunIsSubmittedOnceAndPendingUntilItEnds(t *testing.T) {
 	prepared := 0
 	prepare := func(context.Context) error { prepared++; return nil }
 
-	_, err := op.runOrWait(context.Background(), req, executor.PriorityReconcile, prepare)
+	_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, prepare)
 	g.Expect(pendingOf(g, err).Error()).To(Equal("waiting for a run slot (0 ahead)"))
 	g.Expect(prepared).To(Equal(1))
 	g.Expect(runs.submitted).To(HaveLen(1))
-	g.Expect(runs.submitted[0].priority).To(Equal(executor.PriorityReconcile))
+	g.Expect(runs.submitted[0].priority).To(Equal(run.PriorityReconcile))
 
 	ticket := runs.tickets[req.ID]
 	ticket.Ahead = 3
 	runs.tickets[req.ID] = ticket
-	_, err = op.runOrWait(context.Background(), req, executor.PriorityReconcile, prepare)
+	_, err = op.runOrWait(context.Background(), req, run.PriorityReconcile, prepare)
 	g.Expect(pendingOf(g, err).Error()).To(Equal("waiting for a run slot (3 ahead)"))
 
-	ticket.Phase = executor.PhaseRunning
+	ticket.Phase = run.PhaseRunning
 	runs.tickets[req.ID] = ticket
-	_, err = op.runOrWait(context.Background(), req, executor.PriorityReconcile, prepare)
+	_, err = op.runOrWait(context.Background(), req, run.PriorityReconcile, prepare)
 	g.Expect(pendingOf(g, err).Error()).To(Equal("the terraform apply is under way"))
 	g.Expect(classify(err)).To(BeAssignableToTypeOf(&extension.Error{}))
 	g.Expect(classify(err).(*extension.Error).RetryAfter).To(Equal(pendingRecheck))
@@ -174,8 +173,8 @@ func TestRunOverBudgetSaysWhatItWaitsFor(t *testing.T) {
 	runs := newFakeRuns()
 	op := runsOperation(t, runs)
 	req := applyRequestOf(op)
-	runs.tickets[req.ID] = executor.Ticket{Command: run.Apply, Digest: testDigest, Phase: executor.PhaseWaiting, OverBudget: true}
-	_, err := op.runOrWait(context.Background(), req, executor.PriorityReconcile, nil)
+	runs.tickets[req.ID] = run.Ticket{Command: run.Apply, Digest: testDigest, Phase: run.PhaseWaiting, OverBudget: true}
+	_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, nil)
 	g.Expect(pendingOf(g, err).Error()).To(HavePrefix("waiting for its cloud account's run budget"))
 }
 
@@ -186,9 +185,9 @@ func TestFinishedRunsOutcomeIsTaken(t *testing.T) {
 	op := runsOperation(t, runs)
 	req := applyRequestOf(op)
 	outcome := &run.Result{State: []byte(`{"serial":3}`)}
-	runs.tickets[req.ID] = executor.Ticket{Command: run.Apply, Digest: testDigest, Phase: executor.PhaseDone, Result: outcome}
+	runs.tickets[req.ID] = run.Ticket{Command: run.Apply, Digest: testDigest, Phase: run.PhaseDone, Result: outcome}
 
-	result, err := op.runOrWait(context.Background(), req, executor.PriorityReconcile, func(context.Context) error {
+	result, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, func(context.Context) error {
 		return errors.New("a finished run is not prepared again")
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -197,23 +196,23 @@ func TestFinishedRunsOutcomeIsTaken(t *testing.T) {
 	g.Expect(runs.submitted).To(BeEmpty())
 
 	failed := errors.New("terraform failed")
-	runs.tickets[req.ID] = executor.Ticket{Command: run.Apply, Digest: testDigest, Phase: executor.PhaseDone, Err: failed}
-	_, err = op.runOrWait(context.Background(), req, executor.PriorityReconcile, nil)
+	runs.tickets[req.ID] = run.Ticket{Command: run.Apply, Digest: testDigest, Phase: run.PhaseDone, Err: failed}
+	_, err = op.runOrWait(context.Background(), req, run.PriorityReconcile, nil)
 	g.Expect(err).To(MatchError(failed))
 }
 
 // A run of another command (or configuration) is dropped while it waits, and the
 // request's run submitted in its place; the outcome of one that ended is forgotten.
 func TestAnotherCommandsRunIsDroppedWhileItWaits(t *testing.T) {
-	for _, phase := range []executor.Phase{executor.PhaseWaiting, executor.PhaseDone} {
+	for _, phase := range []run.Phase{run.PhaseWaiting, run.PhaseDone} {
 		t.Run(string(phase), func(t *testing.T) {
 			g := NewWithT(t)
 			runs := newFakeRuns()
 			op := runsOperation(t, runs)
 			req := applyRequestOf(op)
-			runs.tickets[req.ID] = executor.Ticket{Command: run.Plan, Priority: executor.PriorityDrift, Phase: phase}
+			runs.tickets[req.ID] = run.Ticket{Command: run.Plan, Priority: run.PriorityDrift, Phase: phase}
 
-			_, err := op.runOrWait(context.Background(), req, executor.PriorityReconcile, nil)
+			_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, nil)
 			g.Expect(pendingOf(g, err).other).To(BeFalse())
 			g.Expect(runs.cancelled).To(ConsistOf(req.ID))
 			g.Expect(runs.submitted).To(HaveLen(1))
@@ -230,9 +229,9 @@ func TestAnotherCommandsRunIsWaitedForWhileItRuns(t *testing.T) {
 	runs := newFakeRuns()
 	op := runsOperation(t, runs)
 	req := applyRequestOf(op)
-	runs.tickets[req.ID] = executor.Ticket{Command: run.Plan, Priority: executor.PriorityDrift, Phase: executor.PhaseRunning}
+	runs.tickets[req.ID] = run.Ticket{Command: run.Plan, Priority: run.PriorityDrift, Phase: run.PhaseRunning}
 
-	_, err := op.runOrWait(context.Background(), req, executor.PriorityReconcile, func(context.Context) error {
+	_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, func(context.Context) error {
 		return errors.New("nothing is prepared while another run is under way")
 	})
 	pending := pendingOf(g, err)
@@ -242,8 +241,8 @@ func TestAnotherCommandsRunIsWaitedForWhileItRuns(t *testing.T) {
 	g.Expect(runs.submitted).To(BeEmpty())
 
 	// The apply of an earlier configuration is another run too.
-	runs.tickets[req.ID] = executor.Ticket{Command: run.Apply, Digest: "fedcba9876543210", Phase: executor.PhaseRunning}
-	_, err = op.runOrWait(context.Background(), req, executor.PriorityReconcile, nil)
+	runs.tickets[req.ID] = run.Ticket{Command: run.Apply, Digest: "fedcba9876543210", Phase: run.PhaseRunning}
+	_, err = op.runOrWait(context.Background(), req, run.PriorityReconcile, nil)
 	g.Expect(pendingOf(g, err).Error()).To(Equal("waiting for the terraform apply under way to end"))
 	g.Expect(runs.submitted).To(BeEmpty())
 }
@@ -258,12 +257,12 @@ func TestSettleDropsAWaitingRunAndWaitsForARunningOne(t *testing.T) {
 
 	g.Expect(op.settle(context.Background())).To(Succeed(), "no run known")
 
-	runs.tickets[id] = executor.Ticket{Command: run.Plan, Phase: executor.PhaseWaiting}
+	runs.tickets[id] = run.Ticket{Command: run.Plan, Phase: run.PhaseWaiting}
 	g.Expect(op.settle(context.Background())).To(Succeed())
 	g.Expect(runs.cancelled).To(ConsistOf(id))
 	g.Expect(runs.tickets).To(BeEmpty())
 
-	runs.tickets[id] = executor.Ticket{Command: run.Apply, Digest: testDigest, Phase: executor.PhaseRunning}
+	runs.tickets[id] = run.Ticket{Command: run.Apply, Digest: testDigest, Phase: run.PhaseRunning}
 	err := op.settle(context.Background())
 	g.Expect(pendingOf(g, err).Error()).To(Equal("waiting for the terraform apply under way to end"))
 	g.Expect(runs.tickets).To(HaveKey(id), "a run under way is not dropped")
@@ -284,7 +283,7 @@ func TestForcedDeletionStopsTheRunUnderWay(t *testing.T) {
 	op := runsOperation(t, runs)
 	id := op.objects().ID
 
-	runs.tickets[id] = executor.Ticket{Command: run.Apply, Digest: testDigest, Phase: executor.PhaseRunning}
+	runs.tickets[id] = run.Ticket{Command: run.Apply, Digest: testDigest, Phase: run.PhaseRunning}
 	err := op.endRuns(context.Background(), "", true)
 	g.Expect(pendingOf(g, err).Error()).To(Equal("stopping the terraform apply under way; its state is saved first"))
 	g.Expect(runs.stopped).To(ConsistOf(id))
@@ -308,7 +307,7 @@ func TestDriftPlanIsSubmittedAtDriftPriorityAndItsOutcomeRead(t *testing.T) {
 	pendingOf(g, err)
 	g.Expect(runs.submitted).To(HaveLen(1))
 	submitted := runs.submitted[0]
-	g.Expect(submitted.priority).To(Equal(executor.PriorityDrift))
+	g.Expect(submitted.priority).To(Equal(run.PriorityDrift))
 	g.Expect(submitted.req.Command).To(Equal(run.Plan))
 	g.Expect(submitted.req.Background).To(BeTrue())
 	g.Expect(submitted.req.Env).To(HaveKey("TF_VAR_kubeconfig"))
@@ -318,7 +317,7 @@ func TestDriftPlanIsSubmittedAtDriftPriorityAndItsOutcomeRead(t *testing.T) {
 	g.Expect(extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionInSync)).To(BeNil())
 
 	plan := &run.PlanSummary{Changes: []run.Change{{Address: "kubectl_manifest.namespace", Type: "kubectl_manifest", Action: "update"}}}
-	runs.tickets[id] = executor.Ticket{Command: run.Plan, Priority: executor.PriorityDrift, Phase: executor.PhaseDone, Result: &run.Result{Plan: plan}}
+	runs.tickets[id] = run.Ticket{Command: run.Plan, Priority: run.PriorityDrift, Phase: run.PhaseDone, Result: &run.Result{Plan: plan}}
 	next := op.actuator.Verify(context.Background(), op.req)
 	g.Expect(next).To(BeNumerically(">", 0))
 	g.Expect(runs.tickets).NotTo(HaveKey(id), "the plan's outcome is taken")

@@ -36,13 +36,13 @@ func TestLargeStateRoundTripsThroughTheStatus(t *testing.T) {
 	g.Expect(op.keepStateInStatus(state.Bytes(), nil)).To(Succeed())
 	g.Expect(op.infra.Status.State).NotTo(BeNil())
 	g.Expect(len(op.infra.Status.State.Raw)).To(BeNumerically("<", maxStatusState))
-	decoded, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	decoded, err := decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded).To(Equal(state.Bytes()))
 	g.Expect(recorder.Events).To(BeEmpty())
 	// A restore decodes it only within what the controller is given.
 	_, err = decodeState(op.infra.Status.State, 1<<20)
-	g.Expect(err).To(MatchError(tfstate.ErrStateOverBound))
+	g.Expect(err).To(MatchError(tfstate.ErrOverBound))
 	g.Expect(err).To(MatchError(ContainSubstring("status.state: terraformState: the terraform state exceeds what this controller decodes: the state expands to more than 1048576 bytes (1.0 MiB)")))
 }
 
@@ -66,7 +66,7 @@ func TestInvalidStateInStatusNamesTheField(t *testing.T) {
 	op, _ := stateOperation()
 	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
 	op.infra.Status.State.Raw = []byte(strings.Replace(string(op.infra.Status.State.Raw), "InfrastructureState", "Other", 1))
-	_, err := decodeState(op.infra.Status.State, op.actuator.MaxStateSize)
+	_, err := decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
 	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // moveState moves the state into the kind of object this controller keeps states in
-// (StateStorage) when the other kind holds it: a change of --state-storage takes effect
+// (State.Storage) when the other kind holds it: a change of --state-storage takes effect
 // without a run. It returns a runPendingError while a run that may write the state is
 // under way, and moves nothing then.
 func (op *operation) moveState(ctx context.Context) error {

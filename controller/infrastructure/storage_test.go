@@ -32,7 +32,7 @@ type countedRuns struct {
 	runs *atomic.Int64
 }
 
-func (e countedRuns) Run(ctx context.Context, req executor.Request) (*run.Result, error) {
+func (e countedRuns) Run(ctx context.Context, req run.Request) (*run.Result, error) {
 	e.runs.Add(1)
 	return e.LocalExecutor.Run(ctx, req)
 }
@@ -41,13 +41,13 @@ func (e countedRuns) Run(ctx context.Context, req executor.Request) (*run.Result
 func storingIn(storage state.Storage, runs *atomic.Int64) actuatorOption {
 	return func(a *controllerSetup) {
 		local := a.Executor.(*executor.LocalExecutor)
-		a.StateStorage, local.StateStorage = storage, storage
+		a.State.Storage, local.State.Storage = storage, storage
 		a.Executor = countedRuns{LocalExecutor: local, runs: runs}
 	}
 }
 
 func stateObjects(s *shoot, storage state.Storage) state.RunObjects {
-	return state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}, Storage: storage}
+	return state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}, Options: state.Options{Storage: storage}}
 }
 
 // stateKinds says which kinds of object hold the state of s: "ConfigMap", "Secret".
@@ -199,7 +199,7 @@ func TestStatesMoveBetweenConfigMapsAndSecretsWithoutARun(t *testing.T) {
 				g.Expect(stateKinds(g, s)).To(Equal([]string{to.kind}))
 				main := stateObjects(s, to.storage).Storage.Object()
 				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").StateName()}, main)).To(Succeed())
-				g.Expect(main.GetAnnotations()).NotTo(HaveKey(state.AnnotationStateMovedFrom), "the move finished")
+				g.Expect(main.GetAnnotations()).NotTo(HaveKey(state.AnnotationMovedFrom), "the move finished")
 				history := to.storage.Object()
 				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").HistoryName()}, history)).To(Succeed(), "the history moves with the state")
 				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: stateObjects(s, "").HistoryName()}, to.storage.Other().Object())).To(Satisfy(apierrors.IsNotFound))

@@ -224,12 +224,12 @@ func (f *fixture) writeVars(b *testing.B, vars map[string]any) {
 }
 
 // timedRun runs req through the local executor and returns how long it took.
-func (f *fixture) timedRun(b *testing.B, req Request) time.Duration {
+func (f *fixture) timedRun(b *testing.B, req run.Request) time.Duration {
 	_, took := f.timedResult(b, req)
 	return took
 }
 
-func (f *fixture) timedResult(b *testing.B, req Request) (*run.Result, time.Duration) {
+func (f *fixture) timedResult(b *testing.B, req run.Request) (*run.Result, time.Duration) {
 	started := time.Now()
 	result, err := f.executor.Run(context.Background(), req)
 	took := time.Since(started)
@@ -267,7 +267,7 @@ func countStateWrites(b *testing.B, f *fixture) func() int {
 	}
 	last := ""
 	if len(list.Items) > 0 {
-		last = list.Items[0].Annotations[state.AnnotationStateSerial]
+		last = list.Items[0].Annotations[state.AnnotationSerial]
 	}
 	w, err := wc.Watch(context.Background(), &corev1.ConfigMapList{}, append(selector, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})...)
 	if err != nil {
@@ -282,7 +282,7 @@ func countStateWrites(b *testing.B, f *fixture) func() int {
 				continue
 			}
 			// Finalizer and label changes are not state writes.
-			if serial := cm.Annotations[state.AnnotationStateSerial]; serial != last {
+			if serial := cm.Annotations[state.AnnotationSerial]; serial != last {
 				n, last = n+1, serial
 			}
 		}

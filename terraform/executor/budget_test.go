@@ -21,7 +21,7 @@ import (
 type timedRuns struct {
 	duration time.Duration
 	// fail, when set, is the error of a run once its time is over.
-	fail func(Request) error
+	fail func(run.Request) error
 	// held, when set, holds every run at its start until it is closed: a test submits
 	// all it means to while the first runs are under way, however slow the machine.
 	held chan struct{}
@@ -29,15 +29,15 @@ type timedRuns struct {
 	mu      sync.Mutex
 	running map[string]int
 	highest map[string]int
-	starts  []Request
-	ends    []Request
+	starts  []run.Request
+	ends    []run.Request
 }
 
 func newTimedRuns(duration time.Duration) *timedRuns {
 	return &timedRuns{duration: duration, running: map[string]int{}, highest: map[string]int{}}
 }
 
-func (r *timedRuns) Run(ctx context.Context, req Request) (*run.Result, error) {
+func (r *timedRuns) Run(ctx context.Context, req run.Request) (*run.Result, error) {
 	r.mu.Lock()
 	r.running[req.Budget]++
 	r.highest[req.Budget] = max(r.highest[req.Budget], r.running[req.Budget])
@@ -65,16 +65,16 @@ func (r *timedRuns) Run(ctx context.Context, req Request) (*run.Result, error) {
 	return &run.Result{}, nil
 }
 
-func (r *timedRuns) ended() []Request {
+func (r *timedRuns) ended() []run.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Request(nil), r.ends...)
+	return append([]run.Request(nil), r.ends...)
 }
 
-func (r *timedRuns) started() []Request {
+func (r *timedRuns) started() []run.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Request(nil), r.starts...)
+	return append([]run.Request(nil), r.starts...)
 }
 
 func (r *timedRuns) highestOf(budget string) int {
@@ -103,11 +103,11 @@ func startScheduler(t *testing.T, s *Scheduler) {
 	}).Should(BeTrue())
 }
 
-func budgetRequest(name, budget, project string) Request {
-	return Request{ID: run.ID{Namespace: "shoot--" + project + "--" + name, Name: "infrastructure", Purpose: run.PurposeInfra}, Command: run.Apply, Budget: budget, Project: project}
+func budgetRequest(name, budget, project string) run.Request {
+	return run.Request{ID: run.ID{Namespace: "shoot--" + project + "--" + name, Name: "infrastructure", Purpose: run.PurposeInfra}, Command: run.Apply, Budget: budget, Project: project}
 }
 
-var throttling = &run.Error{Command: "apply", Blocks: []string{"creating EC2 VPC: api error RequestLimitExceeded: Request limit exceeded."}, Message: "throttled", Err: run.ErrTerraformFailed}
+var throttling = &run.Error{Command: "apply", Blocks: []string{"creating EC2 VPC: api error RequestLimitExceeded: run.Request limit exceeded."}, Message: "throttled", Err: run.ErrTerraformFailed}
 
 func isThrottling(err error) bool { return errors.Is(err, run.ErrTerraformFailed) }
 
@@ -118,23 +118,23 @@ func TestAnAccountsRunsStayWithinItsBudgetWhileOtherAccountsPassBy(t *testing.T)
 	s := &Scheduler{Executor: runs, MaxRuns: 4, RunsPerAccount: 2,
 		BudgetRuns: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "budget_runs"}, []string{"budget", "state"})}
 	startScheduler(t, s)
-	a, b := BudgetKey("aws", "eu-west-1", "AKIAA"), BudgetKey("aws", "eu-west-1", "AKIAB")
+	a, b := run.BudgetKey("aws", "eu-west-1", "AKIAA"), run.BudgetKey("aws", "eu-west-1", "AKIAB")
 	g.Expect(a).To(MatchRegexp(`^[0-9a-f]{12}$`))
 	g.Expect(a).NotTo(Equal(b))
-	g.Expect(BudgetKey("aws", "eu-west-2", "AKIAA")).NotTo(Equal(a), "another region is another budget")
+	g.Expect(run.BudgetKey("aws", "eu-west-2", "AKIAA")).NotTo(Equal(a), "another region is another budget")
 
 	// Account a's five runs come first, b's two after them: b's pass a's waiting ones by.
 	for i := range 5 {
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%d", i), a, "p"), PriorityCreate)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%d", i), a, "p"), run.PriorityCreate)).To(Succeed())
 	}
 	for i := range 2 {
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), b, "p"), PriorityCreate)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), b, "p"), run.PriorityCreate)).To(Succeed())
 	}
 	g.Expect(testutil.ToFloat64(s.BudgetRuns.WithLabelValues(a, "running"))).To(BeEquivalentTo(2))
 	g.Expect(testutil.ToFloat64(s.BudgetRuns.WithLabelValues(a, "waiting"))).To(BeEquivalentTo(3))
 	g.Expect(testutil.ToFloat64(s.BudgetRuns.WithLabelValues(b, "running"))).To(BeEquivalentTo(2), "b's runs took the free slots")
 	ticket, _ := s.Lookup(budgetRequest("a2", a, "p").ID)
-	g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
+	g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
 	g.Expect(ticket.OverBudget).To(BeTrue(), "a's third run waits for its account's budget, not for a slot")
 
 	g.Eventually(func() int { return len(runs.ended()) }).WithTimeout(10 * time.Second).Should(Equal(7))
@@ -146,11 +146,11 @@ func TestAnAccountsRunsStayWithinItsBudgetWhileOtherAccountsPassBy(t *testing.T)
 func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	a, b := BudgetKey("a"), BudgetKey("b")
+	a, b := run.BudgetKey("a"), run.BudgetKey("b")
 	runs := newTimedRuns(100 * time.Millisecond)
 	var throttle sync.Mutex
 	throttleA := true
-	runs.fail = func(req Request) error {
+	runs.fail = func(req run.Request) error {
 		throttle.Lock()
 		defer throttle.Unlock()
 		if req.Budget == a && throttleA {
@@ -159,11 +159,11 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 		}
 		return nil
 	}
-	var backoffs []Backoff
+	var backoffs []run.Backoff
 	var mu sync.Mutex
 	const pause = 2 * time.Second
 	s := &Scheduler{Executor: runs, MaxRuns: 8, RunsPerAccount: 4, ThrottlePause: pause,
-		Throttled: func(_ run.ID, b Backoff) {
+		Throttled: func(_ run.ID, b run.Backoff) {
 			mu.Lock()
 			defer mu.Unlock()
 			backoffs = append(backoffs, b)
@@ -174,18 +174,18 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	startScheduler(t, s)
 	throttled := budgetRequest("throttled", a, "p")
 	throttled.Throttled = isThrottling
-	g.Expect(s.Submit(ctx, throttled, PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, throttled, run.PriorityReconcile)).To(Succeed())
 	g.Eventually(func() float64 { return testutil.ToFloat64(s.Throttles.WithLabelValues(a)) }).WithTimeout(5 * time.Second).Should(BeEquivalentTo(1))
 	mu.Lock()
-	g.Expect(backoffs).To(Equal([]Backoff{{Budget: a, Slots: 2, Pause: pause}}), "half the slots, and a pause")
+	g.Expect(backoffs).To(Equal([]run.Backoff{{Budget: a, Slots: 2, Pause: pause}}), "half the slots, and a pause")
 	mu.Unlock()
 	g.Expect(testutil.ToFloat64(s.BudgetSlots.WithLabelValues(a))).To(BeEquivalentTo(2))
 
 	// While a pauses, its runs wait and b's start at once.
 	paused := time.Now()
 	for i := range 6 {
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%d", i), a, "p"), PriorityReconcile)).To(Succeed())
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), b, "p"), PriorityReconcile)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%d", i), a, "p"), run.PriorityReconcile)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), b, "p"), run.PriorityReconcile)).To(Succeed())
 	}
 	ticket, _ := s.Lookup(budgetRequest("a0", a, "p").ID)
 	g.Expect(ticket.OverBudget).To(BeTrue())
@@ -204,19 +204,19 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	a := BudgetKey("a")
+	a := run.BudgetKey("a")
 	runs := newTimedRuns(time.Millisecond)
-	runs.fail = func(Request) error { return throttling }
-	backoffs := make(chan Backoff, 10)
+	runs.fail = func(run.Request) error { return throttling }
+	backoffs := make(chan run.Backoff, 10)
 	s := &Scheduler{Executor: runs, MaxRuns: 2, RunsPerAccount: 2, ThrottlePause: 50 * time.Millisecond, MaxThrottlePause: 150 * time.Millisecond,
-		Throttled: func(_ run.ID, b Backoff) { backoffs <- b },
+		Throttled: func(_ run.ID, b run.Backoff) { backoffs <- b },
 		Throttles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttles"}, []string{"budget"})}
 	startScheduler(t, s)
-	var got []Backoff
+	var got []run.Backoff
 	for i := range 3 {
 		req := budgetRequest(fmt.Sprintf("a%d", i), a, "p")
 		req.Throttled = isThrottling
-		g.Expect(s.Submit(ctx, req, PriorityReconcile)).To(Succeed())
+		g.Expect(s.Submit(ctx, req, run.PriorityReconcile)).To(Succeed())
 		select {
 		case b := <-backoffs:
 			got = append(got, b)
@@ -224,7 +224,7 @@ func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 			t.Fatal("no backoff")
 		}
 	}
-	g.Expect(got).To(Equal([]Backoff{
+	g.Expect(got).To(Equal([]run.Backoff{
 		{Budget: a, Slots: 1, Pause: 50 * time.Millisecond},
 		{Budget: a, Slots: 1, Pause: 100 * time.Millisecond},
 		{Budget: a, Slots: 1, Pause: 150 * time.Millisecond},
@@ -233,13 +233,13 @@ func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 	// At one slot and the longest pause, a throttle is counted and not told again.
 	req := budgetRequest("a3", a, "p")
 	req.Throttled = isThrottling
-	g.Expect(s.Submit(ctx, req, PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, req, run.PriorityReconcile)).To(Succeed())
 	g.Eventually(func() int { return len(runs.ended()) }).WithTimeout(5 * time.Second).Should(Equal(4))
 	g.Consistently(backoffs).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
 	g.Expect(testutil.ToFloat64(s.Throttles.WithLabelValues(a))).To(BeEquivalentTo(4))
 }
 
-func countOf(reqs []Request, budget string) int {
+func countOf(reqs []run.Request, budget string) int {
 	n := 0
 	for _, r := range reqs {
 		if r.Budget == budget {
@@ -259,10 +259,10 @@ func TestProjectsTakeTurnsForTheSlotsOfOnePriority(t *testing.T) {
 	s := &Scheduler{Executor: runs, MaxRuns: 2}
 	startScheduler(t, s)
 	for i := range 100 {
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%03d", i), "", "a"), PriorityReconcile)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("a%03d", i), "", "a"), run.PriorityReconcile)).To(Succeed())
 	}
 	for i := range 5 {
-		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), "", "b"), PriorityReconcile)).To(Succeed())
+		g.Expect(s.Submit(ctx, budgetRequest(fmt.Sprintf("b%d", i), "", "b"), run.PriorityReconcile)).To(Succeed())
 	}
 	// Two of A's are under way by now (else B's would not come after them), and none ended
 	// while the others were submitted, which on a slow machine takes longer than a run.
@@ -307,7 +307,7 @@ func TestADriftPlanBehindASteadyStreamOfReconcilesRunsWithinItsAgingAndOneRun(t 
 			default:
 			}
 			for len(runs.started())+3 > i {
-				if err := s.Submit(ctx, budgetRequest(fmt.Sprintf("r%d", i), "", fmt.Sprintf("p%d", i%4)), PriorityReconcile); err != nil {
+				if err := s.Submit(ctx, budgetRequest(fmt.Sprintf("r%d", i), "", fmt.Sprintf("p%d", i%4)), run.PriorityReconcile); err != nil {
 					t.Error(err)
 					return
 				}
@@ -324,12 +324,12 @@ func TestADriftPlanBehindASteadyStreamOfReconcilesRunsWithinItsAgingAndOneRun(t 
 	drift := budgetRequest("drift", "", "p0")
 	drift.Command = run.Plan
 	submitted := time.Now()
-	g.Expect(s.Submit(ctx, drift, PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift, run.PriorityDrift)).To(Succeed())
 	var waited time.Duration
 	g.Eventually(func() bool {
 		ticket, known := s.Lookup(drift.ID)
 		waited = time.Since(submitted)
-		return !known || ticket.Phase != PhaseWaiting
+		return !known || ticket.Phase != run.PhaseWaiting
 	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(BeTrue(), "the drift plan started")
 	g.Expect(waited).To(BeNumerically(">=", aging), "before it aged, the reconciles went first")
 	// The bound, with room for a loaded machine's scheduling of goroutines; without the

@@ -40,8 +40,8 @@ type LocalExecutor struct {
 	// RunTimeout, when set, bounds a run: then it is stopped as a shutdown stops it
 	// (terraform interrupted, the state saved) and fails with ErrRunDeadline.
 	RunTimeout time.Duration
-	// StateStorage is the kind of object the runs keep their state in.
-	StateStorage state.Storage
+	// State is how the runs keep their states.
+	State state.Options
 
 	guard runGuard
 }
@@ -50,7 +50,7 @@ var _ Executor = (*LocalExecutor)(nil)
 
 // Run runs the request and waits for it. Cancelling ctx interrupts terraform, and waits
 // for it to stop and for the state to be saved.
-func (e *LocalExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
+func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -118,12 +118,12 @@ func (e *LocalExecutor) runDirs(id run.ID) (dir, tmp string, err error) {
 
 // runner is the Runner of req in the run directory dir: the executor's settings, with
 // the request's parallelism when it has one.
-func (e *LocalExecutor) runner(req Request, dir, tmp string, output io.Writer) *terraformer.Runner {
+func (e *LocalExecutor) runner(req run.Request, dir, tmp string, output io.Writer) *terraformer.Runner {
 	settings := e.Settings
 	settings.Parallelism = cmp.Or(req.Parallelism, settings.Parallelism)
 	r := &terraformer.Runner{
 		Client:  e.Client,
-		Objects: state.RunObjects{ID: req.ID, Storage: e.StateStorage},
+		Objects: e.State.Objects(req.ID),
 		Command: req.Command,
 		WorkDir: workDirOf(dir),
 		// The working directory outlives the run: a run killed between two saves leaves

@@ -44,8 +44,8 @@ func newFixture(t testing.TB, resources int) *fixture {
 	return f
 }
 
-func (f *fixture) request(command run.Command) Request {
-	return Request{ID: f.Objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": f.Kubeconfig}}
+func (f *fixture) request(command run.Command) run.Request {
+	return run.Request{ID: f.Objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": f.Kubeconfig}}
 }
 
 func (f *fixture) run(command run.Command) (*run.Result, error) {

@@ -52,11 +52,8 @@ type Config struct {
 	PodLabels          map[string]string
 	Resources          corev1.ResourceRequirements
 	Placement          Placement
-	// MaxStateSize is the most bytes the controller decodes a run's state to (KindPod).
-	MaxStateSize int
-	// StateStorage is the kind of object the runs keep their state in; empty is
-	// state.StorageConfigMap.
-	StateStorage    state.Storage
+	// State is how the runs keep their states, the same options the actuator has.
+	State           state.Options
 	CreationTimeout time.Duration
 
 	// RunTimeout bounds a run of either kind: it is stopped, its state saved, and it fails
@@ -128,11 +125,11 @@ func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor,
 	}
 	settings.StopTimeout = cmp.Or(settings.StopTimeout, LocalStopTimeout)
 	return &LocalExecutor{
-		Client:       c,
-		Settings:     settings,
-		BaseDir:      filepath.Join(cfg.WorkDir, "runs"),
-		RunTimeout:   cfg.RunTimeout,
-		StateStorage: cfg.StateStorage,
+		Client:     c,
+		Settings:   settings,
+		BaseDir:    filepath.Join(cfg.WorkDir, "runs"),
+		RunTimeout: cfg.RunTimeout,
+		State:      cfg.State,
 	}, nil
 }
 
@@ -162,7 +159,6 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		PodLabels:            cfg.PodLabels,
 		Resources:            cfg.Resources,
 		Placement:            cfg.Placement,
-		MaxStateSize:         cfg.MaxStateSize,
-		StateStorage:         cfg.StateStorage,
+		State:                cfg.State,
 	}, nil
 }

@@ -70,31 +70,31 @@ func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
 		stop()
 		<-done
 	})
-	g.Expect(s.Submit(ctx, quoted.request(run.Apply), PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, quoted.request(run.Apply), run.PriorityCreate)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(quoted.Objects.ID)
-		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
+		g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
 		g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
 	}).WithTimeout(time.Minute).Should(Succeed())
 	g.Expect(ends.get()).To(ContainElement(quoted.Objects.ID), "the run's object hears that it waits")
 
 	other := newFixture(t, 1)
 	startKubelet(other, false)
-	g.Expect(s.Submit(ctx, other.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, other.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(other.Objects.ID)
-		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Phase).To(Equal(run.PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "a later run of lower priority took the slot the waiting run does not hold")
 	// It tries again every NotStartedRetry, holding a slot only while it tries.
 	ticket, _ := s.Lookup(quoted.Objects.ID)
-	g.Expect(ticket.Phase).NotTo(Equal(PhaseDone), "the quota is still full")
+	g.Expect(ticket.Phase).NotTo(Equal(run.PhaseDone), "the quota is still full")
 	g.Expect(ticket.NotStarted).To(ContainSubstring("exceeded quota"))
 
 	setQuotaStatus(t, quota, "2", "1")
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(quoted.Objects.ID)
-		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Phase).To(Equal(run.PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	g.Expect(quoted.Items(g)).To(HaveLen(1))

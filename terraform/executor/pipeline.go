@@ -59,15 +59,6 @@ func init() {
 	metrics.Registry.MustRegister(runDuration, runsTotal, phaseDuration, runsInFlight, runsWaiting, budgetRuns, budgetSlots, throttledRuns)
 }
 
-// Hooks tell the owner of a Pipeline about its runs; either may be nil.
-type Hooks struct {
-	// Throttled is called when a throttled run made its account's budget back off further.
-	Throttled func(id run.ID, backoff Backoff)
-	// Ended is called with each run that ended on its own, not stopped (with the
-	// controller, or dropped by the scheduler), and its error.
-	Ended func(req Request, err error)
-}
-
 // Pipeline is the run path of a controller: its executor, measured, behind a Scheduler
 // that the manager starts (it is a manager.Runnable); the ends of its runs are a source
 // of reconciles of the runs' objects (Ends).
@@ -81,7 +72,7 @@ type Pipeline struct {
 
 // NewPipeline runs e's runs with the scheduler's settings of cfg (MaxRuns, DriftShare,
 // DriftAging, RunsPerAccount).
-func NewPipeline(e Executor, cfg Config, hooks Hooks) *Pipeline {
+func NewPipeline(e Executor, cfg Config, hooks run.Hooks) *Pipeline {
 	p := &Pipeline{executor: e}
 	p.Scheduler = &Scheduler{
 		Executor:       measured{Executor: e, ended: hooks.Ended},
@@ -150,7 +141,7 @@ func (p *Pipeline) Clean(ctx context.Context, id run.ID) error {
 // measured is an executor whose runs are measured.
 type measured struct {
 	Executor
-	ended func(Request, error)
+	ended func(run.Request, error)
 }
 
 // Stop stops a run of an executor whose runs go on elsewhere.
@@ -161,7 +152,7 @@ func (m measured) Stop(ctx context.Context, id run.ID) error {
 	return nil
 }
 
-func (m measured) Run(ctx context.Context, req Request) (*run.Result, error) {
+func (m measured) Run(ctx context.Context, req run.Request) (*run.Result, error) {
 	runsInFlight.Inc()
 	defer runsInFlight.Dec()
 	start := time.Now()

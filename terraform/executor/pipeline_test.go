@@ -21,7 +21,7 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 	g := NewWithT(t)
 	runs := newTimedRuns(50 * time.Millisecond)
 	failure := errors.New("terraform failed")
-	runs.fail = func(req Request) error {
+	runs.fail = func(req run.Request) error {
 		if req.ID.Namespace == "failing" {
 			return failure
 		}
@@ -32,7 +32,7 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 		err error
 	}
 	ends := make(chan end, 2)
-	p := NewPipeline(runs, Config{MaxRuns: 3, DriftShare: 0.5, RunsPerAccount: 2}, Hooks{Ended: func(req Request, err error) { ends <- end{req.ID, err} }})
+	p := NewPipeline(runs, Config{MaxRuns: 3, DriftShare: 0.5, RunsPerAccount: 2}, run.Hooks{Ended: func(req run.Request, err error) { ends <- end{req.ID, err} }})
 	g.Expect(p.maxRuns()).To(Equal(3))
 	g.Expect(p.driftSlots()).To(Equal(1))
 	g.Expect(p.fullBudget()).To(Equal(2))
@@ -52,8 +52,8 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 	failed := testutil.ToFloat64(runsTotal.WithLabelValues("apply", "failed"))
 	ok := run.ID{Namespace: "succeeding", Name: "infrastructure", Purpose: run.PurposeInfra}
 	bad := run.ID{Namespace: "failing", Name: "infrastructure", Purpose: run.PurposeInfra}
-	g.Expect(p.Submit(ctx, Request{ID: ok, Command: run.Apply}, PriorityReconcile)).To(Succeed())
-	g.Expect(p.Submit(ctx, Request{ID: bad, Command: run.Apply}, PriorityReconcile)).To(Succeed())
+	g.Expect(p.Submit(ctx, run.Request{ID: ok, Command: run.Apply}, run.PriorityReconcile)).To(Succeed())
+	g.Expect(p.Submit(ctx, run.Request{ID: bad, Command: run.Apply}, run.PriorityReconcile)).To(Succeed())
 
 	got := map[run.ID]error{}
 	for range 2 {
@@ -87,7 +87,7 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 // stops none.
 func TestPipelineOfAnExecutorWithoutRunsElsewhere(t *testing.T) {
 	g := NewWithT(t)
-	p := NewPipeline(newTimedRuns(time.Millisecond), Config{}, Hooks{})
+	p := NewPipeline(newTimedRuns(time.Millisecond), Config{}, run.Hooks{})
 	id := run.ID{Namespace: "ns", Name: "infrastructure", Purpose: run.PurposeInfra}
 	active, err := p.Active(context.Background(), id)
 	g.Expect(err).NotTo(HaveOccurred())

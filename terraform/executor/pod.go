@@ -60,12 +60,10 @@ type PodExecutor struct {
 	Resources corev1.ResourceRequirements
 	// Placement is where run pods may go on a busy seed.
 	Placement Placement
-	// MaxStateSize is the most bytes the controller decodes a run's state to when it reads
-	// the run's outputs; 0 is state.MaxStateSize.
-	MaxStateSize int
-	// StateStorage is the kind of object the runs keep their state in; the run pods'
-	// Role names objects of this kind only.
-	StateStorage state.Storage
+	// State is how the runs keep their states: the controller decodes a run's state to at
+	// most State.MaxSize when it reads the run's outputs, and the run pods' Role names
+	// objects of the kind State.Storage only.
+	State state.Options
 	// Settings reach each run pod as its arguments (Settings.Args), with a request's own
 	// parallelism. Settings.Plugins are paths inside the image or mounted volumes;
 	// Settings.Terraform names OpenTofu in the image with Settings.OpenTofu, else it is
@@ -126,7 +124,7 @@ func (e *PodExecutor) pods() (*podWatch, func(), error) {
 
 // Run creates the run pod, or adopts the one still running the same command after a
 // restart, and waits for it. Cancelling ctx leaves the pod running, to be adopted.
-func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error) {
+func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -176,7 +174,7 @@ func (e *PodExecutor) Run(ctx context.Context, req Request) (*run.Result, error)
 // configuration, left by this process or an earlier one; nil when there is none, or the
 // one there ended or never started and is gone now. A pod of another run still under way
 // is ErrRunInProgress.
-func (e *PodExecutor) podToAdopt(ctx context.Context, req Request) (*corev1.Pod, error) {
+func (e *PodExecutor) podToAdopt(ctx context.Context, req run.Request) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	err := e.Client.Get(ctx, client.ObjectKey{Namespace: req.ID.Namespace, Name: req.ID.PodName()}, pod)
 	switch {
@@ -279,7 +277,7 @@ func exited(pod *corev1.Pod) (int32, bool) {
 	return code, true
 }
 
-func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, error) {
+func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod, error) {
 	labels := req.ID.Labels()
 	labels[LabelCommand] = string(req.Command)
 	if req.Digest != "" {
@@ -328,12 +326,12 @@ func (e *PodExecutor) create(ctx context.Context, req Request) (*corev1.Pod, err
 
 // objects are the run objects of id, as the controller reads them.
 func (e *PodExecutor) objects(id run.ID) state.RunObjects {
-	return state.RunObjects{ID: id, MaxStateSize: e.MaxStateSize, Storage: e.StateStorage}
+	return e.State.Objects(id)
 }
 
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
-func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
+func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
 	command := e.Command
 	if len(command) == 0 {
 		command = []string{"/terraformer"}
@@ -349,8 +347,8 @@ func (e *PodExecutor) podFor(req Request, labels map[string]string, owners []met
 	args = append(args, settings.Args()...)
 	// Left out for the default, so that a terraformer image of a version without it
 	// still runs.
-	if e.StateStorage == state.StorageSecret {
-		args = append(args, "--state-storage", string(e.StateStorage))
+	if e.State.Storage == state.StorageSecret {
+		args = append(args, "--state-storage", string(e.State.Storage))
 	}
 	args = append(args, runArgs(req)...)
 	var deadline *int64
@@ -408,7 +406,7 @@ func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
 	return dir
 }
 
-func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
 		interval = DefaultPodRecheckInterval
@@ -460,7 +458,7 @@ func (e *PodExecutor) livePod(ctx context.Context, key types.NamespacedName, uid
 }
 
 // outcome tells whether the pod's run ended, and then how.
-func (e *PodExecutor) outcome(ctx context.Context, req Request, current *corev1.Pod) (func() (*run.Result, error), bool) {
+func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *corev1.Pod) (func() (*run.Result, error), bool) {
 	phase := current.Status.Phase
 	// A failure waits for the phase, whose reason tells a deadline from other failures.
 	if code, ok := exited(current); ok && code == 0 && phase != corev1.PodFailed {
@@ -524,7 +522,7 @@ func pendingSince(pod *corev1.Pod) time.Time {
 }
 
 // failure reads why a pod failed: its termination message, else its log.
-func (e *PodExecutor) failure(ctx context.Context, req Request, pod *corev1.Pod) error {
+func (e *PodExecutor) failure(ctx context.Context, req run.Request, pod *corev1.Pod) error {
 	if pod.Status.Reason == "DeadlineExceeded" {
 		return &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
 	}
@@ -615,7 +613,7 @@ func resultFromState(ctx context.Context, store *state.Store, command run.Comman
 }
 
 // runArgs are the terraformer's flags a run pod gets from a request.
-func runArgs(req Request) []string {
+func runArgs(req run.Request) []string {
 	var args []string
 	if len(req.ProtectedTypes) > 0 {
 		args = append(args, "--protected-resource-types", strings.Join(req.ProtectedTypes, ","))

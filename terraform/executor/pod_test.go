@@ -471,7 +471,7 @@ func TestRunPodsAreBounded(t *testing.T) {
 		corev1.ResourceCPU: resourceQuantity("2"), corev1.ResourceMemory: resourceQuantity("2Gi"), corev1.ResourceEphemeralStorage: resourceQuantity("1Gi"),
 	}
 	e := &PodExecutor{Image: "terraseed/terraformer:test", Resources: corev1.ResourceRequirements{Limits: limits}}
-	req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply}
+	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply}
 	pod := e.podFor(req, req.ID.Labels(), nil)
 	g.Expect(pod.Spec.Containers[0].Resources.Limits).To(Equal(limits))
 	g.Expect(pod.Spec.Volumes).To(HaveLen(2))
@@ -488,7 +488,7 @@ func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 		run.PurposeInfra: {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work"},
 		"controlplane":   {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work", "--purpose", "controlplane"},
 	} {
-		req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: run.Apply}
+		req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: run.Apply}
 		pod := e.podFor(req, req.ID.Labels(), nil)
 		g.Expect(pod.Name).To(Equal("a." + string(purpose) + ".tf-run"))
 		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))

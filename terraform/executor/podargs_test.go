@@ -15,7 +15,7 @@ import (
 func TestARunPodCarriesTheAllowedPlanAndTheProvidersParallelism(t *testing.T) {
 	g := NewWithT(t)
 	e := &PodExecutor{Image: "terraformer", Settings: terraformer.Settings{Parallelism: 10}}
-	req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply,
+	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply,
 		ProtectedTypes: []string{"aws_vpc"}, AllowDestroyPlan: "sha256:0123456789abcdef", Parallelism: 3}
 	g.Expect(req.Validate()).To(Succeed())
 	args := e.podFor(req, nil, []metav1.OwnerReference{}).Spec.Containers[0].Args

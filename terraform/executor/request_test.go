@@ -14,7 +14,7 @@ import (
 func TestInvalidRequestsNameTheField(t *testing.T) {
 	g := NewWithT(t)
 	e := &LocalExecutor{Client: env.Client}
-	for field, req := range map[string]Request{
+	for field, req := range map[string]run.Request{
 		"namespace": {ID: run.ID{Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
 		"name":      {ID: run.ID{Namespace: "a", Purpose: run.PurposeInfra}, Command: run.Apply},
 		"purpose":   {ID: run.ID{Namespace: "a", Name: "a"}, Command: run.Apply},
@@ -32,7 +32,7 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 func TestARequestsParallelismAndBackgroundReachItsRunner(t *testing.T) {
 	g := NewWithT(t)
 	e := &LocalExecutor{Client: env.Client, Settings: terraformer.Settings{Parallelism: 10}}
-	req := Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Parallelism: 1, Background: true}
+	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Parallelism: 1, Background: true}
 	r := e.runner(req, t.TempDir(), t.TempDir(), io.Discard)
 	g.Expect(r.Settings.Parallelism).To(Equal(1))
 	g.Expect(r.Nice).To(Equal(BackgroundNice))

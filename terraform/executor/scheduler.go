@@ -19,28 +19,8 @@ import (
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
-// Priority orders the runs waiting for a slot: a lower one starts first.
-type Priority int
-
-const (
-	// PriorityDelete is a deletion's destroy: it frees what the seed holds.
-	PriorityDelete Priority = iota
-	// PriorityCreate is the first apply of a new object, or one of a restoration.
-	PriorityCreate
-	// PriorityReconcile is an apply Gardener or a change of the object asked for.
-	PriorityReconcile
-	// PriorityDrift is a plan that checks an up-to-date object for drift.
-	PriorityDrift
-)
-
-var priorityNames = [...]string{"delete", "create", "reconcile", "drift"}
-
-func (p Priority) String() string {
-	if p < 0 || int(p) >= len(priorityNames) {
-		return fmt.Sprintf("priority(%d)", int(p))
-	}
-	return priorityNames[p]
-}
+// priorities is the number of run priorities.
+const priorities = int(run.PriorityDrift) + 1
 
 // DefaultMaxRuns bounds the runs under way when Scheduler.MaxRuns is zero.
 const DefaultMaxRuns = 5
@@ -62,44 +42,6 @@ const (
 	DefaultThrottlePause    = 15 * time.Second
 	DefaultMaxThrottlePause = 5 * time.Minute
 )
-
-// Phase is where a scheduled run is.
-type Phase string
-
-const (
-	PhaseWaiting Phase = "Waiting"
-	PhaseRunning Phase = "Running"
-	// PhaseDone runs keep their outcome until it is taken with Take or dropped with Cancel.
-	PhaseDone Phase = "Done"
-)
-
-// Ticket is what the scheduler knows of the run of one run ID.
-type Ticket struct {
-	Command  run.Command
-	Digest   string
-	Priority Priority
-	Phase    Phase
-	// Ahead is how many waiting runs start before this one, while it waits.
-	Ahead int
-	// Result and Err are the run's outcome once it is done.
-	Result *run.Result
-	Err    error
-	// Stopping is set once Stop asked the run under way to stop.
-	Stopping bool
-	// Budget is the request's budget key.
-	Budget string
-	// OverBudget is set while the run waits because its account's budget is used up or
-	// paused, not for a slot of the seed.
-	OverBudget bool
-	// NotStarted says why a waiting run that started could not (NotStartedError): it
-	// starts again after NotStartedRetry.
-	NotStarted string
-}
-
-// Of is true when the ticket is of the request: the same command on the same configuration.
-func (t Ticket) Of(req Request) bool {
-	return t.Command == req.Command && t.Digest == req.Digest
-}
 
 // Scheduler runs requests on an Executor without anyone waiting for them: a submitted run
 // waits for one of MaxRuns slots in the order of its priority, runs in a goroutine of its
@@ -132,7 +74,7 @@ type Scheduler struct {
 	MaxThrottlePause time.Duration
 	// Throttled, when set, is called when a throttled run made its account's budget back
 	// off further: fewer slots, or a longer pause.
-	Throttled func(id run.ID, backoff Backoff)
+	Throttled func(id run.ID, backoff run.Backoff)
 	// BudgetRuns, when set, is kept at the runs of each budget key by state ("running",
 	// "waiting"); BudgetSlots at the slots a budget has now; Throttles counts the
 	// throttled runs per budget key.
@@ -144,7 +86,7 @@ type Scheduler struct {
 	ctx     context.Context
 	tickets map[run.ID]*scheduled
 	seq     uint64
-	running [len(priorityNames)]int
+	running [priorities]int
 	budgets map[string]*budget
 	// projectRuns counts the runs under way per priority and project, for the turns.
 	projectRuns map[projectKey]int
@@ -152,17 +94,8 @@ type Scheduler struct {
 }
 
 type projectKey struct {
-	priority Priority
+	priority run.Priority
 	project  string
-}
-
-// Backoff is what a throttle did to its account's budget.
-type Backoff struct {
-	Budget string
-	// Slots is how many runs of the account may now be under way at once.
-	Slots int
-	// Pause is how long none of them starts.
-	Pause time.Duration
 }
 
 // budget is the state of one budget key: its runs, and how far it backed off.
@@ -177,8 +110,8 @@ type budget struct {
 }
 
 type scheduled struct {
-	Ticket
-	req Request
+	run.Ticket
+	req run.Request
 	log logr.Logger
 	seq uint64
 	// submitted is when the run was submitted: a drift plan's rank grows with its wait.
@@ -194,11 +127,11 @@ type scheduled struct {
 
 // Submit queues a run; a run already known for its ID is refused: Cancel it
 // first. The request's context values (the logger) are taken from ctx.
-func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) error {
+func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Priority) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	if priority < 0 || int(priority) >= len(priorityNames) {
+	if priority < 0 || int(priority) >= priorities {
 		return run.InvalidInput("priority", fmt.Sprintf("%d is not a priority", priority))
 	}
 	s.mu.Lock()
@@ -211,7 +144,7 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) 
 	}
 	s.seq++
 	s.tickets[req.ID] = &scheduled{
-		Ticket: Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: PhaseWaiting, Budget: req.Budget},
+		Ticket: run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting, Budget: req.Budget},
 		req:    req, log: logf.FromContext(ctx), seq: s.seq, submitted: s.clock(),
 	}
 	s.dispatch()
@@ -219,24 +152,24 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, priority Priority) 
 }
 
 // Lookup returns the ticket of the run of id, false when none is known.
-func (s *Scheduler) Lookup(id run.ID) (Ticket, bool) {
+func (s *Scheduler) Lookup(id run.ID) (run.Ticket, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tickets[id]
 	if !ok {
-		return Ticket{}, false
+		return run.Ticket{}, false
 	}
 	return t.Ticket, true
 }
 
 // Take returns the ticket of the finished run of id, its outcome with the whole state,
 // and forgets it; false when no run of id is done. Lookup's tickets hold no state.
-func (s *Scheduler) Take(id run.ID) (Ticket, bool) {
+func (s *Scheduler) Take(id run.ID) (run.Ticket, bool) {
 	s.mu.Lock()
 	t, ok := s.tickets[id]
-	if !ok || t.Phase != PhaseDone {
+	if !ok || t.Phase != run.PhaseDone {
 		s.mu.Unlock()
-		return Ticket{}, false
+		return run.Ticket{}, false
 	}
 	delete(s.tickets, id)
 	s.dispatch()
@@ -265,7 +198,7 @@ func (s *Scheduler) Cancel(id run.ID) bool {
 	if !ok {
 		return true
 	}
-	if t.Phase == PhaseRunning {
+	if t.Phase == run.PhaseRunning {
 		return false
 	}
 	delete(s.tickets, id)
@@ -279,7 +212,7 @@ func (s *Scheduler) ForgetName(id run.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for known, t := range s.tickets {
-		if known.Namespace == id.Namespace && known.Name == id.Name && known.Purpose == id.Purpose && t.Phase != PhaseRunning {
+		if known.Namespace == id.Namespace && known.Name == id.Name && known.Purpose == id.Purpose && t.Phase != run.PhaseRunning {
 			delete(s.tickets, known)
 		}
 	}
@@ -293,10 +226,10 @@ func (s *Scheduler) ForgetName(id run.ID) {
 func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	s.mu.Lock()
 	t, ok := s.tickets[id]
-	if !ok || t.Phase != PhaseRunning {
+	if !ok || t.Phase != run.PhaseRunning {
 		// A run that could not start may have left a pod waiting for a node.
-		leftPod := ok && t.Phase == PhaseWaiting && t.NotStarted != ""
-		if ok && t.Phase == PhaseWaiting {
+		leftPod := ok && t.Phase == run.PhaseWaiting && t.NotStarted != ""
+		if ok && t.Phase == run.PhaseWaiting {
 			delete(s.tickets, id)
 			s.dispatch()
 		}
@@ -358,8 +291,8 @@ func (s *Scheduler) clock() time.Time { return time.Now() }
 // reconciles never holds it back for longer than that and one run's end.
 func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 	r := 2 * int(t.Priority)
-	if t.Priority == PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
-		r = 2*int(PriorityReconcile) - 1
+	if t.Priority == run.PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
+		r = 2*int(run.PriorityReconcile) - 1
 	}
 	return r
 }
@@ -371,7 +304,7 @@ func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 func (s *Scheduler) ordered(now time.Time) []*scheduled {
 	var waiting []*scheduled
 	for _, t := range s.tickets {
-		if t.Phase == PhaseWaiting {
+		if t.Phase == run.PhaseWaiting {
 			waiting = append(waiting, t)
 		}
 	}
@@ -432,7 +365,7 @@ func (s *Scheduler) dispatch() {
 			if busy >= s.maxRuns() {
 				break
 			}
-			if t.Priority == PriorityDrift && s.running[PriorityDrift] >= s.driftSlots() || t.notBefore.After(now) {
+			if t.Priority == run.PriorityDrift && s.running[run.PriorityDrift] >= s.driftSlots() || t.notBefore.After(now) {
 				continue
 			}
 			if t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now) {
@@ -444,7 +377,7 @@ func (s *Scheduler) dispatch() {
 	}
 	ahead := 0
 	for _, t := range waiting {
-		if t.Phase != PhaseWaiting {
+		if t.Phase != run.PhaseWaiting {
 			continue
 		}
 		t.Ahead = ahead
@@ -457,21 +390,21 @@ func (s *Scheduler) dispatch() {
 // measure keeps the gauges. s.mu is held.
 func (s *Scheduler) measure() {
 	if s.Waiting != nil {
-		var counts [len(priorityNames)]int
+		var counts [priorities]int
 		for _, t := range s.tickets {
-			if t.Phase == PhaseWaiting {
+			if t.Phase == run.PhaseWaiting {
 				counts[t.Priority]++
 			}
 		}
 		for p, n := range counts {
-			s.Waiting.WithLabelValues(Priority(p).String()).Set(float64(n))
+			s.Waiting.WithLabelValues(run.Priority(p).String()).Set(float64(n))
 		}
 	}
 	for _, b := range s.budgets {
 		b.waiting = 0
 	}
 	for _, t := range s.tickets {
-		if t.Phase == PhaseWaiting && t.req.Budget != "" {
+		if t.Phase == run.PhaseWaiting && t.req.Budget != "" {
 			s.budgetOf(t.req.Budget).waiting++
 		}
 	}
@@ -490,10 +423,10 @@ func (s *Scheduler) measure() {
 // budget's slots (at least one) and pauses it, twice as long as the last time when the
 // budget had not recovered since; a run that succeeded gives back one slot, and once all
 // are back the next pause starts from ThrottlePause again. s.mu is held.
-func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
+func (s *Scheduler) ended(t *scheduled, err error) (run.Backoff, bool) {
 	key := t.req.Budget
 	if key == "" {
-		return Backoff{}, false
+		return run.Backoff{}, false
 	}
 	b := s.budgetOf(key)
 	b.running--
@@ -519,18 +452,18 @@ func (s *Scheduler) ended(t *scheduled, err error) (Backoff, bool) {
 		}
 		// Told only when the backoff deepened: at one slot and the longest pause, more
 		// throttles change nothing to tell.
-		return Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, b.slots != slots || b.pause != pause
+		return run.Backoff{Budget: key, Slots: b.slots, Pause: b.pause}, b.slots != slots || b.pause != pause
 	case err == nil && b.slots < s.fullBudget():
 		b.slots++
 	case err == nil:
 		b.pause = 0
 	}
-	return Backoff{}, false
+	return run.Backoff{}, false
 }
 
 // start runs t in a goroutine of its own. s.mu is held.
 func (s *Scheduler) start(t *scheduled) {
-	t.Phase = PhaseRunning
+	t.Phase = run.PhaseRunning
 	s.running[t.Priority]++
 	if s.projectRuns == nil {
 		s.projectRuns = map[projectKey]int{}
@@ -571,14 +504,14 @@ func (s *Scheduler) start(t *scheduled) {
 			delete(s.tickets, t.req.ID)
 		case notStarted && !t.Stopping:
 			// It waits again, in its place, without a slot.
-			t.Phase, t.NotStarted, t.notBefore = PhaseWaiting, waiting.Reason, s.clock().Add(NotStartedRetry)
+			t.Phase, t.NotStarted, t.notBefore = run.PhaseWaiting, waiting.Reason, s.clock().Add(NotStartedRetry)
 			time.AfterFunc(NotStartedRetry, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				s.dispatch()
 			})
 		default:
-			t.Phase, t.Result, t.Err, t.state = PhaseDone, result, err, compressed
+			t.Phase, t.Result, t.Err, t.state = run.PhaseDone, result, err, compressed
 		}
 		s.dispatch()
 		s.mu.Unlock()

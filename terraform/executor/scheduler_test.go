@@ -73,18 +73,18 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	s, ends := startedScheduler(t, busy, 1, 1)
 
 	// The one slot is taken by an apply held at its gate.
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	gate.WaitUntilReached()
 
 	drift1, drift2, create := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
-	g.Expect(s.Submit(ctx, drift1.request(run.Plan), PriorityDrift)).To(Succeed())
-	g.Expect(s.Submit(ctx, drift2.request(run.Plan), PriorityDrift)).To(Succeed())
-	g.Expect(s.Submit(ctx, create.request(run.Apply), PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift1.request(run.Plan), run.PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, drift2.request(run.Plan), run.PriorityDrift)).To(Succeed())
+	g.Expect(s.Submit(ctx, create.request(run.Apply), run.PriorityCreate)).To(Succeed())
 
 	ahead := func(f *fixture) int {
 		ticket, known := s.Lookup(f.Objects.ID)
 		g.Expect(known).To(BeTrue())
-		g.Expect(ticket.Phase).To(Equal(PhaseWaiting))
+		g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
 		return ticket.Ahead
 	}
 	g.Expect(ahead(create)).To(Equal(0), "the create is next")
@@ -94,7 +94,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("create"))).To(BeEquivalentTo(1))
 
 	// A submitted run of an ID already known is refused.
-	err := s.Submit(ctx, create.request(run.Apply), PriorityCreate)
+	err := s.Submit(ctx, create.request(run.Apply), run.PriorityCreate)
 	g.Expect(err).To(MatchError(run.ErrRunInProgress))
 
 	gate.Open()
@@ -104,7 +104,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	for _, f := range []*fixture{busy, create, drift1, drift2} {
 		ticket, known := s.Lookup(f.Objects.ID)
 		g.Expect(known).To(BeTrue())
-		g.Expect(ticket.Phase).To(Equal(PhaseDone))
+		g.Expect(ticket.Phase).To(Equal(run.PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 		s.Cancel(f.Objects.ID)
 		_, known = s.Lookup(f.Objects.ID)
@@ -121,21 +121,21 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	busy, gate := heldApply(t)
 	// Three slots, a third of them for drift plans: one.
 	s, ends := startedScheduler(t, busy, 3, 0.34)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	gate.WaitUntilReached()
 
 	var plans []*fixture
 	for range 3 {
 		f := neighbour(t, busy)
 		plans = append(plans, f)
-		g.Expect(s.Submit(ctx, f.request(run.Plan), PriorityDrift)).To(Succeed())
+		g.Expect(s.Submit(ctx, f.request(run.Plan), run.PriorityDrift)).To(Succeed())
 	}
 	// While the apply holds a slot, two are free, yet drift plans run one at a time.
 	highest := 0
 	g.Eventually(func() int {
 		running := 0
 		for _, f := range plans {
-			if ticket, _ := s.Lookup(f.Objects.ID); ticket.Phase == PhaseRunning {
+			if ticket, _ := s.Lookup(f.Objects.ID); ticket.Phase == run.PhaseRunning {
 				running++
 			}
 		}
@@ -146,7 +146,7 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 
 	// A run of another priority takes a free slot beside them.
 	ticket, _ := s.Lookup(busy.Objects.ID)
-	g.Expect(ticket.Phase).To(Equal(PhaseRunning), "the apply is still held at its gate")
+	g.Expect(ticket.Phase).To(Equal(run.PhaseRunning), "the apply is still held at its gate")
 	gate.Open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(4))
 }
@@ -156,12 +156,12 @@ func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	ctx := context.Background()
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	gate.WaitUntilReached()
 	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not cancelled")
 
 	waiting := neighbour(t, busy)
-	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	g.Expect(s.Cancel(waiting.Objects.ID)).To(BeTrue())
 	gate.Open()
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
@@ -176,7 +176,7 @@ func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
 	ctx := context.Background()
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityCreate)).To(Succeed())
 	gate.WaitUntilReached()
 
 	ended, err := s.Stop(ctx, busy.Objects.ID)
@@ -206,10 +206,10 @@ func TestStopDropsAWaitingRun(t *testing.T) {
 	ctx := context.Background()
 	busy, gate := heldApply(t)
 	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
 	gate.WaitUntilReached()
 	waiting := neighbour(t, busy)
-	g.Expect(s.Submit(ctx, waiting.request(run.Apply), PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, waiting.request(run.Apply), run.PriorityCreate)).To(Succeed())
 
 	ended, err := s.Stop(ctx, waiting.Objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -232,7 +232,7 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 	s, ends := startedScheduler(t, f, 1, 1)
 	earlier := f.request(run.Apply)
 	earlier.ID.UID = "11111111-1111-1111-1111-111111111111"
-	g.Expect(s.Submit(ctx, earlier, PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, earlier, run.PriorityCreate)).To(Succeed())
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(1))
 
 	later := earlier
@@ -244,7 +244,7 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 
 	ticket, known := s.Lookup(earlier.ID)
 	g.Expect(known).To(BeTrue())
-	g.Expect(ticket.Phase).To(Equal(PhaseDone))
+	g.Expect(ticket.Phase).To(Equal(run.PhaseDone))
 	g.Expect(ticket.Result).NotTo(BeNil())
 	g.Expect(ticket.Result.State).To(BeNil(), "a finished ticket holds no whole state")
 	g.Expect(ticket.Result.Outputs).NotTo(BeEmpty())
@@ -258,6 +258,6 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 	g.Expect(known).To(BeFalse(), "a taken outcome is forgotten")
 
 	s.ForgetName(later.ID)
-	g.Expect(s.Submit(ctx, later, PriorityCreate)).To(Succeed(), "the later owner runs its own")
+	g.Expect(s.Submit(ctx, later, run.PriorityCreate)).To(Succeed(), "the later owner runs its own")
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(2))
 }

@@ -89,7 +89,7 @@ func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error
 
 // ensureRunRole adds the objects of the run id to the Role name, keeping those of the
 // namespace's other runs. The state and its parts are named in the kind of object the
-// runs keep them in (StateStorage) only: with Secrets, no ConfigMap but the configuration.
+// runs keep them in (State.Storage) only: with Secrets, no ConfigMap but the configuration.
 func (e *PodExecutor) ensureRunRole(ctx context.Context, id run.ID, name string, labels map[string]string) error {
 	objects := e.objects(id)
 	resource := objects.Storage.Resource()

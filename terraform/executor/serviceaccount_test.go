@@ -116,10 +116,10 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(written).To(BeTrue())
 		parts := &corev1.ConfigMapList{}
-		g.Expect(env.Client.List(ctx, parts, client.InNamespace(f.Namespace), client.MatchingLabels{state.LabelStateOf: f.Objects.StateName()})).To(Succeed())
+		g.Expect(env.Client.List(ctx, parts, client.InNamespace(f.Namespace), client.MatchingLabels{state.LabelPartOf: f.Objects.StateName()})).To(Succeed())
 		g.Expect(len(parts.Items)).To(BeNumerically(">", 1))
 		for _, part := range parts.Items {
-			g.Expect(part.Labels).To(HaveKeyWithValue(state.AnnotationStateGeneration, []string{"a", "b"}[i]), "only the parts of the current generation are left")
+			g.Expect(part.Labels).To(HaveKeyWithValue(state.AnnotationGeneration, []string{"a", "b"}[i]), "only the parts of the current generation are left")
 		}
 		loaded, err := f.Objects.ReadState(ctx, env.Client)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -169,7 +169,7 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	e := f.podExecutor()
 	e.ServiceAccountName = ""
 	e.ManageServiceAccount = true
-	e.StateStorage = state.StorageSecret
+	e.State.Storage = state.StorageSecret
 
 	result, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -184,10 +184,10 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	own := &corev1.Secret{}
 	g.Expect(c.Get(ctx, key, own)).To(Succeed())
-	g.Expect(own.Data).To(HaveKey(state.StateKey))
+	g.Expect(own.Data).To(HaveKey(state.Key))
 	g.Expect(c.Update(ctx, own)).To(Succeed())
-	other := state.RunObjects{ID: run.ID{Namespace: f.Namespace, Name: "other", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
-	otherState := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: other.StateName()}, Data: map[string][]byte{state.StateKey: []byte("{}")}}
+	other := state.RunObjects{ID: run.ID{Namespace: f.Namespace, Name: "other", Purpose: run.PurposeInfra}, Options: state.Options{Storage: state.StorageSecret}}
+	otherState := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: other.StateName()}, Data: map[string][]byte{state.Key: []byte("{}")}}
 	g.Expect(env.Client.Create(ctx, otherState)).To(Succeed())
 	forbidden := func(what string, err error) {
 		t.Helper()

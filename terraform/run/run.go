@@ -17,8 +17,11 @@ type Purpose string
 const PurposeInfra Purpose = "infra"
 
 const (
+	// Domain is terraseed's, the one every label, annotation and finalizer it writes is
+	// named in.
+	Domain = "terraseed.gardener.cloud"
 	// LabelPrefix starts the labels and annotations terraseed puts on run objects.
-	LabelPrefix = "terraseed.gardener.cloud/"
+	LabelPrefix = Domain + "/"
 	// LabelInfrastructure names the Infrastructure a run object or pod belongs to.
 	LabelInfrastructure = LabelPrefix + "infrastructure"
 	// LabelPurpose says what a run object or pod is for.

@@ -64,7 +64,7 @@ func (o RunObjects) ReadHistory(ctx context.Context, c client.Reader) (*History,
 	h := &History{object: kept}
 	if raw := kept.GetAnnotations()[AnnotationHistory]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &h.Entries); err != nil {
-			return nil, fmt.Errorf("%w: %s %s annotation %s: %v", ErrCorruptState, kept.kind(), kept.GetName(), AnnotationHistory, err)
+			return nil, fmt.Errorf("%w: %s %s annotation %s: %v", ErrCorrupt, kept.kind(), kept.GetName(), AnnotationHistory, err)
 		}
 	}
 	return h, nil
@@ -73,19 +73,19 @@ func (o RunObjects) ReadHistory(ctx context.Context, c client.Reader) (*History,
 // State returns the state of an entry, checked to be the entry's serial and lineage.
 func (h *History) State(e HistoryEntry) ([]byte, error) {
 	if h.object == nil {
-		return nil, fmt.Errorf("%w: no state history", ErrCorruptState)
+		return nil, fmt.Errorf("%w: no state history", ErrCorrupt)
 	}
 	compressed := h.object.binary(e.Key())
 	if compressed == nil {
-		return nil, fmt.Errorf("%w: %s %s holds no key %s", ErrCorruptState, h.object.kind(), h.object.GetName(), e.Key())
+		return nil, fmt.Errorf("%w: %s %s holds no key %s", ErrCorrupt, h.object.kind(), h.object.GetName(), e.Key())
 	}
 	state, err := Gunzip(bytes.NewReader(compressed))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s %s key %s: %w", ErrCorruptState, h.object.kind(), h.object.GetName(), e.Key(), err)
+		return nil, fmt.Errorf("%w: %s %s key %s: %w", ErrCorrupt, h.object.kind(), h.object.GetName(), e.Key(), err)
 	}
 	m, err := parseStateMeta(state)
 	if err != nil || m.Serial != e.Serial || m.Lineage != e.Lineage {
-		return nil, fmt.Errorf("%w: %s %s key %s is not serial %d of lineage %s", ErrCorruptState, h.object.kind(), h.object.GetName(), e.Key(), e.Serial, e.Lineage)
+		return nil, fmt.Errorf("%w: %s %s key %s is not serial %d of lineage %s", ErrCorrupt, h.object.kind(), h.object.GetName(), e.Key(), e.Serial, e.Lineage)
 	}
 	return state, nil
 }
@@ -121,14 +121,14 @@ func (o RunObjects) AppendHistory(ctx context.Context, c client.Client, state []
 		return false, err
 	}
 	entry.Resources = len(addresses)
-	compressed, err := compressAndSplit(state, MaxStateSize)
+	compressed, err := compressAndSplit(state, MaxSize)
 	if err != nil {
 		return false, err
 	}
-	// The history is kept beside the state (LabelStateOf): it is deleted with it, and
+	// The history is kept beside the state (LabelPartOf): it is deleted with it, and
 	// moved with it between the kinds of object.
 	meta := o.meta(o.HistoryName())
-	meta.Labels = mergeMaps(meta.Labels, map[string]string{LabelStateOf: o.StateName()})
+	meta.Labels = mergeMaps(meta.Labels, map[string]string{LabelPartOf: o.StateName()})
 	base, history := (*object)(nil), o.Storage.orDefault().newObject(meta)
 	if h.object != nil && h.object.storage == o.Storage.orDefault() {
 		base, history = h.object, h.object.deepCopy()

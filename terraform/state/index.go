@@ -19,9 +19,9 @@ import (
 )
 
 const (
-	// AnnotationStateIndex holds the Index of the state in the state object: written with
+	// AnnotationIndex holds the Index of the state in the state object: written with
 	// the state, so that keeping it costs no request of its own.
-	AnnotationStateIndex = run.LabelPrefix + "state-index"
+	AnnotationIndex = run.LabelPrefix + "state-index"
 	// ImportIDsKey is the key of the configuration ConfigMap that carries a provider's
 	// import ID templates (ImportIDs.Declared, JSON) to the run that indexes its states.
 	// It is no terraform file: the run takes it out before terraform sees the files.
@@ -121,7 +121,7 @@ func parseResources(state []byte) (*stateResources, error) {
 	// Numbers stay as written: an ID holding a port reads 443, never 443.0 or 4.43e+02.
 	dec.UseNumber()
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return &s, nil
 }
@@ -244,7 +244,7 @@ func DecodeIndex(value string) (*Index, error) {
 			return nil, fmt.Errorf("decoding the state index: %w", err)
 		}
 		// An index is far smaller than its state: the bound of a state bounds it too.
-		if raw, err = io.ReadAll(io.LimitReader(zr, MaxStateSize)); err != nil {
+		if raw, err = io.ReadAll(io.LimitReader(zr, MaxSize)); err != nil {
 			return nil, fmt.Errorf("decoding the state index: %w", err)
 		}
 	}
@@ -269,20 +269,20 @@ func (s *Store) annotateIndex(annotations map[string]string, state []byte) {
 	if s.importIDs == nil {
 		return
 	}
-	delete(annotations, AnnotationStateIndex)
+	delete(annotations, AnnotationIndex)
 	index, err := s.importIDs.Index(state)
 	if err != nil {
 		return
 	}
 	if encoded, err := EncodeIndex(index); err == nil {
-		annotations[AnnotationStateIndex] = encoded
+		annotations[AnnotationIndex] = encoded
 	}
 }
 
 // StoredIndex is the index kept with the state in cm; nil when there is none or it cannot
 // be read.
 func StoredIndex(obj client.Object) *Index {
-	index, err := DecodeIndex(obj.GetAnnotations()[AnnotationStateIndex])
+	index, err := DecodeIndex(obj.GetAnnotations()[AnnotationIndex])
 	if err != nil {
 		return nil
 	}

@@ -18,16 +18,44 @@ import (
 )
 
 const (
-	// StateKey is the key of the state file in the state ConfigMap, as Gardener's terraformer writes it.
-	StateKey = "terraform.tfstate"
+	// Key is the key of the state file in the state ConfigMap, as Gardener's terraformer writes it.
+	Key = "terraform.tfstate"
 	// VarsJSONKey is the key of the variables file in the vars Secret.
 	VarsJSONKey = "terraform.tfvars.json"
 	// VarsHCLKey is the key Gardener's terraformer uses for its variables file.
 	VarsHCLKey = "terraform.tfvars"
 
 	// Finalizer keeps the run objects while a run owns them; removed after a successful destroy.
-	Finalizer = "terraseed.gardener.cloud/terraformer"
+	Finalizer = run.LabelPrefix + "terraformer"
 )
+
+// Options are how a controller keeps the states of its runs: built once from its flags and
+// handed to the actuator and the executors alike, so that every run's objects are kept
+// and bounded the same way.
+type Options struct {
+	// Storage is the kind of object a state is kept in; empty is StorageConfigMap.
+	Storage Storage
+	// MaxSize is the most bytes a state is decoded to; 0 is MaxSize, the most a state may
+	// take.
+	MaxSize int
+	// HistoryDepth is how many states of each owner are kept besides the live one: 0 is
+	// DefaultHistoryDepth, below 0 none.
+	HistoryDepth int
+}
+
+// History is the number of states kept besides the live one.
+func (o Options) History() int {
+	switch {
+	case o.HistoryDepth == 0:
+		return DefaultHistoryDepth
+	case o.HistoryDepth < 0:
+		return 0
+	}
+	return o.HistoryDepth
+}
+
+// Objects are the run objects of id, kept as these options say.
+func (o Options) Objects(id run.ID) RunObjects { return RunObjects{ID: id, Options: o} }
 
 // RunObjects names the objects of a terraform run and reads, writes and deletes them: the
 // configuration, variables and state a run reads and writes, and the Secrets the
@@ -37,11 +65,7 @@ type RunObjects struct {
 	// Config, Vars and State override the names derived from ID, for runs whose objects
 	// another tool named.
 	Config, Vars, State string
-	// MaxStateSize is the most bytes a state of these objects is decoded to; 0 is
-	// MaxStateSize, the most a state may take.
-	MaxStateSize int
-	// Storage is the kind of object the state is kept in; empty is StorageConfigMap.
-	Storage Storage
+	Options
 }
 
 // ConfigName is the ConfigMap holding the terraform files.
@@ -153,7 +177,7 @@ func (o RunObjects) RestoreState(ctx context.Context, c client.Client, state []b
 
 // Store returns the store of this run's state.
 func (o RunObjects) Store(c client.Client) *Store {
-	return &Store{Client: c, Objects: o, Limit: DefaultObjectLimit, MaxSize: o.MaxStateSize}
+	return &Store{Client: c, Objects: o, Limit: DefaultObjectLimit, MaxSize: o.MaxSize}
 }
 
 // ReadFiles reads the terraform files and the variables of a run, by file name. A run
@@ -252,7 +276,7 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	other := o.Storage.Other().newObject(metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}).Object
 	objects := append(o.objects(), other, o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
 	for _, storage := range Storages {
-		parts, err := storage.list(ctx, c, o.ID.Namespace, map[string]string{LabelStateOf: o.StateName()})
+		parts, err := storage.list(ctx, c, o.ID.Namespace, map[string]string{LabelPartOf: o.StateName()})
 		if err != nil {
 			return fmt.Errorf("listing state parts: %w", err)
 		}

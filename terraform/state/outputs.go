@@ -33,10 +33,10 @@ func SplitOutputs(state []byte) (plain, sensitive map[string]any, err error) {
 		} `json:"outputs"`
 	}
 	if err := json.Unmarshal(state, &file); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if file.Version != 4 {
-		return nil, nil, fmt.Errorf("%w: format version %d, want 4", ErrInvalidState, file.Version)
+		return nil, nil, fmt.Errorf("%w: format version %d, want 4", ErrInvalid, file.Version)
 	}
 	for name, output := range file.Outputs {
 		if output.Sensitive {

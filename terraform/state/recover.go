@@ -9,9 +9,9 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// StoredState is the state object as found: whether it exists, its state or why that
+// Stored is the state object as found: whether it exists, its state or why that
 // cannot be read, and the index kept with it.
-type StoredState struct {
+type Stored struct {
 	Exists bool
 	// State is the decoded state; nil when the object holds none or it cannot be read.
 	State []byte
@@ -25,17 +25,17 @@ type StoredState struct {
 
 // Inspect reads the stored state as it is, for a caller that decides whether it is lost;
 // only a failure to reach the API server is an error.
-func (s *Store) Inspect(ctx context.Context) (*StoredState, error) {
+func (s *Store) Inspect(ctx context.Context) (*Stored, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cm, err := s.get(ctx)
 	if apierrors.IsNotFound(err) {
-		return &StoredState{}, nil
+		return &Stored{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	found := &StoredState{Exists: true, Index: StoredIndex(cm)}
+	found := &Stored{Exists: true, Index: StoredIndex(cm)}
 	state, err := s.decode(ctx, cm)
 	if err != nil {
 		found.Unreadable = err
@@ -46,7 +46,7 @@ func (s *Store) Inspect(ctx context.Context) (*StoredState, error) {
 	}
 	m, err := parseStateMeta(state)
 	if err != nil {
-		found.Unreadable = fmt.Errorf("%w: %s %s: %w", ErrCorruptState, cm.kind(), cm.GetName(), err)
+		found.Unreadable = fmt.Errorf("%w: %s %s: %w", ErrCorrupt, cm.kind(), cm.GetName(), err)
 		return found, nil
 	}
 	found.State, found.Serial, found.Lineage = state, m.Serial, m.Lineage

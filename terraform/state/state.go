@@ -26,47 +26,47 @@ import (
 // limit less room for the object's metadata.
 const DefaultObjectLimit = 1000 * 1024
 
-// MaxStateSize is the most bytes a terraform state may take, decoded. A compressed state
+// MaxSize is the most bytes a terraform state may take, decoded. A compressed state
 // is never expanded beyond it, so that a small object cannot make the controller or a run
 // pod allocate gigabytes, and no larger state is written, so that every stored state can
 // be read back. Real states take kilobytes to a few MiB.
-const MaxStateSize = 64 << 20
+const MaxSize = 64 << 20
 
 const (
-	// AnnotationStateEncoding names the encoding of a state that did not fit one object as plain text.
-	AnnotationStateEncoding = run.LabelPrefix + "state-encoding"
-	// StateEncodingGzip is the only encoding: the state is gzip-compressed into binaryData.
-	StateEncodingGzip = "gzip"
-	// AnnotationStateParts is the number of objects a compressed state is split across.
-	AnnotationStateParts = run.LabelPrefix + "state-parts"
-	// AnnotationStateGeneration names the set of part objects of the current state, so that
+	// AnnotationEncoding names the encoding of a state that did not fit one object as plain text.
+	AnnotationEncoding = run.LabelPrefix + "state-encoding"
+	// EncodingGzip is the only encoding: the state is gzip-compressed into binaryData.
+	EncodingGzip = "gzip"
+	// AnnotationParts is the number of objects a compressed state is split across.
+	AnnotationParts = run.LabelPrefix + "state-parts"
+	// AnnotationGeneration names the set of part objects of the current state, so that
 	// a state is switched to a new set of parts in one update of the main object.
-	AnnotationStateGeneration = run.LabelPrefix + "state-generation"
-	// AnnotationStateDigest is the SHA-256 of the decoded state, checked when reading.
-	AnnotationStateDigest = run.LabelPrefix + "state-sha256"
-	// AnnotationStateSerial and AnnotationStateLineage record the serial and lineage of the
+	AnnotationGeneration = run.LabelPrefix + "state-generation"
+	// AnnotationDigest is the SHA-256 of the decoded state, checked when reading.
+	AnnotationDigest = run.LabelPrefix + "state-sha256"
+	// AnnotationSerial and AnnotationLineage record the serial and lineage of the
 	// state this store wrote, so that the next write need not decode it to compare.
-	AnnotationStateSerial  = run.LabelPrefix + "state-serial"
-	AnnotationStateLineage = run.LabelPrefix + "state-lineage"
-	// LabelStateOf marks the part objects of a state with the name of its main object.
-	LabelStateOf = run.LabelPrefix + "state-of"
+	AnnotationSerial  = run.LabelPrefix + "state-serial"
+	AnnotationLineage = run.LabelPrefix + "state-lineage"
+	// LabelPartOf marks the part objects of a state with the name of its main object.
+	LabelPartOf = run.LabelPrefix + "state-of"
 )
 
 var (
-	// ErrInvalidState is returned for bytes that are not a complete terraform state,
+	// ErrInvalid is returned for bytes that are not a complete terraform state,
 	// such as a state file read while terraform was writing it.
-	ErrInvalidState = errors.New("not a complete terraform state")
+	ErrInvalid = errors.New("not a complete terraform state")
 	// ErrLineageMismatch is returned when a state of another lineage would replace the stored one.
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
-	// ErrStaleState is returned when the store holds a newer snapshot of the state than the
+	// ErrStale is returned when the store holds a newer snapshot of the state than the
 	// one to save: the save is skipped, and that is never silent.
-	ErrStaleState = errors.New("the store holds a newer state")
-	// ErrStateOverBound is returned for a state larger than the store decodes (MaxSize).
-	ErrStateOverBound = errors.New("the terraform state exceeds what this controller decodes")
-	// ErrCorruptState is returned when the stored parts do not reassemble to the recorded state.
-	ErrCorruptState = errors.New("the stored state is corrupt")
-	// ErrStateTooLarge is returned for a state larger than MaxStateSize, decoded.
-	ErrStateTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxStateSize, MaxStateSize>>20)
+	ErrStale = errors.New("the store holds a newer state")
+	// ErrOverBound is returned for a state larger than the store decodes (MaxSize).
+	ErrOverBound = errors.New("the terraform state exceeds what this controller decodes")
+	// ErrCorrupt is returned when the stored parts do not reassemble to the recorded state.
+	ErrCorrupt = errors.New("the stored state is corrupt")
+	// ErrTooLarge is returned for a state larger than MaxSize, decoded.
+	ErrTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxSize, MaxSize>>20)
 )
 
 // Store reads and writes a run's state object, a ConfigMap or a Secret (Storage). It
@@ -77,8 +77,8 @@ type Store struct {
 	Objects RunObjects
 	// Limit is the most state bytes stored in one object.
 	Limit int
-	// MaxSize is the most bytes a state is decoded to, below MaxStateSize: what the
-	// controller is given per state; 0 is MaxStateSize.
+	// MaxSize is the most bytes a state is decoded to, below MaxSize: what the
+	// controller is given per state; 0 is MaxSize.
 	MaxSize int
 
 	mu     sync.Mutex
@@ -108,10 +108,10 @@ func (m stateMeta) empty() bool { return m.Lineage == "" }
 func parseStateMeta(state []byte) (stateMeta, error) {
 	var m stateMeta
 	if err := json.Unmarshal(state, &m); err != nil {
-		return m, fmt.Errorf("%w: %v", ErrInvalidState, err)
+		return m, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if m.Version == 0 || m.Lineage == "" {
-		return m, fmt.Errorf("%w: no version or lineage", ErrInvalidState)
+		return m, fmt.Errorf("%w: no version or lineage", ErrInvalid)
 	}
 	return m, nil
 }
@@ -190,14 +190,14 @@ func (s *Store) Save(ctx context.Context, state []byte) (bool, error) {
 	return written, nil
 }
 
-// staleError is err, or, for a state older than the stored one, ErrStaleState naming both
+// staleError is err, or, for a state older than the stored one, ErrStale naming both
 // serials: a skipped save is never silent. The same snapshot again is no error.
 func staleError(err error, name string, next, stored stateMeta) error {
 	if err != nil || next.Serial >= stored.Serial {
 		return err
 	}
 	return fmt.Errorf("%w: %s holds serial %d of lineage %s, the state to save has serial %d",
-		ErrStaleState, name, stored.Serial, stored.Lineage, next.Serial)
+		ErrStale, name, stored.Serial, stored.Lineage, next.Serial)
 }
 
 // Restore stores a state kept elsewhere (an Infrastructure's .status.state) as the run's
@@ -276,18 +276,18 @@ func (s *Store) getOrNew(ctx context.Context) (*object, error) {
 // Claim returns the stored state, like Load, for a run that owns it: the state object
 // carries the run finalizer afterwards, and is created empty, as Gardener's terraformer
 // does, when it is missing, so that a state can be written back at any time. A state kept
-// in the other kind of object is refused (ErrStateNotMoved): a run never starts afresh
+// in the other kind of object is refused (ErrNotMoved): a run never starts afresh
 // beside it.
 func (s *Store) Claim(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cm, err := s.getEither(ctx)
 	if err == nil && cm.storage != s.storage() {
-		return nil, fmt.Errorf("%w: %s %s holds it, this run keeps it in a %s", ErrStateNotMoved, cm.kind(), cm.GetName(), s.storage().Kind())
+		return nil, fmt.Errorf("%w: %s %s holds it, this run keeps it in a %s", ErrNotMoved, cm.kind(), cm.GetName(), s.storage().Kind())
 	}
 	if apierrors.IsNotFound(err) {
 		cm = s.storage().newObject(s.Objects.meta(s.Objects.StateName()))
-		cm.setText(StateKey, "")
+		cm.setText(Key, "")
 		controllerutil.AddFinalizer(cm, Finalizer)
 		if err = cm.create(ctx, s.Client); apierrors.IsAlreadyExists(err) {
 			cm, err = s.get(ctx)
@@ -325,7 +325,7 @@ func (s *Store) storedMeta(ctx context.Context, cm *object) (stateMeta, error) {
 	}
 	m, err := parseStateMeta(state)
 	if err != nil {
-		return stateMeta{}, fmt.Errorf("%w: %v", ErrCorruptState, err)
+		return stateMeta{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return m, nil
 }
@@ -335,9 +335,9 @@ func (s *Store) partName(generation string, i int) string {
 }
 
 func (s *Store) decode(ctx context.Context, cm *object) ([]byte, error) {
-	encoding := cm.GetAnnotations()[AnnotationStateEncoding]
+	encoding := cm.GetAnnotations()[AnnotationEncoding]
 	if encoding == "" {
-		if v, ok := cm.text(StateKey); ok && v != "" {
+		if v, ok := cm.text(Key); ok && v != "" {
 			if len(v) > s.maxSize() {
 				return nil, s.overBound(cm.kind() + " " + cm.GetName())
 			}
@@ -345,59 +345,59 @@ func (s *Store) decode(ctx context.Context, cm *object) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	if encoding != StateEncodingGzip {
-		return nil, fmt.Errorf("%w: %s %s: unknown encoding %q", ErrCorruptState, cm.kind(), cm.GetName(), encoding)
+	if encoding != EncodingGzip {
+		return nil, fmt.Errorf("%w: %s %s: unknown encoding %q", ErrCorrupt, cm.kind(), cm.GetName(), encoding)
 	}
 	parts := 1
-	if v, ok := cm.GetAnnotations()[AnnotationStateParts]; ok {
+	if v, ok := cm.GetAnnotations()[AnnotationParts]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: %s %s: annotation %s=%q", ErrCorruptState, cm.kind(), cm.GetName(), AnnotationStateParts, v)
+			return nil, fmt.Errorf("%w: %s %s: annotation %s=%q", ErrCorrupt, cm.kind(), cm.GetName(), AnnotationParts, v)
 		}
 		parts = n
 	}
 	// gzip grows an incompressible state by a few bytes in a thousand: one part more.
-	if maxParts := MaxStateSize/s.objectLimit() + 2; parts > maxParts {
+	if maxParts := MaxSize/s.objectLimit() + 2; parts > maxParts {
 		return nil, fmt.Errorf("%w: %s %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
-			ErrCorruptState, cm.kind(), cm.GetName(), AnnotationStateParts, cm.GetAnnotations()[AnnotationStateParts], MaxStateSize, maxParts)
+			ErrCorrupt, cm.kind(), cm.GetName(), AnnotationParts, cm.GetAnnotations()[AnnotationParts], MaxSize, maxParts)
 	}
 	// The parts are read one at a time as the state is decompressed, and the digest is
 	// taken as it is: what is held is the state, not its compressed copy too.
-	compressed := &partsReader{ctx: ctx, store: s, storage: cm.storage, generation: cm.GetAnnotations()[AnnotationStateGeneration], parts: parts,
-		current: bytes.NewReader(cm.binary(StateKey)), next: 1}
+	compressed := &partsReader{ctx: ctx, store: s, storage: cm.storage, generation: cm.GetAnnotations()[AnnotationGeneration], parts: parts,
+		current: bytes.NewReader(cm.binary(Key)), next: 1}
 	state, sum, err := gunzip(compressed, s.maxSize())
 	switch {
 	case compressed.err != nil:
 		return nil, compressed.err
-	case errors.Is(err, errOverLimit) && s.maxSize() < MaxStateSize:
+	case errors.Is(err, errOverLimit) && s.maxSize() < MaxSize:
 		return nil, s.overBound(cm.kind() + " " + cm.GetName())
 	case errors.Is(err, errOverLimit):
-		err = fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+		err = fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s %s: %w", ErrCorruptState, cm.kind(), cm.GetName(), err)
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrCorrupt, cm.kind(), cm.GetName(), err)
 	}
-	if want := cm.GetAnnotations()[AnnotationStateDigest]; want != "" && want != sum {
-		return nil, fmt.Errorf("%w: %s %s: digest mismatch", ErrCorruptState, cm.kind(), cm.GetName())
+	if want := cm.GetAnnotations()[AnnotationDigest]; want != "" && want != sum {
+		return nil, fmt.Errorf("%w: %s %s: digest mismatch", ErrCorrupt, cm.kind(), cm.GetName())
 	}
 	return state, nil
 }
 
 // maxSize is the most bytes this store decodes a state to.
 func (s *Store) maxSize() int {
-	if s.MaxSize > 0 && s.MaxSize < MaxStateSize {
+	if s.MaxSize > 0 && s.MaxSize < MaxSize {
 		return s.MaxSize
 	}
-	return MaxStateSize
+	return MaxSize
 }
 
 func (s *Store) overBound(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
-			ErrStateOverBound, s.maxSize(), float64(s.maxSize())/(1<<20))
+			ErrOverBound, s.maxSize(), float64(s.maxSize())/(1<<20))
 	}
 	return fmt.Errorf("%w: %s: the state expands to more than %d bytes (%.1f MiB), the most this controller decodes of one state (--max-state-size, from its memory limit)",
-		ErrStateOverBound, name, s.maxSize(), float64(s.maxSize())/(1<<20))
+		ErrOverBound, name, s.maxSize(), float64(s.maxSize())/(1<<20))
 }
 
 // partsReader reads a compressed state from its main object and then its parts, each
@@ -427,7 +427,7 @@ func (r *partsReader) Read(p []byte) (int, error) {
 			r.err = fmt.Errorf("reading state part %s: %w", name, err)
 			return 0, r.err
 		}
-		r.current, r.next = bytes.NewReader(part.binary(StateKey)), r.next+1
+		r.current, r.next = bytes.NewReader(part.binary(Key)), r.next+1
 	}
 }
 
@@ -453,26 +453,26 @@ func gunzip(compressed io.Reader, limit int) ([]byte, string, error) {
 	return state.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// GunzipAtMost is Gunzip refusing with ErrStateOverBound, naming the figure, to expand the
-// state beyond limit bytes (0: MaxStateSize).
+// GunzipAtMost is Gunzip refusing with ErrOverBound, naming the figure, to expand the
+// state beyond limit bytes (0: MaxSize).
 func GunzipAtMost(compressed io.Reader, limit int) ([]byte, error) {
 	s := &Store{MaxSize: limit}
 	state, _, err := gunzip(compressed, s.maxSize())
 	switch {
-	case errors.Is(err, errOverLimit) && s.maxSize() < MaxStateSize:
+	case errors.Is(err, errOverLimit) && s.maxSize() < MaxSize:
 		return nil, s.overBound("")
 	case errors.Is(err, errOverLimit):
-		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
 	}
 	return state, err
 }
 
-// Gunzip decompresses a gzipped terraform state, refusing with ErrStateTooLarge to
-// expand it beyond MaxStateSize.
+// Gunzip decompresses a gzipped terraform state, refusing with ErrTooLarge to
+// expand it beyond MaxSize.
 func Gunzip(compressed io.Reader) ([]byte, error) {
-	state, _, err := gunzip(compressed, MaxStateSize)
+	state, _, err := gunzip(compressed, MaxSize)
 	if errors.Is(err, errOverLimit) {
-		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrStateTooLarge)
+		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
 	}
 	return state, err
 }
@@ -496,15 +496,15 @@ func digest(b []byte) string {
 // It is long because the order of its writes is what keeps the state whole, and it
 // reads best as that one sequence.
 func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta) error {
-	if len(state) > MaxStateSize {
-		return fmt.Errorf("writing %s %s: %w: it takes %d bytes", cm.kind(), cm.GetName(), ErrStateTooLarge, len(state))
+	if len(state) > MaxSize {
+		return fmt.Errorf("writing %s %s: %w: it takes %d bytes", cm.kind(), cm.GetName(), ErrTooLarge, len(state))
 	}
 	annotations := cm.GetAnnotations()
-	previous, previousParts := annotations[AnnotationStateGeneration], 1
-	if n, err := strconv.Atoi(annotations[AnnotationStateParts]); err == nil && n > 1 {
-		previousParts = min(n, MaxStateSize/s.objectLimit()+2)
+	previous, previousParts := annotations[AnnotationGeneration], 1
+	if n, err := strconv.Atoi(annotations[AnnotationParts]); err == nil && n > 1 {
+		previousParts = min(n, MaxSize/s.objectLimit()+2)
 	}
-	for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
+	for _, key := range []string{AnnotationEncoding, AnnotationParts, AnnotationGeneration, AnnotationDigest, AnnotationSerial, AnnotationLineage} {
 		delete(annotations, key)
 	}
 	if annotations == nil {
@@ -512,13 +512,13 @@ func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta
 	}
 	controllerutil.AddFinalizer(cm.Object, Finalizer)
 	if !m.empty() {
-		annotations[AnnotationStateSerial] = strconv.FormatInt(m.Serial, 10)
-		annotations[AnnotationStateLineage] = m.Lineage
+		annotations[AnnotationSerial] = strconv.FormatInt(m.Serial, 10)
+		annotations[AnnotationLineage] = m.Lineage
 	}
 	s.annotateIndex(annotations, state)
 	generation := ""
 	if len(state) <= s.Limit {
-		cm.setText(StateKey, string(state))
+		cm.setText(Key, string(state))
 	} else {
 		chunks, err := compressAndSplit(state, s.Limit)
 		if err != nil {
@@ -533,11 +533,11 @@ func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta
 				return err
 			}
 		}
-		cm.setBinary(StateKey, chunks[0])
-		annotations[AnnotationStateEncoding] = StateEncodingGzip
-		annotations[AnnotationStateParts] = strconv.Itoa(len(chunks))
-		annotations[AnnotationStateGeneration] = generation
-		annotations[AnnotationStateDigest] = digest(state)
+		cm.setBinary(Key, chunks[0])
+		annotations[AnnotationEncoding] = EncodingGzip
+		annotations[AnnotationParts] = strconv.Itoa(len(chunks))
+		annotations[AnnotationGeneration] = generation
+		annotations[AnnotationDigest] = digest(state)
 	}
 	cm.SetAnnotations(annotations)
 	var err error
@@ -567,7 +567,7 @@ const (
 // resourceNames for them.
 func (o RunObjects) PartNames() []string {
 	store := o.Store(nil)
-	maxParts := MaxStateSize/store.objectLimit() + 2
+	maxParts := MaxSize/store.objectLimit() + 2
 	names := make([]string, 0, 2*maxParts)
 	for _, generation := range []string{generationA, generationB} {
 		for i := 1; i < maxParts; i++ {
@@ -580,13 +580,13 @@ func (o RunObjects) PartNames() []string {
 // LegacyPartNames are the names of the parts of the stored state cm when an older
 // release wrote them, under a generation named by the state's digest; nil otherwise.
 func (o RunObjects) LegacyPartNames(cm metav1.Object) []string {
-	generation := cm.GetAnnotations()[AnnotationStateGeneration]
-	parts, err := strconv.Atoi(cm.GetAnnotations()[AnnotationStateParts])
+	generation := cm.GetAnnotations()[AnnotationGeneration]
+	parts, err := strconv.Atoi(cm.GetAnnotations()[AnnotationParts])
 	if generation == "" || generation == generationA || generation == generationB || err != nil {
 		return nil
 	}
 	store := o.Store(nil)
-	if maxParts := MaxStateSize/store.objectLimit() + 2; parts > maxParts {
+	if maxParts := MaxSize/store.objectLimit() + 2; parts > maxParts {
 		return nil
 	}
 	var names []string
@@ -620,8 +620,8 @@ func compressAndSplit(state []byte, limit int) ([][]byte, error) {
 func (s *Store) writePart(ctx context.Context, generation string, i int, chunk []byte) error {
 	name := s.partName(generation, i)
 	_, err := s.storage().createOrUpdate(ctx, s.Client, s.Objects.meta(name), func(part *object) {
-		part.SetLabels(mergeMaps(part.GetLabels(), map[string]string{LabelStateOf: s.Objects.StateName(), labelGeneration: generation}))
-		part.setOnly(StateKey, chunk)
+		part.SetLabels(mergeMaps(part.GetLabels(), map[string]string{LabelPartOf: s.Objects.StateName(), labelGeneration: generation}))
+		part.setOnly(Key, chunk)
 	})
 	if err != nil {
 		return fmt.Errorf("writing state part %s: %w", name, err)

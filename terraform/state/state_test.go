@@ -50,8 +50,8 @@ func TestStateOfThreeMiBRoundTripsThroughSplitObjects(t *testing.T) {
 
 	main := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, main)).To(Succeed())
-	g.Expect(main.Annotations).To(HaveKeyWithValue(AnnotationStateEncoding, StateEncodingGzip))
-	g.Expect(main.Annotations[AnnotationStateParts]).NotTo(BeElementOf("", "1"))
+	g.Expect(main.Annotations).To(HaveKeyWithValue(AnnotationEncoding, EncodingGzip))
+	g.Expect(main.Annotations[AnnotationParts]).NotTo(BeElementOf("", "1"))
 	g.Expect(parts(g, objects)).NotTo(BeEmpty())
 
 	loaded, err := objects.Store(env.Client).Load(ctx)
@@ -64,8 +64,8 @@ func TestStateOfThreeMiBRoundTripsThroughSplitObjects(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(parts(g, objects)).To(BeEmpty())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(main), main)).To(Succeed())
-	g.Expect(main.Data[StateKey]).To(Equal(string(small)))
-	g.Expect(main.Annotations).NotTo(HaveKey(AnnotationStateEncoding))
+	g.Expect(main.Data[Key]).To(Equal(string(small)))
+	g.Expect(main.Annotations).NotTo(HaveKey(AnnotationEncoding))
 }
 
 func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
@@ -80,7 +80,7 @@ func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
 	// snapshot is not written, and that is an error naming both serials, never silent.
 	store := objects.Store(env.Client)
 	written, err := store.Save(ctx, stateOf(t, "lineage-a", 4, 100))
-	g.Expect(err).To(MatchError(ErrStaleState))
+	g.Expect(err).To(MatchError(ErrStale))
 	g.Expect(err).To(MatchError(ContainSubstring("serial 5")))
 	g.Expect(err).To(MatchError(ContainSubstring("serial 4")))
 	g.Expect(written).To(BeFalse())
@@ -89,7 +89,7 @@ func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(written).To(BeFalse())
 	_, err = store.Save(ctx, newer[:len(newer)/2])
-	g.Expect(err).To(MatchError(ErrInvalidState))
+	g.Expect(err).To(MatchError(ErrInvalid))
 	_, err = store.Save(ctx, stateOf(t, "lineage-b", 9, 100))
 	g.Expect(err).To(MatchError(ErrLineageMismatch))
 
@@ -115,7 +115,7 @@ func TestAPinnedSerialNeverSilencesLaterSaves(t *testing.T) {
 		mutate(cm)
 		g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
 	}
-	pin(func(cm *corev1.ConfigMap) { cm.Annotations[AnnotationStateSerial] = "999999" })
+	pin(func(cm *corev1.ConfigMap) { cm.Annotations[AnnotationSerial] = "999999" })
 	next := stateOf(t, "lineage-a", 6, 100)
 	written, err := objects.Store(env.Client).Save(ctx, next)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -129,16 +129,16 @@ func TestAPinnedSerialNeverSilencesLaterSaves(t *testing.T) {
 	_, err = store.Save(ctx, stateOf(t, "lineage-a", 7, 100))
 	g.Expect(err).NotTo(HaveOccurred())
 	pinned := stateOf(t, "lineage-a", 1000, 100)
-	pin(func(cm *corev1.ConfigMap) { cm.Data[StateKey] = string(pinned) })
+	pin(func(cm *corev1.ConfigMap) { cm.Data[Key] = string(pinned) })
 	written, err = store.Save(ctx, stateOf(t, "lineage-a", 8, 100))
-	g.Expect(err).To(MatchError(ErrStaleState))
+	g.Expect(err).To(MatchError(ErrStale))
 	g.Expect(err).To(MatchError(ContainSubstring("serial 1000")))
 	g.Expect(written).To(BeFalse())
 }
 
 func parts(g Gomega, objects RunObjects) []string {
 	list := &corev1.ConfigMapList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(objects.ID.Namespace), client.MatchingLabels{LabelStateOf: objects.StateName()})).To(Succeed())
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(objects.ID.Namespace), client.MatchingLabels{LabelPartOf: objects.StateName()})).To(Succeed())
 	var names []string
 	for _, cm := range list.Items {
 		names = append(names, cm.Name)
@@ -208,24 +208,24 @@ func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
 	g.Expect(compressed.Len()).To(BeNumerically("<", 512<<10), "one object holds it")
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: objects.ID.Namespace, Name: objects.StateName(), Annotations: map[string]string{
-			AnnotationStateEncoding: StateEncodingGzip, AnnotationStateParts: "1", AnnotationStateDigest: "0000",
+			AnnotationEncoding: EncodingGzip, AnnotationParts: "1", AnnotationDigest: "0000",
 		}},
-		BinaryData: map[string][]byte{StateKey: compressed.Bytes()},
+		BinaryData: map[string][]byte{Key: compressed.Bytes()},
 	})).To(Succeed())
 
 	_, err = objects.Store(env.Client).Load(ctx)
-	g.Expect(err).To(MatchError(ErrCorruptState))
+	g.Expect(err).To(MatchError(ErrCorrupt))
 	g.Expect(err.Error()).To(ContainSubstring("exceeds 67108864 bytes (64 MiB), the most a state may take"))
 	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
 
 	// A part count no state of that size has is refused before any part is read.
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, cm)).To(Succeed())
-	cm.Annotations[AnnotationStateParts] = "1000000"
+	cm.Annotations[AnnotationParts] = "1000000"
 	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
 	_, err = objects.Store(env.Client).Load(ctx)
-	g.Expect(err).To(MatchError(ErrCorruptState))
-	g.Expect(err.Error()).To(ContainSubstring(AnnotationStateParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
+	g.Expect(err).To(MatchError(ErrCorrupt))
+	g.Expect(err.Error()).To(ContainSubstring(AnnotationParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
 }
 
 // The controller decodes at most what it is given per state (--max-state-size, from its
@@ -240,16 +240,16 @@ func TestADecodeOverTheControllersBoundIsRefused(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	bounded := objects
-	bounded.MaxStateSize = 1 << 20
+	bounded.MaxSize = 1 << 20
 	_, err = bounded.Store(env.Client).Load(ctx)
-	g.Expect(err).To(MatchError(ErrStateOverBound))
+	g.Expect(err).To(MatchError(ErrOverBound))
 	g.Expect(err.Error()).To(ContainSubstring("more than 1048576 bytes (1.0 MiB), the most this controller decodes of one state"))
 	g.Expect(err.Error()).To(ContainSubstring(objects.StateName()))
 	_, err = bounded.ReadState(ctx, env.Client)
-	g.Expect(err).To(MatchError(ErrStateOverBound))
+	g.Expect(err).To(MatchError(ErrOverBound))
 
 	// Within the bound, the same state reads back whole.
-	bounded.MaxStateSize = 4 << 20
+	bounded.MaxSize = 4 << 20
 	stored, err := bounded.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).To(Equal(large))
@@ -282,7 +282,7 @@ func TestRestoreNeverWritesOverANewerOrAnotherState(t *testing.T) {
 	g.Expect(err).To(MatchError(ErrLineageMismatch))
 	g.Expect(err.Error()).To(ContainSubstring("ConfigMap " + objects.StateName() + " holds lineage lineage-a (serial 4), the state to restore is of lineage lineage-b (serial 9)"))
 	_, err = objects.RestoreState(ctx, env.Client, []byte(`{"version":4`))
-	g.Expect(err).To(MatchError(ErrInvalidState))
+	g.Expect(err).To(MatchError(ErrInvalid))
 	stored, err = objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).To(Equal(applied))
@@ -306,7 +306,7 @@ func TestPartNamesAreFixed(t *testing.T) {
 	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "parts", Purpose: run.PurposeInfra}}
 	names := objects.PartNames()
 	g.Expect(names).To(ContainElements("parts.infra.tf-state.a-1", "parts.infra.tf-state.b-1"))
-	g.Expect(names).To(HaveLen(2 * (MaxStateSize/DefaultObjectLimit + 1)))
+	g.Expect(names).To(HaveLen(2 * (MaxSize/DefaultObjectLimit + 1)))
 
 	store := objects.Store(env.Client)
 	store.Limit = 4 << 10
@@ -320,8 +320,8 @@ func TestPartNamesAreFixed(t *testing.T) {
 		}
 	}
 
-	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationStateGeneration: "0123456789ab", AnnotationStateParts: "3"}}}
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationGeneration: "0123456789ab", AnnotationParts: "3"}}}
 	g.Expect(objects.LegacyPartNames(legacy)).To(Equal([]string{"parts.infra.tf-state.0123456789ab-1", "parts.infra.tf-state.0123456789ab-2"}))
-	legacy.Annotations[AnnotationStateGeneration] = "a"
+	legacy.Annotations[AnnotationGeneration] = "a"
 	g.Expect(objects.LegacyPartNames(legacy)).To(BeEmpty())
 }

@@ -265,13 +265,13 @@ func (s Storage) list(ctx context.Context, c client.Reader, namespace string, la
 	return objects, nil
 }
 
-// AnnotationStateMovedFrom marks a state copied from the other kind of object, until the
+// AnnotationMovedFrom marks a state copied from the other kind of object, until the
 // copy it came from is deleted: a move cut short is finished by the next one.
-const AnnotationStateMovedFrom = run.LabelPrefix + "state-moved-from"
+const AnnotationMovedFrom = run.LabelPrefix + "state-moved-from"
 
-// ErrStateNotMoved is returned when a run finds its state in the other kind of object than
+// ErrNotMoved is returned when a run finds its state in the other kind of object than
 // it keeps it in: the controller moves it before it starts a run.
-var ErrStateNotMoved = errors.New("the state is kept in the other kind of object")
+var ErrNotMoved = errors.New("the state is kept in the other kind of object")
 
 // storage is the kind this store keeps the state in.
 func (s *Store) storage() Storage { return s.Objects.Storage.orDefault() }
@@ -299,7 +299,7 @@ func (s *Store) getEither(ctx context.Context) (*object, error) {
 func (s *Store) PendingMove(ctx context.Context) (bool, error) {
 	current, err := s.get(ctx)
 	switch {
-	case err == nil && current.GetAnnotations()[AnnotationStateMovedFrom] != "":
+	case err == nil && current.GetAnnotations()[AnnotationMovedFrom] != "":
 		return true, nil
 	case err == nil && !emptyState(current):
 		return false, nil
@@ -314,7 +314,7 @@ func (s *Store) PendingMove(ctx context.Context) (bool, error) {
 }
 
 // Move moves the state, and every object kept beside it (its parts, whatever carries the
-// label LabelStateOf naming it), from the other kind of object into this store's, when the
+// label LabelPartOf naming it), from the other kind of object into this store's, when the
 // other kind holds it: the new objects are written and read back whole before the old ones
 // are deleted, so that at any time one of the two holds the whole state, and a move cut
 // short is finished by the next. It runs no terraform, and must not run while a
@@ -330,13 +330,13 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 		current = nil
 	case err != nil:
 		return false, err
-	case current.GetAnnotations()[AnnotationStateMovedFrom] == "" && !emptyState(current):
+	case current.GetAnnotations()[AnnotationMovedFrom] == "" && !emptyState(current):
 		return false, nil
 	}
 	// Until a move is marked finished, the old object is the state: a controller of the
 	// other setting may have written it since. A move cut short is copied again.
 	old, err := from.get(ctx, s.Client, key)
-	if apierrors.IsNotFound(err) && current != nil && current.GetAnnotations()[AnnotationStateMovedFrom] != "" {
+	if apierrors.IsNotFound(err) && current != nil && current.GetAnnotations()[AnnotationMovedFrom] != "" {
 		return true, s.finishMove(ctx, current, from)
 	}
 	if apierrors.IsNotFound(err) {
@@ -368,7 +368,7 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("reading the moved state back from %s %s: %w", moved.kind(), moved.GetName(), err)
 	}
 	if !bytes.Equal(copied, state) {
-		return false, fmt.Errorf("%w: %s %s does not read back as the state of %s %s", ErrCorruptState, moved.kind(), moved.GetName(), old.kind(), old.GetName())
+		return false, fmt.Errorf("%w: %s %s does not read back as the state of %s %s", ErrCorrupt, moved.kind(), moved.GetName(), old.kind(), old.GetName())
 	}
 	return true, s.finishMove(ctx, moved, from)
 }
@@ -376,7 +376,7 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 // copyBeside writes what is kept beside the state in the kind from (its history) into the
 // kind to, before the state itself moves.
 func (s *Store) copyBeside(ctx context.Context, key client.ObjectKey, from, to Storage) error {
-	beside, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelStateOf: key.Name})
+	beside, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelPartOf: key.Name})
 	if err != nil {
 		return err
 	}
@@ -401,7 +401,7 @@ func (s *Store) movedState(current, old *object, from, to Storage) *object {
 		moved = current
 		// What the copy it is replaced with does not say must not stay.
 		annotations := moved.GetAnnotations()
-		for _, key := range []string{AnnotationStateEncoding, AnnotationStateParts, AnnotationStateGeneration, AnnotationStateDigest, AnnotationStateSerial, AnnotationStateLineage} {
+		for _, key := range []string{AnnotationEncoding, AnnotationParts, AnnotationGeneration, AnnotationDigest, AnnotationSerial, AnnotationLineage} {
 			delete(annotations, key)
 		}
 		moved.SetAnnotations(annotations)
@@ -409,14 +409,14 @@ func (s *Store) movedState(current, old *object, from, to Storage) *object {
 	moved.SetLabels(mergeMaps(moved.GetLabels(), old.GetLabels()))
 	moved.SetAnnotations(mergeMaps(moved.GetAnnotations(), old.GetAnnotations()))
 	annotations := moved.GetAnnotations()
-	annotations[AnnotationStateMovedFrom] = string(from)
+	annotations[AnnotationMovedFrom] = string(from)
 	moved.SetAnnotations(annotations)
 	controllerutil.AddFinalizer(moved.Object, Finalizer)
-	if annotations[AnnotationStateEncoding] == "" {
-		text, _ := old.text(StateKey)
-		moved.setText(StateKey, text)
+	if annotations[AnnotationEncoding] == "" {
+		text, _ := old.text(Key)
+		moved.setText(Key, text)
 	} else {
-		moved.setBinary(StateKey, old.binary(StateKey))
+		moved.setBinary(Key, old.binary(Key))
 	}
 	return moved
 }
@@ -435,7 +435,7 @@ func (s *Store) finishMove(ctx context.Context, moved *object, from Storage) err
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	parts, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelStateOf: key.Name})
+	parts, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelPartOf: key.Name})
 	if err != nil {
 		return err
 	}
@@ -446,7 +446,7 @@ func (s *Store) finishMove(ctx context.Context, moved *object, from Storage) err
 	}
 	base := moved.DeepCopyObject().(client.Object)
 	annotations := moved.GetAnnotations()
-	delete(annotations, AnnotationStateMovedFrom)
+	delete(annotations, AnnotationMovedFrom)
 	moved.SetAnnotations(annotations)
 	if err := s.Client.Patch(ctx, moved.Object, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("marking %s %s moved: %w", moved.kind(), moved.GetName(), err)
@@ -456,10 +456,10 @@ func (s *Store) finishMove(ctx context.Context, moved *object, from Storage) err
 
 // emptyState is true for a state object that holds no state, as a run's claim creates it.
 func emptyState(o *object) bool {
-	if o.GetAnnotations()[AnnotationStateEncoding] != "" {
+	if o.GetAnnotations()[AnnotationEncoding] != "" {
 		return false
 	}
-	v, _ := o.text(StateKey)
+	v, _ := o.text(Key)
 	return len(bytes.TrimSpace([]byte(v))) == 0
 }
 

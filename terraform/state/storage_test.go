@@ -22,7 +22,7 @@ func stored(g Gomega, objects RunObjects, storage Storage) []string {
 	g.Expect(err).NotTo(HaveOccurred())
 	var names []string
 	for _, o := range list {
-		if o.GetName() == objects.StateName() || o.GetLabels()[LabelStateOf] == objects.StateName() {
+		if o.GetName() == objects.StateName() || o.GetLabels()[LabelPartOf] == objects.StateName() {
 			names = append(names, o.GetName())
 		}
 	}
@@ -46,7 +46,7 @@ func TestParseStorageNamesTheField(t *testing.T) {
 func TestSecretStorageKeepsTheWholeStateInSecrets(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "secret", Purpose: run.PurposeInfra}, Storage: StorageSecret}
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "secret", Purpose: run.PurposeInfra}, Options: Options{Storage: StorageSecret}}
 	store := objects.Store(env.Client)
 	store.Limit = 64 << 10
 
@@ -107,7 +107,7 @@ func TestStateMovesBetweenKinds(t *testing.T) {
 				g.Expect(loaded).To(Equal(state))
 			}
 			_, err = inSecret.Store(env.Client).Claim(ctx)
-			g.Expect(err).To(MatchError(ErrStateNotMoved))
+			g.Expect(err).To(MatchError(ErrNotMoved))
 			g.Expect(stored(g, inSecret, StorageSecret)).To(BeEmpty())
 
 			for _, to := range []RunObjects{inSecret, inConfigMap} {
@@ -123,10 +123,10 @@ func TestStateMovesBetweenKinds(t *testing.T) {
 				kept, err := to.Storage.get(ctx, env.Client, to.key(beside))
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(kept.binary("blob")).To(Equal(besideData))
-				g.Expect(kept.GetLabels()).To(HaveKeyWithValue(LabelStateOf, to.StateName()))
+				g.Expect(kept.GetLabels()).To(HaveKeyWithValue(LabelPartOf, to.StateName()))
 				main, err := to.Storage.get(ctx, env.Client, to.key(to.StateName()))
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(main.GetAnnotations()).NotTo(HaveKey(AnnotationStateMovedFrom))
+				g.Expect(main.GetAnnotations()).NotTo(HaveKey(AnnotationMovedFrom))
 				g.Expect(main.GetFinalizers()).To(ContainElement(Finalizer))
 				// Once moved, there is nothing more to move.
 				moved, err = to.Store(env.Client).Move(ctx)
@@ -216,7 +216,7 @@ func TestMoveCutShortLeavesAReadableState(t *testing.T) {
 // kept beside the state of objects.
 func (s Storage) createOrUpdateAs(ctx context.Context, objects RunObjects, name string, data []byte) error {
 	_, err := s.createOrUpdate(ctx, env.Client, objects.meta(name), func(o *object) {
-		o.SetLabels(mergeMaps(o.GetLabels(), map[string]string{LabelStateOf: objects.StateName()}))
+		o.SetLabels(mergeMaps(o.GetLabels(), map[string]string{LabelPartOf: objects.StateName()}))
 		o.setBinary("blob", data)
 	})
 	return err

@@ -47,7 +47,7 @@ func TestGardenerWrittenObjectsAreReadAndUpdatedInPlace(t *testing.T) {
 	updated := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stored), updated)).To(Succeed())
 	g.Expect(updated.UID).To(Equal(stored.UID))
-	g.Expect(updated.Data[state.StateKey]).NotTo(Equal(stored.Data[state.StateKey]))
+	g.Expect(updated.Data[state.Key]).NotTo(Equal(stored.Data[state.Key]))
 	g.Expect(updated.BinaryData).To(BeEmpty())
 	names, _ := f.StateItems(g)
 	g.Expect(names).To(Equal(after))

@@ -113,7 +113,7 @@ func TestSigtermStopsTerraformCleanlyAndSavesTheState(t *testing.T) {
 	g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeTrue(), "an interrupted run is retried")
 
 	// The stored state is terraform's last word, the state file it left.
-	local, err := os.ReadFile(filepath.Join(f.workDir, state.StateKey))
+	local, err := os.ReadFile(filepath.Join(f.workDir, state.Key))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Objects.ReadState(context.Background(), env.Client)).To(Equal(local))
 

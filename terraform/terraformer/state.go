@@ -46,7 +46,7 @@ func (r *Runner) prepareState(ctx context.Context, filesRead <-chan struct{}) er
 			logf.FromContext(ctx).Info("recoveredLocalState")
 			r.priorResources = holdsResources(local)
 			return nil
-		case err != nil && !errors.Is(err, state.ErrInvalidState) && !errors.Is(err, state.ErrLineageMismatch) && !errors.Is(err, state.ErrStaleState):
+		case err != nil && !errors.Is(err, state.ErrInvalid) && !errors.Is(err, state.ErrLineageMismatch) && !errors.Is(err, state.ErrStale):
 			return fmt.Errorf("%w: %w", run.ErrStateNotSaved, err)
 		}
 	}
@@ -91,7 +91,7 @@ func (r *Runner) finalSave(ctx context.Context) error {
 		_, lastErr = r.store.Save(ctx, saved)
 		// A newer stored state stays newer: the run fails naming it, its state kept in
 		// StateFallback.
-		if errors.Is(lastErr, state.ErrInvalidState) || errors.Is(lastErr, state.ErrLineageMismatch) || errors.Is(lastErr, state.ErrStaleState) {
+		if errors.Is(lastErr, state.ErrInvalid) || errors.Is(lastErr, state.ErrLineageMismatch) || errors.Is(lastErr, state.ErrStale) {
 			return false, lastErr
 		}
 		return lastErr == nil, nil

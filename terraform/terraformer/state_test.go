@@ -32,7 +32,7 @@ func TestStateWatcherSavesEveryWriteAsItIsWritten(t *testing.T) {
 	store := objects.Store(env.Client)
 	_, err := store.Claim(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(t.TempDir(), state.StateKey)
+	path := filepath.Join(t.TempDir(), state.Key)
 	watcher, err := watchState(ctx, path, store, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(watcher.stop)

@@ -36,7 +36,7 @@ func (r *Runner) lockWorkDir() (unlock func(), err error) {
 	return func() { _ = runLock.Unlock() }, nil
 }
 
-func (r *Runner) statePath() string { return filepath.Join(r.WorkDir, state.StateKey) }
+func (r *Runner) statePath() string { return filepath.Join(r.WorkDir, state.Key) }
 
 // writeFiles replaces the terraform files of the working directory by the configured ones.
 func (r *Runner) writeFiles(ctx context.Context) error {
@@ -48,7 +48,7 @@ func (r *Runner) writeFiles(ctx context.Context) error {
 		return err
 	}
 	for name := range files {
-		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.StateKey {
+		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.Key {
 			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), name), "must be a plain terraform file name")
 		}
 	}
@@ -57,7 +57,7 @@ func (r *Runner) writeFiles(ctx context.Context) error {
 		return err
 	}
 	for _, path := range old {
-		if base := filepath.Base(path); base != state.StateKey && !strings.HasPrefix(base, state.StateKey+".") {
+		if base := filepath.Base(path); base != state.Key && !strings.HasPrefix(base, state.Key+".") {
 			if err := os.Remove(path); err != nil {
 				return err
 			}

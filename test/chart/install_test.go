@@ -302,7 +302,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 	t.Run("terraformer with the state in Secrets", func(t *testing.T) {
 		g := NewWithT(t)
 		secrets := env.LabelledNamespace(t, shootLabels)
-		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer", StateStorage: state.StorageSecret}
+		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer", State: state.Options{Storage: state.StorageSecret}}
 		g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
 		terraformer := impersonate(t, secrets, "terraseed-terraformer")
 		checkAccess(t, terraformer, []access{
@@ -343,7 +343,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 			To(MatchError(ContainSubstring(refused+"infra.infra.tf-vars")), "its variables, which only the controller writes")
 		// For real: the state written through the store as the run pod writes it, split
 		// into parts and back, and another Infrastructure's state refused.
-		objects := state.RunObjects{ID: run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra}, Storage: state.StorageSecret}
+		objects := state.RunObjects{ID: run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra}, Options: state.Options{Storage: state.StorageSecret}}
 		store := objects.Store(terraformer)
 		_, err := store.Claim(ctx)
 		g.Expect(err).NotTo(HaveOccurred())

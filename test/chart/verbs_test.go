@@ -122,7 +122,7 @@ func TestEveryVerbIsUsed(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: shoot, Name: "terraseed-terraformer"}, role)).To(Succeed())
 	g.Expect(ruleKeys(role.Rules)).To(ConsistOf(keysOf(runPodVerbs)), "the run pods' verbs")
 	inSecrets := env.LabelledNamespace(t, shootLabels)
-	e.StateStorage = state.StorageSecret
+	e.State.Storage = state.StorageSecret
 	g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: inSecrets, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: inSecrets, Name: "terraseed-terraformer"}, role)).To(Succeed())
 	g.Expect(ruleKeys(role.Rules)).To(ConsistOf(keysOf(runPodVerbsInSecrets)), "the run pods' verbs with the state in Secrets")

@@ -94,8 +94,8 @@ func newRunOf(t *testing.T, files map[string]string, vars map[string]any, kubeco
 	return r
 }
 
-func (r *run) request(command tfrun.Command) executor.Request {
-	return executor.Request{ID: r.objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": string(r.kubeconfig)}}
+func (r *run) request(command tfrun.Command) tfrun.Request {
+	return tfrun.Request{ID: r.objects.ID, Command: command, Env: map[string]string{"TF_VAR_kubeconfig": string(r.kubeconfig)}}
 }
 
 func (r *run) run(command tfrun.Command) (*tfrun.Result, error) {

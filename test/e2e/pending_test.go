@@ -40,31 +40,31 @@ func TestAnUnschedulableRunPodWaitsWithoutARunSlot(t *testing.T) {
 		stop()
 		<-done
 	})
-	g.Expect(s.Submit(ctx, pending.request(tfrun.Apply), executor.PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, pending.request(tfrun.Apply), tfrun.PriorityCreate)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(pending.objects.ID)
-		g.Expect(ticket.Phase).To(Equal(executor.PhaseWaiting))
+		g.Expect(ticket.Phase).To(Equal(tfrun.PhaseWaiting))
 		g.Expect(ticket.NotStarted).To(And(HavePrefix("the run pod is unschedulable: "), ContainSubstring("node(s) didn't match Pod's node affinity/selector")))
 	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed())
 	pod := &corev1.Pod{}
 	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: pending.namespace, Name: pending.objects.ID.PodName()}, pod)).To(Succeed())
 	g.Expect(pod.Status.Phase).To(Equal(corev1.PodPending), "the pod stays, to be placed when a node matches")
 
-	g.Expect(s.Submit(ctx, other.request(tfrun.Apply), executor.PriorityReconcile)).To(Succeed())
+	g.Expect(s.Submit(ctx, other.request(tfrun.Apply), tfrun.PriorityReconcile)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(other.objects.ID)
-		g.Expect(ticket.Phase).To(Equal(executor.PhaseDone))
+		g.Expect(ticket.Phase).To(Equal(tfrun.PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed(), "the later run took the slot the pending one does not hold")
 	// It looks at its pod again every NotStartedRetry, holding a slot only while it looks.
 	ticket, _ := s.Lookup(pending.objects.ID)
-	g.Expect(ticket.Phase).NotTo(Equal(executor.PhaseDone))
+	g.Expect(ticket.Phase).NotTo(Equal(tfrun.PhaseDone))
 	g.Expect(ticket.NotStarted).To(ContainSubstring("unschedulable"))
 
 	labelNode(t, label, map[string]string{label: "runs"})
 	g.Eventually(func(g Gomega) {
 		ticket, _ := s.Lookup(pending.objects.ID)
-		g.Expect(ticket.Phase).To(Equal(executor.PhaseDone))
+		g.Expect(ticket.Phase).To(Equal(tfrun.PhaseDone))
 		g.Expect(ticket.Err).NotTo(HaveOccurred())
 	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed())
 	g.Expect(items(g, pending.namespace)).To(HaveLen(2))
@@ -91,7 +91,7 @@ func labelNode(t *testing.T, key string, labels map[string]string) {
 // for runs placed differently.
 type byNamespace map[string]*executor.PodExecutor
 
-func (b byNamespace) Run(ctx context.Context, req executor.Request) (*tfrun.Result, error) {
+func (b byNamespace) Run(ctx context.Context, req tfrun.Request) (*tfrun.Result, error) {
 	return b[req.ID.Namespace].Run(ctx, req)
 }
 

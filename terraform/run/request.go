@@ -1,0 +1,99 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Request is one terraform
+type Request struct {
+	ID ID
+	// Owner becomes the owner of a run pod and its credentials Secret, so that deleting
+	// the owner, e.g. the Infrastructure, collects them.
+	Owner   *metav1.OwnerReference
+	Command Command
+	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
+	// terraform's environment and nothing else.
+	Env map[string]string
+	// ProtectedTypes are resource types an apply must not destroy or replace, unless
+	// AllowDestroy is set (see ErrDestroyProtected).
+	ProtectedTypes []string
+	AllowDestroy   bool
+	// AllowDestroyPlan, when set, is the digest of the one plan (PlanSummary.Digest)
+	// that may destroy or replace protected resources: any other such plan is refused.
+	AllowDestroyPlan string
+	// Parallelism, when set, is terraform's -parallelism for this run, over the executor's.
+	Parallelism int
+	// Progress, when set, is called from another goroutine with each new progress of
+	// the run, at most every few seconds; never after Run returned.
+	Progress func(Progress)
+	// Digest identifies the configuration the run works on (files, variables, guard):
+	// a run under way of another digest is never taken for this one.
+	Digest string
+	// Background marks a run nobody waits for, such as a drift plan: the local executor
+	// runs it at a lower CPU priority, so that the runs others wait for, which share the
+	// machine with it, are not slowed down by it.
+	Background bool
+	// Budget is the key of the cloud account (and region) the run calls, a short hash
+	// (BudgetKey): the scheduler holds at most RunsPerAccount runs of one key under way, and
+	// backs the key off when its runs are throttled. Empty: no budget.
+	Budget string
+	// Project is the shoot project the run belongs to: within a priority, the runs of
+	// different projects take turns for the run slots.
+	Project string
+	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
+	Throttled func(error) bool
+}
+
+// BudgetKey is the budget key of the values that identify a cloud account and region: a
+// short hash, so that no credential reaches a metric or a log.
+func BudgetKey(values ...string) string {
+	h := sha256.New()
+	for _, v := range values {
+		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+var (
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// A digest becomes a label value.
+	digestValue = regexp.MustCompile(`^[0-9a-f]{1,63}$`)
+)
+
+// Validate names the field of a request that can never
+func (r Request) Validate() error {
+	if err := r.ID.Validate(); err != nil {
+		return err
+	}
+	if _, err := ParseCommand(string(r.Command)); err != nil {
+		return err
+	}
+	for i, t := range r.ProtectedTypes {
+		if !envName.MatchString(t) {
+			return InvalidInput(fmt.Sprintf("protectedTypes[%d]", i), fmt.Sprintf("%q is not a resource type", t))
+		}
+	}
+	if r.Budget != "" && !digestValue.MatchString(r.Budget) {
+		return InvalidInput("budget", fmt.Sprintf("%q is not a hex key of at most 63 characters", r.Budget))
+	}
+	if r.AllowDestroyPlan != "" && !PlanDigestValue.MatchString(r.AllowDestroyPlan) {
+		return InvalidInput("allowDestroyPlan", fmt.Sprintf("%q is not a plan digest", r.AllowDestroyPlan))
+	}
+	if r.Parallelism < 0 {
+		return InvalidInput("parallelism", fmt.Sprintf("%d is negative", r.Parallelism))
+	}
+	if r.Digest != "" && !digestValue.MatchString(r.Digest) {
+		return InvalidInput("digest", fmt.Sprintf("%q is not a hex digest of at most 63 characters", r.Digest))
+	}
+	for k := range r.Env {
+		if !envName.MatchString(k) {
+			return InvalidInput(fmt.Sprintf("env[%q]", k), "is not an environment variable name")
+		}
+	}
+	return nil
+}
