@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/imports"
 )
 
 // resourceBlock finds the managed resource types a template declares.
@@ -17,8 +17,8 @@ var resourceBlock = regexp.MustCompile(`(?m)^\s*resource\s+"([A-Za-z0-9_-]+)"`)
 // checkImportIDs parses the provider's import ID templates and names the first managed
 // resource type, declared in resources or in a template, that has none, and a template
 // for a type the provider does not declare.
-func checkImportIDs(m Manifest, tfTemplates map[string]string) (*state.ImportIDs, error) {
-	ids, err := state.ParseImportIDs(m.ImportIDs)
+func checkImportIDs(m Manifest, tfTemplates map[string]string) (*imports.IDs, error) {
+	ids, err := imports.ParseIDs(m.ImportIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func checkImportIDs(m Manifest, tfTemplates map[string]string) (*state.ImportIDs
 	for _, t := range slices.Sorted(maps.Keys(types)) {
 		if !ids.Declares(t) {
 			return nil, fmt.Errorf("importIDs: resource type %s has no import ID: declare the ID `terraform import` takes as a template over its state attributes (for most types %q), or %q when it cannot be imported",
-				t, "{{.id}}", state.NotImportable)
+				t, "{{.id}}", imports.NotImportable)
 		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(m.ImportIDs)) {
@@ -48,7 +48,7 @@ func checkImportIDs(m Manifest, tfTemplates map[string]string) (*state.ImportIDs
 }
 
 // ImportIDs are the provider's import ID templates.
-func (p *Provider) ImportIDs() *state.ImportIDs { return p.importIDs }
+func (p *Provider) ImportIDs() *imports.IDs { return p.importIDs }
 
 // ImportIDsFile is the configuration file that carries the import ID templates to a
 // run, which indexes every state it saves with them.

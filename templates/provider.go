@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/terraseed/terraseed/templates/mutations"
-	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/imports"
 )
 
 // The fixed names inside a provider directory.
@@ -154,7 +154,7 @@ type Provider struct {
 	templates    map[string]string // output file name -> template text
 	mutations    *mutations.Set
 	throttling   []*regexp.Regexp
-	importIDs    *state.ImportIDs
+	importIDs    *imports.IDs
 }
 
 // Mutations returns the provider's control-plane mutations; nil when it declares none.

@@ -17,6 +17,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -103,7 +104,7 @@ func (op *operation) render(_ context.Context, s *applyScope) error {
 		return err
 	}
 	// The run indexes every state it saves with the provider's import IDs.
-	s.rendered.Files[state.ImportIDsKey] = s.provider.ImportIDsFile()
+	s.rendered.Files[imports.IDsKey] = s.provider.ImportIDsFile()
 	return nil
 }
 

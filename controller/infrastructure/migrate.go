@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
@@ -25,7 +26,7 @@ type migratedState struct {
 	TerraformState []byte `json:"terraformState"`
 	// Index names every resource of the state and its import ID, so that they are found
 	// again where the state is lost, or too large for the status.
-	Index *tfstate.Index `json:"index,omitempty"`
+	Index *imports.Index `json:"index,omitempty"`
 }
 
 const (
@@ -74,7 +75,7 @@ func (op *operation) migrate(ctx context.Context) error {
 // says so. A state kept in Secrets stays there: whoever reads Infrastructures must not
 // read it; only a migrate, whose state must travel to the next seed, puts it there. The
 // index, which holds resource IDs only, is kept in either case.
-func (op *operation) keepStateInStatus(state []byte, index *tfstate.Index) error {
+func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error {
 	if len(state) == 0 {
 		op.infra.Status.State = nil
 		recordStateSize(op.infra, 0)
@@ -114,7 +115,7 @@ func (e *stateTooLargeError) Error() string {
 
 // encodeState is .status.state for a terraform state and its index, or a
 // stateTooLargeError; nil without either. Without a state it holds the index alone.
-func encodeState(state []byte, index *tfstate.Index) (*runtime.RawExtension, error) {
+func encodeState(state []byte, index *imports.Index) (*runtime.RawExtension, error) {
 	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, Index: index}
 	if len(state) > 0 {
 		var compressed bytes.Buffer
@@ -201,7 +202,7 @@ func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
 }
 
 // statusIndex is the index kept in .status.state; nil when there is none or it cannot be read.
-func statusIndex(raw *runtime.RawExtension) *tfstate.Index {
+func statusIndex(raw *runtime.RawExtension) *imports.Index {
 	if raw == nil || len(raw.Raw) == 0 {
 		return nil
 	}
@@ -214,7 +215,7 @@ func statusIndex(raw *runtime.RawExtension) *tfstate.Index {
 
 // indexOf indexes state with the import IDs of the Infrastructure's provider; nil when
 // either is unknown, so that an unindexed state never blocks what keeps it.
-func (op *operation) indexOf(state []byte) *tfstate.Index {
+func (op *operation) indexOf(state []byte) *imports.Index {
 	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
 	if err != nil || len(state) == 0 {
 		return nil

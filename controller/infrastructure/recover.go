@@ -16,6 +16,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/terraform/imports"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -94,7 +95,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 			return nil, fmt.Errorf("writing the recovered state: %w", err)
 		}
 	}
-	held, err := tfstate.Addresses(recovered)
+	held, err := imports.Addresses(recovered)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 
 // lostStateCause says how the stored state was lost: missing, unreadable, empty or older
 // than its index says; empty when it was not.
-func lostStateCause(stored *tfstate.Stored, index *tfstate.Index) string {
+func lostStateCause(stored *tfstate.Stored, index *imports.Index) string {
 	switch {
 	case !stored.Exists:
 		return "was missing"
@@ -143,7 +144,7 @@ func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.H
 
 // indexedImports are the import IDs of the indexed resources a recovered state lacks that
 // the configuration declares, and those of them that cannot be imported.
-func indexedImports(index *tfstate.Index, held map[string]bool, declared func(string) bool) (map[string]string, []string) {
+func indexedImports(index *imports.Index, held map[string]bool, declared func(string) bool) (map[string]string, []string) {
 	imports := map[string]string{}
 	var lost []string
 	if index == nil {
@@ -190,7 +191,7 @@ func (op *operation) recovered() {
 }
 
 // newestIndex is the index of the later serial.
-func newestIndex(a, b *tfstate.Index) *tfstate.Index {
+func newestIndex(a, b *imports.Index) *imports.Index {
 	if b.Newer(a) {
 		return b
 	}
@@ -253,29 +254,29 @@ func (op *operation) withImports(ctx context.Context, files map[string]string, a
 	if err != nil {
 		return nil, err
 	}
-	imports := maps.Clone(adoptions)
+	wanted := maps.Clone(adoptions)
 	if r != nil {
-		if imports == nil {
-			imports = map[string]string{}
+		if wanted == nil {
+			wanted = map[string]string{}
 		}
 		for address, id := range r.imports {
-			if _, adopted := imports[address]; !adopted {
-				imports[address] = id
+			if _, adopted := wanted[address]; !adopted {
+				wanted[address] = id
 			}
 		}
 	}
-	if len(imports) == 0 {
+	if len(wanted) == 0 {
 		return files, nil
 	}
 	files = maps.Clone(files)
-	files[tfstate.ImportsFile] = importBlocks(imports)
+	files[imports.File] = importBlocks(wanted)
 	return files, nil
 }
 
 // keepHistory keeps the state of a successful apply in the history, unless it is the
 // state the status held already (an apply that changed nothing): at most one write per
 // apply, none for most. A history that cannot be written fails nothing.
-func (op *operation) keepHistory(ctx context.Context, state []byte, index *tfstate.Index) {
+func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index) {
 	depth := op.actuator.State.History()
 	if depth == 0 || len(state) == 0 {
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -90,7 +91,7 @@ func (s *shoot) deleteState(g Gomega) {
 func (s *shoot) stateAddresses(g Gomega) []string {
 	raw, err := s.runObjects().ReadState(context.Background(), env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
-	held, err := state.Addresses(raw)
+	held, err := imports.Addresses(raw)
 	g.Expect(err).NotTo(HaveOccurred())
 	var addresses []string
 	for a := range held {

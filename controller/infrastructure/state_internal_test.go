@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/imports"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -77,7 +78,7 @@ func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
 	state := make([]byte, maxStatusState)
 	_, _ = rand.Read(state)
 	op, _ := stateOperation()
-	index := &tfstate.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
+	index := &imports.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
 	g.Expect(op.keepStateInStatus(state, index)).To(Succeed())
 	g.Expect(op.infra.Status.State).NotTo(BeNil())
 	g.Expect(statusIndex(op.infra.Status.State)).To(Equal(index))

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -116,7 +117,7 @@ func (o RunObjects) AppendHistory(ctx context.Context, c client.Client, state []
 	if len(h.Entries) > 0 && h.Entries[0].Serial == entry.Serial && h.Entries[0].Lineage == entry.Lineage {
 		return false, nil
 	}
-	addresses, err := Addresses(state)
+	addresses, err := imports.Addresses(state)
 	if err != nil {
 		return false, err
 	}

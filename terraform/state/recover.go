@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/terraseed/terraseed/terraform/imports"
 )
 
 // Stored is the state object as found: whether it exists, its state or why that
@@ -17,7 +19,7 @@ type Stored struct {
 	State []byte
 	// Unreadable says why the state cannot be read (corrupt, truncated, not a state).
 	Unreadable error
-	Index      *Index
+	Index      *imports.Index
 	// Serial and Lineage are the state's; empty when it has none.
 	Serial  int64
 	Lineage string

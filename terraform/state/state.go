@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -55,7 +56,7 @@ const (
 var (
 	// ErrInvalid is returned for bytes that are not a complete terraform state,
 	// such as a state file read while terraform was writing it.
-	ErrInvalid = errors.New("not a complete terraform state")
+	ErrInvalid = imports.ErrInvalid
 	// ErrLineageMismatch is returned when a state of another lineage would replace the stored one.
 	ErrLineageMismatch = errors.New("the state belongs to another lineage than the stored state")
 	// ErrStale is returned when the store holds a newer snapshot of the state than the
@@ -92,7 +93,7 @@ type Store struct {
 	knownVersion string
 	// importIDs index every state this store writes; without them the index written
 	// last stays, naming the serial it describes.
-	importIDs *ImportIDs
+	importIDs *imports.IDs
 }
 
 // stateMeta is what orders two snapshots of a state.

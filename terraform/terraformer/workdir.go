@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -84,20 +85,20 @@ func filesDigest(files map[string][]byte) string {
 // takeImportIDs takes the provider's import ID templates out of the configuration, and
 // has the store index every state it saves with them.
 func (r *Runner) takeImportIDs(files map[string][]byte) error {
-	declared, ok := files[state.ImportIDsKey]
+	declared, ok := files[imports.IDsKey]
 	if !ok {
-		_, r.imports = files[state.ImportsFile]
+		_, r.imports = files[imports.File]
 		return nil
 	}
-	delete(files, state.ImportIDsKey)
-	_, r.imports = files[state.ImportsFile]
+	delete(files, imports.IDsKey)
+	_, r.imports = files[imports.File]
 	var templates map[string]string
 	if err := json.Unmarshal(declared, &templates); err != nil {
-		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), imports.IDsKey), err.Error())
 	}
-	ids, err := state.ParseImportIDs(templates)
+	ids, err := imports.ParseIDs(templates)
 	if err != nil {
-		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), state.ImportIDsKey), err.Error())
+		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), imports.IDsKey), err.Error())
 	}
 	r.store.SetImportIDs(ids)
 	return nil
