@@ -16,6 +16,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
@@ -69,7 +71,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	}
 	defer os.RemoveAll(tmp)
 	// What an earlier run reported is not this run's.
-	report := run.ReportFile(reportFileOf(dir))
+	report := report.File(reportFileOf(dir))
 	if err := report.Clear(ctx); err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	result, err := r.Run(runCtx)
 	stopProgress()
 	if err != nil {
-		re := run.ErrorOf(r.Phases(), err)
+		re := termination.ErrorOf(r.Phases(), err)
 		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
 			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
 			re.Err = errors.Join(ErrRunDeadline, re.Err)

@@ -21,6 +21,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
@@ -147,7 +149,7 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 	if err != nil {
 		return nil, err
 	}
-	report := run.ReportAnnotations{Client: e.Client, ID: req.ID}
+	report := report.Annotations{Client: e.Client, ID: req.ID}
 	// When the pod was asked for, for its spans; unknown for an adopted one.
 	var created time.Time
 	if pod == nil {
@@ -481,7 +483,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 			if err != nil {
 				return nil, err
 			}
-			result.Phases, _, _ = run.ParseTerminationMessage(terminationMessageOf(current))
+			result.Phases, _, _ = termination.Parse(terminationMessageOf(current))
 			return result, nil
 		}, true
 	case corev1.PodFailed:
@@ -527,7 +529,7 @@ func (e *PodExecutor) failure(ctx context.Context, req run.Request, pod *corev1.
 		return &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: running for more than %s", ErrRunDeadline, e.RunTimeout), Err: ErrRunDeadline}
 	}
 	message := terminationMessageOf(pod)
-	if _, re, ok := run.ParseTerminationMessage(message); ok {
+	if _, re, ok := termination.Parse(message); ok {
 		return re
 	}
 	if message == "" && e.Clientset != nil {

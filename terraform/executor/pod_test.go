@@ -33,6 +33,7 @@ import (
 	"github.com/terraseed/terraseed/controller/errorcodes"
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -519,7 +520,7 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
 	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 	progress := `{"phase":"apply"}`
-	annotated, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{run.AnnotationProgress: progress}}})
+	annotated, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{report.AnnotationProgress: progress}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.Objects.ConfigName()}}, client.RawPatch(types.MergePatchType, annotated))).To(Succeed())
 	credentials := &corev1.Secret{}
@@ -542,7 +543,7 @@ func TestPodExecutorCountsATerminatingRunPodAsActive(t *testing.T) {
 	g.Expect(current.UID).To(Equal(credentials.UID), "the running pod's credentials are left alone")
 	config := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ConfigName()}, config)).To(Succeed())
-	g.Expect(config.Annotations).To(HaveKeyWithValue(run.AnnotationProgress, progress), "the running pod's progress is left alone")
+	g.Expect(config.Annotations).To(HaveKeyWithValue(report.AnnotationProgress, progress), "the running pod's progress is left alone")
 
 	// The container ended (the kubelet reports it before it removes the pod): the run is over.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 )
 
 // What a run pod costs besides terraform: the spans a run pod adds to a run, and the
@@ -42,7 +42,7 @@ func init() {
 // its terraformer left: created is when the executor asked for the pod (zero for a pod it
 // adopted, whose creation it did not see), read when it had read the outcome.
 func observePodRun(message string, created, read time.Time) {
-	record, ok := run.ParsePodRecord(message)
+	record, ok := termination.ParseRecord(message)
 	if !ok {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
 // DefaultProgressPollInterval is how often a run's report is read for its progress.
@@ -13,7 +14,7 @@ const DefaultProgressPollInterval = 2 * time.Second
 
 // followProgress hands every new progress of the run to report until the returned stop
 // is called; stop returns once report is no longer called.
-func followProgress(ctx context.Context, report run.ReportTransport, req run.Request, interval time.Duration) (stop func()) {
+func followProgress(ctx context.Context, report report.Transport, req run.Request, interval time.Duration) (stop func()) {
 	if req.Progress == nil {
 		return func() {}
 	}
@@ -50,7 +51,7 @@ func followProgress(ctx context.Context, report run.ReportTransport, req run.Req
 }
 
 // withPlan adds the plan the run reported to its result.
-func withPlan(ctx context.Context, report run.ReportTransport, req run.Request, result *run.Result) (*run.Result, error) {
+func withPlan(ctx context.Context, report report.Transport, req run.Request, result *run.Result) (*run.Result, error) {
 	if req.Command != run.Apply && req.Command != run.Plan {
 		return result, nil
 	}

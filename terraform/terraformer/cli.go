@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -33,7 +34,7 @@ const usage = "usage: terraformer {apply|destroy|plan|validate} [flags]"
 // exit code. SIGTERM and SIGINT cancel the run, which relays them to terraform as SIGINT,
 // waits for terraform to stop and saves the state.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	record := &run.PodRecord{Started: time.Now()}
+	record := &termination.Record{Started: time.Now()}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	flags := flag.NewFlagSet("terraformer", flag.ContinueOnError)
@@ -65,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return o.fail(ctx, r.Phases(), o.finish(record, r), err, stderr)
 	}
-	if err := run.WriteTerminationRecord(o.terminationMessagePath, result.Phases, o.finish(record, r), nil); err != nil {
+	if err := termination.Write(o.terminationMessagePath, result.Phases, o.finish(record, r), nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
@@ -162,8 +163,8 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 
 // fail reports a failed run in the termination message and on stderr, and returns its
 // exit code.
-func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *run.PodRecord, err error, stderr io.Writer) int {
-	if werr := run.WriteTerminationRecord(o.terminationMessagePath, phases, record, err); werr != nil {
+func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *termination.Record, err error, stderr io.Writer) int {
+	if werr := termination.Write(o.terminationMessagePath, phases, record, err); werr != nil {
 		logf.FromContext(ctx).Error(werr, "terminationMessageNotWritten")
 	}
 	fmt.Fprintln(stderr, run.FailurePrefix+err.Error())
@@ -171,7 +172,7 @@ func (o *cliOptions) fail(ctx context.Context, phases run.Phases, record *run.Po
 }
 
 // finish completes the record of a run that ends now, r's (nil: no run started).
-func (o *cliOptions) finish(record *run.PodRecord, r *Runner) *run.PodRecord {
+func (o *cliOptions) finish(record *termination.Record, r *Runner) *termination.Record {
 	if r != nil {
 		record.TerraformStarted = r.TerraformStarted()
 	}

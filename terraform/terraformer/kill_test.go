@@ -16,6 +16,7 @@ import (
 	"github.com/terraseed/terraseed/controller/errorcodes"
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -26,7 +27,7 @@ func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 	f.T.Helper()
 	g := NewWithT(f.T)
 	dir := filepath.Dir(f.workDir)
-	kubeconfig, termination := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "termination-message")
+	kubeconfig, message := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "termination-message")
 	g.Expect(tftest.WriteKubeconfig(env.Config, kubeconfig)).To(Succeed())
 	args := []string{string(command),
 		"--namespace", f.Objects.ID.Namespace, "--name", f.Objects.ID.Name, "--purpose", string(f.Objects.ID.Purpose),
@@ -34,14 +35,14 @@ func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 		"--work-dir", f.workDir,
 		"--terraform", f.settings.Terraform,
 		"--plugin-mirror", f.settings.Plugins.Mirror,
-		"--termination-message-path", termination,
+		"--termination-message-path", message,
 		"--report-file", f.reportFile,
 	}
 	cmd := exec.Command(testenv.TerraformerBinary(f.T), args...)
 	cmd.Env = f.env()
 	cmd.Stdout, cmd.Stderr = f.Output, f.Output
 	g.Expect(cmd.Start()).To(Succeed())
-	return cmd, termination
+	return cmd, message
 }
 
 // newWorkDir has the next run start in a fresh working directory, as a new run pod does.
@@ -50,10 +51,10 @@ func (f *fixture) newWorkDir() {
 }
 
 // runFailure reads the error of a terraformer process that failed from its termination message.
-func runFailure(g Gomega, termination string) *run.Error {
-	data, err := os.ReadFile(termination)
+func runFailure(g Gomega, message string) *run.Error {
+	data, err := os.ReadFile(message)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, re, ok := run.ParseTerminationMessage(string(data))
+	_, re, ok := termination.Parse(string(data))
 	g.Expect(ok).To(BeTrue(), "a failed run's termination message: %s", data)
 	return re
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
+	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -97,12 +99,12 @@ func (f *fixture) run(command run.Command) (*run.Result, error) {
 // a failed run's error carries the phases the run got through, as the local executor
 // adds them and a run pod's termination message holds them.
 func (f *fixture) runWith(ctx context.Context, r *Runner) (*run.Result, error) {
-	if err := run.ReportFile(f.reportFile).Clear(ctx); err != nil {
+	if err := report.File(f.reportFile).Clear(ctx); err != nil {
 		return nil, err
 	}
 	result, err := r.Run(ctx)
 	if err != nil {
-		return nil, run.ErrorOf(r.Phases(), err)
+		return nil, termination.ErrorOf(r.Phases(), err)
 	}
 	return result, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -114,11 +115,11 @@ func (f *fixture) configVersion(g Gomega) string {
 func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
 	data, err := os.ReadFile(f.reportFile)
 	g.Expect(err).NotTo(HaveOccurred())
-	report := map[string]string{}
-	g.Expect(json.Unmarshal(data, &report)).To(Succeed())
-	g.Expect(report).To(HaveKey(run.AnnotationPlan))
+	published := map[string]string{}
+	g.Expect(json.Unmarshal(data, &published)).To(Succeed())
+	g.Expect(published).To(HaveKey(report.AnnotationPlan))
 	plan := &run.PlanSummary{}
-	g.Expect(json.Unmarshal([]byte(report[run.AnnotationPlan]), plan)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(published[report.AnnotationPlan]), plan)).To(Succeed())
 	return plan
 }
 

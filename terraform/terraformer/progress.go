@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
 // uiMessage is the part of a line of terraform's machine-readable UI the run reads.
@@ -67,7 +68,7 @@ const (
 type tracker struct {
 	out io.Writer
 	// report is where the progress and the plan are written.
-	report   run.ReportTransport
+	report   report.Transport
 	interval time.Duration
 
 	mu       sync.Mutex
@@ -89,7 +90,7 @@ type tracker struct {
 	tickerDone chan struct{}
 }
 
-func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report run.ReportTransport) *tracker {
+func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report report.Transport) *tracker {
 	if interval <= 0 {
 		interval = run.DefaultProgressInterval
 	}
@@ -280,7 +281,7 @@ func (tr *tracker) tick(ctx context.Context) {
 // flush writes the progress when it changed, with the plan when it is due, in one request.
 func (tr *tracker) flush(ctx context.Context) {
 	tr.mu.Lock()
-	var report run.Report
+	var report report.Report
 	if tr.planDue {
 		tr.planDue, tr.planPublished = false, true
 		report.Plan = &run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}

@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -215,11 +216,11 @@ func (r *Runner) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer,
 
 // report is where the run's progress and plan go, where the executor reads them: the
 // report file beside the controller, else the annotations of the configuration ConfigMap.
-func (r *Runner) report() run.ReportTransport {
+func (r *Runner) report() report.Transport {
 	if r.ReportFile != "" {
-		return run.ReportFile(r.ReportFile)
+		return report.File(r.ReportFile)
 	}
-	return run.ReportAnnotations{Client: r.Client, ID: r.Objects.ID}
+	return report.Annotations{Client: r.Client, ID: r.Objects.ID}
 }
 
 // save saves the state once more after terraform exited, while the last progress and

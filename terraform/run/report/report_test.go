@@ -1,4 +1,4 @@
-package run
+package report
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // The report's format is that of earlier versions, whose run pods may still write it
@@ -15,10 +17,10 @@ func TestAReportKeepsItsFormat(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "report.json")
-	file := ReportFile(path)
-	progress := &Progress{Command: "apply", Phase: "applying", Done: 1, Total: 2, Current: "creating a.b"}
+	file := File(path)
+	progress := &run.Progress{Command: "apply", Phase: "applying", Done: 1, Total: 2, Current: "creating a.b"}
 	g.Expect(file.Write(ctx, Report{Progress: progress})).To(Succeed())
-	plan := &PlanSummary{Changes: []Change{{Address: "a.b", Type: "a", Action: "create"}}, Digest: "sha256:0123456789abcdef"}
+	plan := &run.PlanSummary{Changes: []run.Change{{Address: "a.b", Type: "a", Action: "create"}}, Digest: "sha256:0123456789abcdef"}
 	g.Expect(file.Write(ctx, Report{Plan: plan})).To(Succeed())
 
 	data, err := os.ReadFile(path)

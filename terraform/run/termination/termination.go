@@ -1,10 +1,12 @@
-package run
+package termination
 
 import (
 	"encoding/json"
 	"errors"
 	"os"
 	"time"
+
+	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // terminationMessage is what a run pod leaves in its termination message: how long its
@@ -31,17 +33,17 @@ type terminationMessage struct {
 	Record *podRecordJSON `json:"record,omitempty"`
 }
 
-// PodRecord is what a run pod's terraformer tells of its own run besides the phases: when
+// Record is what a run pod's terraformer tells of its own run besides the phases: when
 // it started, started terraform and ended, and the most memory its container used. The
 // executor reads a run pod's overhead from it: the times are the node's clock.
-type PodRecord struct {
+type Record struct {
 	Started, TerraformStarted, Ended time.Time
 	// PeakMemory is the container's peak memory in bytes, terraform and its providers
 	// included; 0 when the cgroup does not tell.
 	PeakMemory int64
 }
 
-// podRecordJSON is a PodRecord in a termination message: Unix milliseconds, 0 for a time
+// podRecordJSON is a Record in a termination message: Unix milliseconds, 0 for a time
 // not reached (a run that failed before terraform started).
 type podRecordJSON struct {
 	Started          int64 `json:"started"`
@@ -66,14 +68,14 @@ func fromUnixMilli(ms int64) time.Time {
 
 const terminationMessageLimit = 4096
 
-// WriteTerminationMessage records at path how a run ended: the phases it ran and, when
+// writeMessage records at path how a run ended: the phases it ran and, when
 // runErr is not nil, why it failed.
-func WriteTerminationMessage(path string, phases Phases, runErr error) error {
-	return WriteTerminationRecord(path, phases, nil, runErr)
+func writeMessage(path string, phases run.Phases, runErr error) error {
+	return Write(path, phases, nil, runErr)
 }
 
-// WriteTerminationRecord is WriteTerminationMessage with the run pod's record, when not nil.
-func WriteTerminationRecord(path string, phases Phases, record *PodRecord, runErr error) error {
+// Write is writeMessage with the run pod's record, when not nil.
+func Write(path string, phases run.Phases, record *Record, runErr error) error {
 	msg := newTerminationMessage(phases, runErr)
 	if record != nil {
 		msg.Record = &podRecordJSON{Started: unixMilli(record.Started), TerraformStarted: unixMilli(record.TerraformStarted),
@@ -99,27 +101,27 @@ func WriteTerminationRecord(path string, phases Phases, record *PodRecord, runEr
 }
 
 // ErrorOf is the error of a run that failed with err, as the executor of a run pod
-// reads it back from the pod's termination message (ParseTerminationMessage): for a run
+// reads it back from the pod's termination message (Parse): for a run
 // in the executor's own process, which has no termination message to go through.
-func ErrorOf(phases Phases, err error) *Error {
+func ErrorOf(phases run.Phases, err error) *run.Error {
 	if re, ok := newTerminationMessage(phases, err).runError(); ok {
 		return re
 	}
-	return NewError("", "", err)
+	return run.NewError("", "", err)
 }
 
-func newTerminationMessage(phases Phases, runErr error) terminationMessage {
+func newTerminationMessage(phases run.Phases, runErr error) terminationMessage {
 	msg := terminationMessage{}
-	var re *Error
+	var re *run.Error
 	switch {
 	case errors.As(runErr, &re):
 		msg = terminationMessage{Command: re.Command, Blocks: re.Blocks, Message: re.Message, PlanDigest: re.PlanDigest}
 	case runErr != nil:
 		msg = terminationMessage{Message: runErr.Error()}
 	}
-	msg.Invalid = errors.Is(runErr, ErrInvalidInput)
-	msg.InProgress = errors.Is(runErr, ErrRunInProgress)
-	msg.Protected = errors.Is(runErr, ErrDestroyProtected)
+	msg.Invalid = errors.Is(runErr, run.ErrInvalidInput)
+	msg.InProgress = errors.Is(runErr, run.ErrRunInProgress)
+	msg.Protected = errors.Is(runErr, run.ErrDestroyProtected)
 	if len(msg.Blocks) > 0 && msg.Message == messageOf(msg.Blocks) {
 		msg.Message = ""
 	}
@@ -132,10 +134,10 @@ func newTerminationMessage(phases Phases, runErr error) terminationMessage {
 	return msg
 }
 
-// ParseTerminationMessage reads a termination message: the phases of the run, and the
+// Parse reads a termination message: the phases of the run, and the
 // Error of a failed run; ok is false when the message is not one of a failed run (the
 // run succeeded, or the pod died before writing one).
-func ParseTerminationMessage(data string) (phases Phases, runErr *Error, ok bool) {
+func Parse(data string) (phases run.Phases, runErr *run.Error, ok bool) {
 	var msg terminationMessage
 	if err := json.Unmarshal([]byte(data), &msg); err != nil {
 		return nil, nil, false
@@ -144,23 +146,23 @@ func ParseTerminationMessage(data string) (phases Phases, runErr *Error, ok bool
 	return msg.phases(), runErr, ok
 }
 
-// ParsePodRecord reads the run pod's record of a termination message; false when it
+// ParseRecord reads the run pod's record of a termination message; false when it
 // holds none (a terraformer of an earlier version, or one killed before it wrote it).
-func ParsePodRecord(data string) (PodRecord, bool) {
+func ParseRecord(data string) (Record, bool) {
 	var msg terminationMessage
 	if err := json.Unmarshal([]byte(data), &msg); err != nil || msg.Record == nil {
-		return PodRecord{}, false
+		return Record{}, false
 	}
 	r := msg.Record
-	return PodRecord{Started: fromUnixMilli(r.Started), TerraformStarted: fromUnixMilli(r.TerraformStarted),
+	return Record{Started: fromUnixMilli(r.Started), TerraformStarted: fromUnixMilli(r.TerraformStarted),
 		Ended: fromUnixMilli(r.Ended), PeakMemory: r.PeakMemory}, true
 }
 
-func (msg terminationMessage) phases() Phases {
+func (msg terminationMessage) phases() run.Phases {
 	if len(msg.Phases) == 0 {
 		return nil
 	}
-	phases := Phases{}
+	phases := run.Phases{}
 	for name, seconds := range msg.Phases {
 		phases[name] = time.Duration(seconds * float64(time.Second))
 	}
@@ -168,7 +170,7 @@ func (msg terminationMessage) phases() Phases {
 }
 
 // runError is the Error of a failed run's message; ok is false for any other.
-func (msg terminationMessage) runError() (*Error, bool) {
+func (msg terminationMessage) runError() (*run.Error, bool) {
 	if len(msg.Blocks) == 0 && len(msg.Codes) > 0 {
 		msg.Blocks = []string{msg.Message}
 	}
@@ -178,14 +180,25 @@ func (msg terminationMessage) runError() (*Error, bool) {
 	if msg.Message == "" {
 		return nil, false
 	}
-	cause := ErrTerraformFailed
+	cause := run.ErrTerraformFailed
 	switch {
 	case msg.InProgress:
-		cause = ErrRunInProgress
+		cause = run.ErrRunInProgress
 	case msg.Invalid:
-		cause = ErrInvalidInput
+		cause = run.ErrInvalidInput
 	case msg.Protected:
-		cause = ErrDestroyProtected
+		cause = run.ErrDestroyProtected
 	}
-	return &Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, PlanDigest: msg.PlanDigest, Phases: msg.phases(), Err: cause}, true
+	return &run.Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, PlanDigest: msg.PlanDigest, Phases: msg.phases(), Err: cause}, true
 }
+
+// truncate cuts s to n bytes, marking the cut, as run's errors are cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// messageOf is the message run's errors make of blocks.
+func messageOf(blocks []string) string { return run.ErrorOfBlocks("", blocks, nil).Message }
