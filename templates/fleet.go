@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -42,17 +44,32 @@ func (m *Manifest) checkThrottling() ([]*regexp.Regexp, error) {
 }
 
 func (m *Manifest) checkParallelism() error {
-	if m.Parallelism != nil && (*m.Parallelism < 1 || *m.Parallelism > MaxParallelism) {
-		return fmt.Errorf("parallelism: %d must be between 1 and %d", *m.Parallelism, MaxParallelism)
+	if m.Parallelism != nil && (*m.Parallelism < 1 || *m.Parallelism > maxParallelism) {
+		return fmt.Errorf("parallelism: %d must be between 1 and %d", *m.Parallelism, maxParallelism)
 	}
 	return nil
 }
 
-// AccountValues are the values of the credentials that identify the cloud account, read
+// AccountKey is the budget key of the cloud account and region a run calls (run.Request's
+// Budget): a short hash of the provider's type, the region and the values of the
+// credentials that identify the account, so that no credential reaches a metric or a log;
+// empty when the provider names none.
+func (p *Provider) AccountKey(region string, env map[string]string) string {
+	values := p.accountValues(env)
+	if values == nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, v := range append([]string{p.Manifest.Type, region}, values...) {
+		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// accountValues are the values of the credentials that identify the cloud account, read
 // from the environment Credentials made, in the order provider.yaml names them; nil when
-// the provider names none. They are credentials: hash them (run.BudgetKey), never
-// show them.
-func (p *Provider) AccountValues(env map[string]string) []string {
+// the provider names none. They are credentials: hashed, never shown.
+func (p *Provider) accountValues(env map[string]string) []string {
 	if p.Manifest.Account == nil {
 		return nil
 	}

@@ -64,9 +64,9 @@ type Account struct {
 	Credentials []string `json:"credentials"`
 }
 
-// MaxParallelism bounds provider.yaml's parallelism: more concurrent calls per run only
+// maxParallelism bounds provider.yaml's parallelism: more concurrent calls per run only
 // spend an account's API budget faster.
-const MaxParallelism = 100
+const maxParallelism = 100
 
 // Credential maps one key of the credentials secret to the environment of terraform.
 type Credential struct {

@@ -119,7 +119,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
 	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take: then it is stopped, its state saved, and it fails (either executor)")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
-	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+run.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
+	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
 	flags.StringVar(&o.terraformerMemoryLimit, "terraformer-memory-limit", "2Gi", "memory limit of terraformer pods (pod executor): a provider plugin that leaks is killed there, not on the node")
 	flags.StringVar(&o.terraformerCPULimit, "terraformer-cpu-limit", "2", "CPU limit of terraformer pods (pod executor; request 100m): a provider plugin that spins is throttled in its pod")
@@ -402,7 +402,7 @@ func (o managerOptions) executorConfig() (executor.Config, error) {
 		Settings: terraformer.Settings{
 			Terraform: o.terraform,
 			OpenTofu:  o.openTofu,
-			Plugins:   run.Plugins{Mirror: o.pluginMirror, CacheDir: o.pluginCache},
+			Plugins:   terraformer.Plugins{Mirror: o.pluginMirror, CacheDir: o.pluginCache},
 		},
 		AllowTerraformDownload: o.allowTerraformDownload,
 		WorkDir:                o.workDir,

@@ -14,6 +14,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // ConditionInSync says whether the last periodic plan found the infrastructure as
@@ -117,7 +118,7 @@ func (a *Actuator) nextDriftCheck(infra *extensionsv1alpha1.Infrastructure, now 
 }
 
 // plan runs terraform plan on the configuration last applied.
-func (op *operation) plan(ctx context.Context) (*run.PlanSummary, error) {
+func (op *operation) plan(ctx context.Context) (*plan.Summary, error) {
 	provider, secret, err := op.inputs(ctx)
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func driftLateness(interval time.Duration) time.Duration {
 	return min(interval/10, time.Minute)
 }
 
-func driftMessage(plan *run.PlanSummary) string {
+func driftMessage(plan *plan.Summary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the infrastructure differs from its configuration: %s", plan.Summary(addressesListed))
 	if len(plan.Drift) > 0 {

@@ -24,9 +24,7 @@ const ReasonThrottled = "Throttled"
 // cloud account and region the run calls, the shoot project, how the provider's
 // throttling reads, and the provider's parallelism.
 func (op *operation) withFleet(req run.Request, provider *templates.Provider) run.Request {
-	if values := provider.AccountValues(req.Env); values != nil {
-		req.Budget = run.BudgetKey(append([]string{provider.Manifest.Type, op.infra.Spec.Region}, values...)...)
-	}
+	req.Budget = provider.AccountKey(op.infra.Spec.Region, req.Env)
 	req.Project = projectOf(op.infra.Namespace)
 	req.Parallelism = provider.Parallelism()
 	req.Throttled = func(err error) bool { return throttled(provider, err) }

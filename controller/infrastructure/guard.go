@@ -13,6 +13,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // AnnotationAllowDestroy lets the next apply destroy or replace resources of the
@@ -58,7 +59,7 @@ func (op *operation) allowDestroy(now time.Time) (destroyPermission, error) {
 	}
 	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationAllowDestroy)
 	digest, rest, hasExpiry := strings.Cut(value, ",")
-	if !run.PlanDigestValue.MatchString(digest) {
+	if !plan.DigestValue.MatchString(digest) {
 		return destroyPermission{}, extension.InvalidInput(ReasonInvalidConfiguration,
 			"%s: %q is neither the digest of a plan (sha256:<16 hex digits>, as the LastPlan condition names it) optionally followed by \",expires=<RFC 3339 time>\", nor true", field, value)
 	}
@@ -86,7 +87,7 @@ func (op *operation) warnAllowDestroy(_ context.Context, s *applyScope) error {
 	return nil
 }
 
-func appliedMessage(plan *run.PlanSummary) string {
+func appliedMessage(plan *plan.Summary) string {
 	if plan.Digest == "" {
 		return "applied: " + plan.Summary(addressesListed)
 	}

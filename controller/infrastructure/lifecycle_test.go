@@ -28,17 +28,18 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
 func TestLifecycleCreateChangeDelete(t *testing.T) {
-	testLifecycle(t, run.TerraformVersion)
+	testLifecycle(t, terraformer.TerraformVersion)
 }
 
 // TestLifecycleOnOpenTofu runs the same lifecycle with OpenTofu instead of terraform.
 func TestLifecycleOnOpenTofu(t *testing.T) {
 	tofu := testenv.OpenTofu(t)
-	testLifecycle(t, run.OpenTofuVersion, func(a *controllerSetup) {
+	testLifecycle(t, terraformer.OpenTofuVersion, func(a *controllerSetup) {
 		e := a.Executor.(*executor.LocalExecutor)
 		e.Settings.Terraform, e.Settings.OpenTofu = tofu, true
 	})

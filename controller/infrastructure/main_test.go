@@ -26,7 +26,6 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -123,7 +122,7 @@ func newSetup(t testing.TB, c client.Client, reader client.Reader, workDir strin
 			Client: c,
 			Settings: terraformer.Settings{
 				Terraform:   testenv.Terraform(t),
-				Plugins:     run.Plugins{Mirror: testenv.ProviderMirror(t)},
+				Plugins:     terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
 				StopTimeout: time.Minute,
 			},
 			BaseDir: workDir,

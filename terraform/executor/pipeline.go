@@ -112,7 +112,7 @@ func (p *Pipeline) finished(id run.ID) {
 // Active says whether a run of id is under way in the executor, also one an earlier
 // process started; false when the executor cannot tell.
 func (p *Pipeline) Active(ctx context.Context, id run.ID) (bool, error) {
-	checker, ok := p.executor.(ActivityChecker)
+	checker, ok := p.executor.(activityChecker)
 	if !ok {
 		return false, nil
 	}
@@ -120,9 +120,9 @@ func (p *Pipeline) Active(ctx context.Context, id run.ID) (bool, error) {
 }
 
 // Interrupt asks the executor to stop the run of id under way, also one an earlier
-// process started (see Stopper); false when its runs cannot be stopped from here.
+// process started (see stopper); false when its runs cannot be stopped from here.
 func (p *Pipeline) Interrupt(ctx context.Context, id run.ID) (bool, error) {
-	stopper, ok := p.executor.(Stopper)
+	stopper, ok := p.executor.(stopper)
 	if !ok {
 		return false, nil
 	}
@@ -130,9 +130,9 @@ func (p *Pipeline) Interrupt(ctx context.Context, id run.ID) (bool, error) {
 }
 
 // Clean removes what the executor keeps of the runs of id beyond the run objects (see
-// Cleaner), once its object is gone.
+// cleaner), once its object is gone.
 func (p *Pipeline) Clean(ctx context.Context, id run.ID) error {
-	if cleaner, ok := p.executor.(Cleaner); ok {
+	if cleaner, ok := p.executor.(cleaner); ok {
 		return cleaner.Clean(ctx, id)
 	}
 	return nil
@@ -146,7 +146,7 @@ type measured struct {
 
 // Stop stops a run of an executor whose runs go on elsewhere.
 func (m measured) Stop(ctx context.Context, id run.ID) error {
-	if stopper, ok := m.Executor.(Stopper); ok {
+	if stopper, ok := m.Executor.(stopper); ok {
 		return stopper.Stop(ctx, id)
 	}
 	return nil

@@ -143,7 +143,7 @@ func (p Placement) apply(spec *corev1.PodSpec) {
 	spec.Tolerations = p.Tolerations
 	for _, c := range p.TopologySpreadConstraints {
 		if c.LabelSelector == nil {
-			c.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: LabelCommand, Operator: metav1.LabelSelectorOpExists}}}
+			c.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: labelCommand, Operator: metav1.LabelSelectorOpExists}}}
 		}
 		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, c)
 	}

@@ -27,15 +27,15 @@ import (
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
-// LabelCommand names the terraform command a run pod executes.
-const LabelCommand = run.LabelPrefix + "command"
+// labelCommand names the terraform command a run pod executes.
+const labelCommand = run.LabelPrefix + "command"
 
-// LabelDigest holds the digest of the configuration a run pod works on (Request.Digest).
-const LabelDigest = run.LabelPrefix + "config-digest"
+// labelDigest holds the digest of the configuration a run pod works on (Request.Digest).
+const labelDigest = run.LabelPrefix + "config-digest"
 
 var (
-	// ErrCreationDeadline is returned when a run pod did not start in time.
-	ErrCreationDeadline = errors.New("the terraform run did not start in time")
+	// errCreationDeadline is returned when a run pod did not start in time.
+	errCreationDeadline = errors.New("the terraform run did not start in time")
 	// ErrRunDeadline is returned when a run did not finish in time.
 	ErrRunDeadline = errors.New("the terraform run did not finish in time")
 )
@@ -50,7 +50,7 @@ type PodExecutor struct {
 	// Command starts the terraformer in the image; {"/terraformer"} when empty.
 	Command []string
 	// ServiceAccountName is the run pods' dedicated ServiceAccount: it may read the run
-	// objects and write the state, nothing else; DefaultServiceAccountName when empty.
+	// objects and write the state, nothing else; defaultServiceAccountName when empty.
 	ServiceAccountName string
 	// ManageServiceAccount makes each run ensure the ServiceAccount in its namespace,
 	// bound to a Role naming the run's objects (see EnsureServiceAccount), for
@@ -79,7 +79,7 @@ type PodExecutor struct {
 	// RunTimeout becomes the pod's activeDeadlineSeconds.
 	RunTimeout time.Duration
 	// PollInterval is how often a waiting run looks at its pod in the watch's cache
-	// besides at each of its changes (no request); DefaultPodRecheckInterval when zero.
+	// besides at each of its changes (no request); defaultPodRecheckInterval when zero.
 	PollInterval time.Duration
 
 	guard runGuard
@@ -92,9 +92,9 @@ type PodExecutor struct {
 
 var _ Executor = (*PodExecutor)(nil)
 
-// DefaultPodRecheckInterval is how often a waiting run looks at its pod in the watch's
+// defaultPodRecheckInterval is how often a waiting run looks at its pod in the watch's
 // cache besides at each of its changes: the pending deadline needs no change to pass.
-const DefaultPodRecheckInterval = 10 * time.Second
+const defaultPodRecheckInterval = 10 * time.Second
 
 // pods returns the watch on run pods, started for the first run that waits and stopped
 // after the last one, so that an idle executor holds no watch open.
@@ -193,16 +193,16 @@ func (e *PodExecutor) podToAdopt(ctx context.Context, req run.Request) (*corev1.
 			return nil, err
 		}
 		return nil, nil
-	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[LabelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[LabelDigest] != req.Digest)):
+	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[labelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[labelDigest] != req.Digest)):
 		// A pod of another run left Pending, with no node yet, ran nothing: this run
 		// replaces it (the deletion of a pod on no node is immediate).
 		if err := e.cleanup(ctx, req.ID, pod); err != nil {
 			return nil, err
 		}
 		return nil, nil
-	case pod.Labels[LabelCommand] != string(req.Command):
-		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[LabelCommand]))
-	case req.Digest != "" && pod.Labels[LabelDigest] != req.Digest:
+	case pod.Labels[labelCommand] != string(req.Command):
+		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[labelCommand]))
+	case req.Digest != "" && pod.Labels[labelDigest] != req.Digest:
 		// A pod of another configuration, e.g. of the generation before a restart: its
 		// outcome is not this run's. This run starts once it ended.
 		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs another configuration)", run.ErrRunInProgress, pod.Name))
@@ -212,7 +212,7 @@ func (e *PodExecutor) podToAdopt(ctx context.Context, req run.Request) (*corev1.
 	}
 }
 
-var _ ActivityChecker = (*PodExecutor)(nil)
+var _ activityChecker = (*PodExecutor)(nil)
 
 // Active is true while a run pod of id exists that has not finished: also one being
 // deleted, which still runs within its grace period, terraform stopping and the state
@@ -228,7 +228,7 @@ func (e *PodExecutor) Active(ctx context.Context, id run.ID) (bool, error) {
 	return !finished(pod), nil
 }
 
-var _ Stopper = (*PodExecutor)(nil)
+var _ stopper = (*PodExecutor)(nil)
 
 // Stop deletes the run pod of id with its own grace period, its terminationGracePeriodSeconds
 // (StopTimeout): the kubelet sends the terraformer SIGTERM, which it relays to terraform,
@@ -281,9 +281,9 @@ func exited(pod *corev1.Pod) (int32, bool) {
 
 func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod, error) {
 	labels := req.ID.Labels()
-	labels[LabelCommand] = string(req.Command)
+	labels[labelCommand] = string(req.Command)
 	if req.Digest != "" {
-		labels[LabelDigest] = req.Digest
+		labels[labelDigest] = req.Digest
 	}
 	var owners []metav1.OwnerReference
 	if req.Owner != nil {
@@ -305,7 +305,7 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 		return nil
 	}); err != nil {
 		if refusedByQuota(err) {
-			return nil, &NotStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
+			return nil, &notStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
 		}
 		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
 	}
@@ -319,7 +319,7 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 			if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("deleting the credentials Secret: %w", err)
 			}
-			return nil, &NotStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
+			return nil, &notStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
 		}
 		return nil, fmt.Errorf("creating the run pod: %w", err)
 	}
@@ -358,7 +358,7 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
 	}
 	// The kubelet must not kill the terraformer before its final save.
-	grace := run.StopBound(cmp.Or(settings.StopTimeout, run.DefaultStopTimeout))
+	grace := terraformer.StopBound(cmp.Or(settings.StopTimeout, terraformer.DefaultStopTimeout))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{
@@ -411,7 +411,7 @@ func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
 func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
-		interval = DefaultPodRecheckInterval
+		interval = defaultPodRecheckInterval
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	for {
@@ -497,7 +497,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 	case corev1.PodPending, "":
 		if message, ok := unschedulable(current); ok {
 			return func() (*run.Result, error) {
-				return nil, &NotStartedError{Reason: "the run pod is unschedulable: " + message}
+				return nil, &notStartedError{Reason: "the run pod is unschedulable: " + message}
 			}, true
 		}
 		if e.CreationTimeout > 0 && time.Since(pendingSince(current)) > e.CreationTimeout {
@@ -505,7 +505,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 				if err := e.cleanup(ctx, req.ID, current); err != nil {
 					return nil, err
 				}
-				return nil, &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", ErrCreationDeadline, e.CreationTimeout), Err: ErrCreationDeadline}
+				return nil, &run.Error{Command: string(req.Command), Message: fmt.Sprintf("%s: pending for more than %s", errCreationDeadline, e.CreationTimeout), Err: errCreationDeadline}
 			}, true
 		}
 	}

@@ -319,7 +319,7 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	pod := pods[0]
 	g.Expect(pod.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 	g.Expect(pod.OwnerReferences).To(ConsistOf(*owner))
-	g.Expect(pod.Labels).To(And(HaveKeyWithValue(run.LabelInfrastructure, "infra"), HaveKeyWithValue(run.LabelPurpose, string(run.PurposeInfra)), HaveKeyWithValue(LabelCommand, "apply")))
+	g.Expect(pod.Labels).To(And(HaveKeyWithValue(run.LabelInfrastructure, "infra"), HaveKeyWithValue(run.LabelPurpose, string(run.PurposeInfra)), HaveKeyWithValue(labelCommand, "apply")))
 	g.Expect(pod.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-dns", "allowed"), "the seed's network-policy labels")
 	g.Expect(pod.Labels).NotTo(HaveKeyWithValue(run.LabelPurpose, "overridden"), "extra labels never replace a run's own")
 	g.Expect(pod.Spec.ServiceAccountName).To(Equal("terraformer"))
@@ -396,7 +396,7 @@ func TestPodExecutorAdoptsOnlyARunOfTheSameConfiguration(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	pods := k.startedPods()
 	g.Expect(pods).To(HaveLen(2), "the newer configuration ran in a pod of its own once the older one ended")
-	g.Expect(pods[1].Labels).To(HaveKeyWithValue(LabelDigest, newer.Digest))
+	g.Expect(pods[1].Labels).To(HaveKeyWithValue(labelDigest, newer.Digest))
 }
 
 func TestPodExecutorDeadlines(t *testing.T) {
@@ -409,7 +409,7 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		e := f.podExecutor()
 		e.CreationTimeout = time.Second
 		_, err := e.Run(context.Background(), f.request(run.Apply))
-		g.Expect(err).To(MatchError(ErrCreationDeadline))
+		g.Expect(err).To(MatchError(errCreationDeadline))
 		g.Expect(k.startedPods()).To(BeEmpty())
 		g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())
 	})

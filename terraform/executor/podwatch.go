@@ -29,7 +29,7 @@ type podWatch struct {
 
 func newPodWatch(clientset kubernetes.Interface, stop <-chan struct{}) (*podWatch, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelCommand }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelCommand }))
 	informer := factory.Core().V1().Pods()
 	w := &podWatch{lister: informer.Lister(), synced: informer.Informer().HasSynced, waiters: map[types.NamespacedName][]chan struct{}{}}
 	notify := func(obj any) {

@@ -9,8 +9,8 @@ import (
 	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
-// DefaultProgressPollInterval is how often a run's report is read for its progress.
-const DefaultProgressPollInterval = 2 * time.Second
+// defaultProgressPollInterval is how often a run's report is read for its progress.
+const defaultProgressPollInterval = 2 * time.Second
 
 // followProgress hands every new progress of the run to report until the returned stop
 // is called; stop returns once report is no longer called.
@@ -19,7 +19,7 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 		return func() {}
 	}
 	if interval <= 0 {
-		interval = DefaultProgressPollInterval
+		interval = defaultProgressPollInterval
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -35,7 +35,7 @@ func TestARequestsParallelismAndBackgroundReachItsRunner(t *testing.T) {
 	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply, Parallelism: 1, Background: true}
 	r := e.runner(req, t.TempDir(), t.TempDir(), io.Discard)
 	g.Expect(r.Settings.Parallelism).To(Equal(1))
-	g.Expect(r.Nice).To(Equal(BackgroundNice))
+	g.Expect(r.Nice).To(Equal(backgroundNice))
 
 	req.Parallelism, req.Background = 0, false
 	r = e.runner(req, t.TempDir(), t.TempDir(), io.Discard)

@@ -25,7 +25,7 @@ const priorities = int(run.PriorityDrift) + 1
 // DefaultMaxRuns bounds the runs under way when Scheduler.MaxRuns is zero.
 const DefaultMaxRuns = 5
 
-// NotStartedRetry is how long a run that could not start (NotStartedError) waits before
+// NotStartedRetry is how long a run that could not start (notStartedError) waits before
 // it starts again, holding no run slot meanwhile.
 var NotStartedRetry = 10 * time.Second
 
@@ -39,8 +39,8 @@ const DefaultDriftAging = 10 * time.Minute
 
 // Defaults of the pause a throttled account's runs take, when the Scheduler's fields are zero.
 const (
-	DefaultThrottlePause    = 15 * time.Second
-	DefaultMaxThrottlePause = 5 * time.Minute
+	defaultThrottlePause    = 15 * time.Second
+	defaultMaxThrottlePause = 5 * time.Minute
 )
 
 // Scheduler runs requests on an Executor without anyone waiting for them: a submitted run
@@ -234,7 +234,7 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 			s.dispatch()
 		}
 		s.mu.Unlock()
-		if stopper, isStopper := s.Executor.(Stopper); leftPod && isStopper {
+		if stopper, isStopper := s.Executor.(stopper); leftPod && isStopper {
 			if err := stopper.Stop(ctx, id); err != nil {
 				return false, fmt.Errorf("stopping the run: %w", err)
 			}
@@ -250,7 +250,7 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	}
 	t.log.Info("stoppingRun", "command", t.Command)
 	stop()
-	if stopper, ok := s.Executor.(Stopper); ok {
+	if stopper, ok := s.Executor.(stopper); ok {
 		if err := stopper.Stop(ctx, id); err != nil {
 			return false, fmt.Errorf("stopping the run: %w", err)
 		}
@@ -435,7 +435,7 @@ func (s *Scheduler) ended(t *scheduled, err error) (run.Backoff, bool) {
 	case err != nil && t.req.Throttled != nil && t.req.Throttled(err):
 		slots, pause := b.slots, b.pause
 		b.slots = max(1, b.slots/2)
-		b.pause = min(cmp.Or(s.MaxThrottlePause, DefaultMaxThrottlePause), max(cmp.Or(s.ThrottlePause, DefaultThrottlePause), 2*b.pause))
+		b.pause = min(cmp.Or(s.MaxThrottlePause, defaultMaxThrottlePause), max(cmp.Or(s.ThrottlePause, defaultThrottlePause), 2*b.pause))
 		if until := now.Add(b.pause); until.After(b.pausedUntil) {
 			b.pausedUntil = until
 			if b.timer != nil {

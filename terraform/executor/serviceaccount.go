@@ -19,14 +19,14 @@ import (
 )
 
 const (
-	// DefaultServiceAccountName is the run pods' ServiceAccount when none is configured.
-	DefaultServiceAccountName = "terraseed-terraformer"
-	// PurposeTerraformer marks the ServiceAccount, Role and RoleBinding made for run pods.
-	PurposeTerraformer = "terraformer"
+	// defaultServiceAccountName is the run pods' ServiceAccount when none is configured.
+	defaultServiceAccountName = "terraseed-terraformer"
+	// purposeTerraformer marks the ServiceAccount, Role and RoleBinding made for run pods.
+	purposeTerraformer = "terraformer"
 )
 
 func (e *PodExecutor) serviceAccountName() string {
-	return cmp.Or(e.ServiceAccountName, DefaultServiceAccountName)
+	return cmp.Or(e.ServiceAccountName, defaultServiceAccountName)
 }
 
 // EnsureServiceAccount creates or corrects, in the run's namespace, the run pods'
@@ -40,7 +40,7 @@ func (e *PodExecutor) serviceAccountName() string {
 // to the names this Role lets the run update.
 func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error {
 	namespace, name := id.Namespace, e.serviceAccountName()
-	labels := map[string]string{run.LabelPurpose: PurposeTerraformer}
+	labels := map[string]string{run.LabelPurpose: purposeTerraformer}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, sa, func() error {
 		sa.Labels = mergeLabels(sa.Labels, labels)

@@ -74,18 +74,18 @@ func TestRunPodReachesOnlyItsOwnRunObjects(t *testing.T) {
 	g.Expect(f.Items(g)).To(HaveLen(2))
 
 	role := &rbacv1.Role{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}, role)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: defaultServiceAccountName}, role)).To(Succeed())
 	binding := &rbacv1.RoleBinding{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}, binding)).To(Succeed())
-	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: DefaultServiceAccountName}))
-	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: DefaultServiceAccountName}))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: defaultServiceAccountName}, binding)).To(Succeed())
+	g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: defaultServiceAccountName}))
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: defaultServiceAccountName}))
 	// Ensuring again changes nothing.
 	g.Expect(e.EnsureServiceAccount(ctx, f.Objects.ID)).To(Succeed())
 	again := &rbacv1.Role{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), again)).To(Succeed())
 	g.Expect(again.ResourceVersion).To(Equal(role.ResourceVersion))
 
-	c, err := client.New(serviceAccountConfig(f.Namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
+	c, err := client.New(serviceAccountConfig(f.Namespace, defaultServiceAccountName), client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	forbidden := func(what string, err error) {
 		t.Helper()
@@ -180,7 +180,7 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	names, _ := f.StateItems(g)
 	g.Expect(names).To(HaveLen(2))
 
-	c, err := client.New(serviceAccountConfig(f.Namespace, DefaultServiceAccountName), client.Options{Scheme: env.Scheme})
+	c, err := client.New(serviceAccountConfig(f.Namespace, defaultServiceAccountName), client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	own := &corev1.Secret{}
 	g.Expect(c.Get(ctx, key, own)).To(Succeed())
@@ -230,8 +230,8 @@ func TestEnsuringTheServiceAccountReadsItsRoleBindingOnce(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	key := client.ObjectKey{Namespace: f.Namespace, Name: DefaultServiceAccountName}
-	want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: DefaultServiceAccountName}}
+	key := client.ObjectKey{Namespace: f.Namespace, Name: defaultServiceAccountName}
+	want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: f.Namespace, Name: defaultServiceAccountName}}
 	ensure := func(what string) *rbacv1.RoleBinding {
 		t.Helper()
 		reads.Store(0)
@@ -239,7 +239,7 @@ func TestEnsuringTheServiceAccountReadsItsRoleBindingOnce(t *testing.T) {
 		g.Expect(reads.Load()).To(BeEquivalentTo(1), "RoleBinding reads when it %s", what)
 		binding := &rbacv1.RoleBinding{}
 		g.Expect(env.Client.Get(ctx, key, binding)).To(Succeed())
-		g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: DefaultServiceAccountName}))
+		g.Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: defaultServiceAccountName}))
 		g.Expect(binding.Subjects).To(Equal(want))
 		return binding
 	}
@@ -252,7 +252,7 @@ func TestEnsuringTheServiceAccountReadsItsRoleBindingOnce(t *testing.T) {
 	ensure("grants someone else too")
 
 	g.Expect(env.Client.Delete(ctx, created)).To(Succeed())
-	other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: DefaultServiceAccountName},
+	other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: defaultServiceAccountName},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 		Subjects: want}
 	g.Expect(env.Client.Create(ctx, other)).To(Succeed())

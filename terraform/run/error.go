@@ -13,8 +13,6 @@ var (
 	ErrRunInProgress = errors.New("another terraform run of this Infrastructure is in progress")
 	// ErrTerraformFailed is returned when terraform itself reported an error.
 	ErrTerraformFailed = errors.New("terraform failed")
-	// ErrStateNotSaved is returned when the state could not be written back to the API server.
-	ErrStateNotSaved = errors.New("the terraform state could not be saved")
 )
 
 // Error is a failed run: what terraform said, for a reader and for Gardener's
@@ -31,7 +29,7 @@ type Error struct {
 	Invalid bool
 	// Protected is set when the run refused to destroy protected resources (ErrDestroyProtected).
 	Protected bool
-	// PlanDigest is the digest of the plan a Protected run refused (PlanSummary.Digest).
+	// PlanDigest is the digest of the plan a Protected run refused (plan.Summary.Digest).
 	PlanDigest string
 	// Phases are the terraform commands the run got to, and how long they took.
 	Phases Phases
@@ -50,7 +48,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // NewError reads terraform's output of a failed command.
 func NewError(command, output string, cause error) *Error {
-	blocks := ErrorBlocks(output)
+	blocks := errorBlocks(output)
 	if len(blocks) == 0 {
 		if line := lastLine(output); line != "" {
 			blocks = []string{truncate(line, maxBlock)}
@@ -72,7 +70,7 @@ func ErrorOfBlocks(command string, blocks []string, cause error) *Error {
 	return &Error{Command: command, Blocks: blocks, Message: messageOf(blocks), Err: cause}
 }
 
-// DiagnosticBlock is one error block of a JSON diagnostic of terraform, as ErrorBlocks
+// DiagnosticBlock is one error block of a JSON diagnostic of terraform, as errorBlocks
 // makes one of its text output.
 func DiagnosticBlock(summary, detail string) string {
 	if detail == "" {
@@ -113,9 +111,9 @@ func cleanText(s string) string {
 // FailurePrefix starts the line with which the terraformer reports a failed run.
 const FailurePrefix = "terraformer failed: "
 
-// ErrorBlocks returns terraform's `Error:` blocks of output, each as one line of summary
+// errorBlocks returns terraform's `Error:` blocks of output, each as one line of summary
 // and detail, without colour codes, source excerpts or UUIDs, each once.
-func ErrorBlocks(output string) []string {
+func errorBlocks(output string) []string {
 	var blocks []string
 	var current []string
 	inBlock := false

@@ -25,7 +25,7 @@ const boxedOutput = "\x1b[31m╷\x1b[0m\x1b[0m\n" +
 
 func TestErrorBlocksAreShortCleanAndDeduplicated(t *testing.T) {
 	g := NewWithT(t)
-	blocks := ErrorBlocks(boxedOutput)
+	blocks := errorBlocks(boxedOutput)
 	g.Expect(blocks).To(Equal([]string{"failed to create kubernetes rest client for update of resource: Unauthorized: object item-<id> failed"}))
 }
 
@@ -43,7 +43,7 @@ const plainLog = "Initializing the backend...\n\n" +
 
 func TestErrorBlocksEndWhereTerraformsOutputEnds(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(ErrorBlocks(plainLog)).To(Equal([]string{
+	g.Expect(errorBlocks(plainLog)).To(Equal([]string{
 		"Unterminated template string: No closing marker was found for the string.",
 		`Unsupported argument: An argument named "nme" is not expected here.`,
 	}))

@@ -2,11 +2,7 @@ package run
 
 import (
 	"fmt"
-	"time"
 )
-
-// DefaultProgressInterval is how often at most a run writes its progress.
-const DefaultProgressInterval = 3 * time.Second
 
 // Progress is how far a run got.
 type Progress struct {

@@ -1,12 +1,12 @@
 package run
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // Request is one terraform
@@ -23,7 +23,7 @@ type Request struct {
 	// AllowDestroy is set (see ErrDestroyProtected).
 	ProtectedTypes []string
 	AllowDestroy   bool
-	// AllowDestroyPlan, when set, is the digest of the one plan (PlanSummary.Digest)
+	// AllowDestroyPlan, when set, is the digest of the one plan (plan.Summary.Digest)
 	// that may destroy or replace protected resources: any other such plan is refused.
 	AllowDestroyPlan string
 	// Parallelism, when set, is terraform's -parallelism for this run, over the executor's.
@@ -39,7 +39,7 @@ type Request struct {
 	// machine with it, are not slowed down by it.
 	Background bool
 	// Budget is the key of the cloud account (and region) the run calls, a short hash
-	// (BudgetKey): the scheduler holds at most RunsPerAccount runs of one key under way, and
+	// (templates.Provider.AccountKey): the scheduler holds at most RunsPerAccount runs of one key under way, and
 	// backs the key off when its runs are throttled. Empty: no budget.
 	Budget string
 	// Project is the shoot project the run belongs to: within a priority, the runs of
@@ -47,16 +47,6 @@ type Request struct {
 	Project string
 	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
 	Throttled func(error) bool
-}
-
-// BudgetKey is the budget key of the values that identify a cloud account and region: a
-// short hash, so that no credential reaches a metric or a log.
-func BudgetKey(values ...string) string {
-	h := sha256.New()
-	for _, v := range values {
-		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 var (
@@ -81,7 +71,7 @@ func (r Request) Validate() error {
 	if r.Budget != "" && !digestValue.MatchString(r.Budget) {
 		return InvalidInput("budget", fmt.Sprintf("%q is not a hex key of at most 63 characters", r.Budget))
 	}
-	if r.AllowDestroyPlan != "" && !PlanDigestValue.MatchString(r.AllowDestroyPlan) {
+	if r.AllowDestroyPlan != "" && !plan.DigestValue.MatchString(r.AllowDestroyPlan) {
 		return InvalidInput("allowDestroyPlan", fmt.Sprintf("%q is not a plan digest", r.AllowDestroyPlan))
 	}
 	if r.Parallelism < 0 {

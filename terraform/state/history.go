@@ -19,8 +19,8 @@ import (
 const (
 	// DefaultHistoryDepth is how many states the history keeps.
 	DefaultHistoryDepth = 5
-	// AnnotationHistory lists the entries of a state history, newest first.
-	AnnotationHistory = run.LabelPrefix + "state-history"
+	// annotationHistory lists the entries of a state history, newest first.
+	annotationHistory = run.LabelPrefix + "state-history"
 )
 
 // HistoryEntry describes one state kept in the history; the state itself is gzipped
@@ -63,9 +63,9 @@ func (o RunObjects) ReadHistory(ctx context.Context, c client.Reader) (*History,
 		return &History{}, nil
 	}
 	h := &History{object: kept}
-	if raw := kept.GetAnnotations()[AnnotationHistory]; raw != "" {
+	if raw := kept.GetAnnotations()[annotationHistory]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &h.Entries); err != nil {
-			return nil, fmt.Errorf("%w: %s %s annotation %s: %v", ErrCorrupt, kept.kind(), kept.GetName(), AnnotationHistory, err)
+			return nil, fmt.Errorf("%w: %s %s annotation %s: %v", ErrCorrupt, kept.kind(), kept.GetName(), annotationHistory, err)
 		}
 	}
 	return h, nil
@@ -146,14 +146,14 @@ func (o RunObjects) AppendHistory(ctx context.Context, c client.Client, state []
 		if data == nil || e.Key() == entry.Key() || len(kept) >= depth {
 			continue
 		}
-		if size+len(data) > DefaultObjectLimit-historyMetadataRoom {
+		if size+len(data) > defaultObjectLimit-historyMetadataRoom {
 			break
 		}
 		history.setBinary(e.Key(), data)
 		kept = append(kept, e)
 		size += len(data)
 	}
-	if len(compressed[0]) > DefaultObjectLimit-historyMetadataRoom {
+	if len(compressed[0]) > defaultObjectLimit-historyMetadataRoom {
 		// A state too large to keep compressed in one object is not kept: the older ones stay.
 		return false, nil
 	}
@@ -161,7 +161,7 @@ func (o RunObjects) AppendHistory(ctx context.Context, c client.Client, state []
 	if err != nil {
 		return false, err
 	}
-	history.SetAnnotations(mergeMaps(history.GetAnnotations(), map[string]string{AnnotationHistory: string(raw)}))
+	history.SetAnnotations(mergeMaps(history.GetAnnotations(), map[string]string{annotationHistory: string(raw)}))
 	return true, o.writeStoreObject(ctx, c, history, base)
 }
 

@@ -35,9 +35,9 @@ func (s *Store) annotateIndex(annotations map[string]string, state []byte) {
 	}
 }
 
-// StoredIndex is the index kept with the state in cm; nil when there is none or it cannot
+// storedIndex is the index kept with the state in cm; nil when there is none or it cannot
 // be read.
-func StoredIndex(obj client.Object) *imports.Index {
+func storedIndex(obj client.Object) *imports.Index {
 	index, err := imports.Decode(obj.GetAnnotations()[AnnotationIndex])
 	if err != nil {
 		return nil

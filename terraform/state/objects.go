@@ -97,9 +97,9 @@ func CreateFirst(likelyNew bool) WriteOption {
 	return func(o *writeOptions) { o.createFirst = likelyNew }
 }
 
-// WriteObject creates obj or updates it to what mutate makes of it, like
+// writeObject creates obj or updates it to what mutate makes of it, like
 // controllerutil.CreateOrUpdate.
-func WriteObject(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn, opts ...WriteOption) error {
+func writeObject(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn, opts ...WriteOption) error {
 	var options writeOptions
 	for _, opt := range opts {
 		opt(&options)
@@ -133,7 +133,7 @@ func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[
 		return run.InvalidInput("files", "must hold at least one terraform file")
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
-	err := WriteObject(ctx, c, cm, func() error {
+	err := writeObject(ctx, c, cm, func() error {
 		controllerutil.AddFinalizer(cm, Finalizer)
 		cm.Data = maps.Clone(files)
 		cm.BinaryData = nil
@@ -152,7 +152,7 @@ func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []b
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
-	err := WriteObject(ctx, c, secret, func() error {
+	err := writeObject(ctx, c, secret, func() error {
 		controllerutil.AddFinalizer(secret, Finalizer)
 		secret.Type = corev1.SecretTypeOpaque
 		secret.Data = map[string][]byte{VarsJSONKey: varsJSON}
@@ -177,7 +177,7 @@ func (o RunObjects) RestoreState(ctx context.Context, c client.Client, state []b
 
 // Store returns the store of this run's state.
 func (o RunObjects) Store(c client.Client) *Store {
-	return &Store{Client: c, Objects: o, Limit: DefaultObjectLimit, MaxSize: o.MaxSize}
+	return &Store{Client: c, Objects: o, Limit: defaultObjectLimit, MaxSize: o.MaxSize}
 }
 
 // ReadFiles reads the terraform files and the variables of a run, by file name. A run
@@ -311,7 +311,7 @@ func (o RunObjects) secret(name string) *corev1.Secret {
 // writeOwnedSecret writes data into secret, an opaque Secret of the run controlled by
 // owner; annotations, when set, replace its annotations.
 func (o RunObjects) writeOwnedSecret(ctx context.Context, c client.Client, secret *corev1.Secret, owner client.Object, annotations map[string]string, data map[string][]byte, opts ...WriteOption) error {
-	return WriteObject(ctx, c, secret, func() error {
+	return writeObject(ctx, c, secret, func() error {
 		secret.Labels = o.ID.Labels()
 		if annotations != nil {
 			secret.Annotations = annotations

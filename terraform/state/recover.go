@@ -37,7 +37,7 @@ func (s *Store) Inspect(ctx context.Context) (*Stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	found := &Stored{Exists: true, Index: StoredIndex(cm)}
+	found := &Stored{Exists: true, Index: storedIndex(cm)}
 	state, err := s.decode(ctx, cm)
 	if err != nil {
 		found.Unreadable = err

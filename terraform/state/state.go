@@ -23,9 +23,9 @@ import (
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// DefaultObjectLimit is the most state bytes one object holds: the API server's 1 MiB
+// defaultObjectLimit is the most state bytes one object holds: the API server's 1 MiB
 // limit less room for the object's metadata.
-const DefaultObjectLimit = 1000 * 1024
+const defaultObjectLimit = 1000 * 1024
 
 // MaxSize is the most bytes a terraform state may take, decoded. A compressed state
 // is never expanded beyond it, so that a small object cannot make the controller or a run
@@ -34,17 +34,17 @@ const DefaultObjectLimit = 1000 * 1024
 const MaxSize = 64 << 20
 
 const (
-	// AnnotationEncoding names the encoding of a state that did not fit one object as plain text.
-	AnnotationEncoding = run.LabelPrefix + "state-encoding"
-	// EncodingGzip is the only encoding: the state is gzip-compressed into binaryData.
-	EncodingGzip = "gzip"
-	// AnnotationParts is the number of objects a compressed state is split across.
-	AnnotationParts = run.LabelPrefix + "state-parts"
+	// annotationEncoding names the encoding of a state that did not fit one object as plain text.
+	annotationEncoding = run.LabelPrefix + "state-encoding"
+	// encodingGzip is the only encoding: the state is gzip-compressed into binaryData.
+	encodingGzip = "gzip"
+	// annotationParts is the number of objects a compressed state is split across.
+	annotationParts = run.LabelPrefix + "state-parts"
 	// AnnotationGeneration names the set of part objects of the current state, so that
 	// a state is switched to a new set of parts in one update of the main object.
 	AnnotationGeneration = run.LabelPrefix + "state-generation"
-	// AnnotationDigest is the SHA-256 of the decoded state, checked when reading.
-	AnnotationDigest = run.LabelPrefix + "state-sha256"
+	// annotationDigest is the SHA-256 of the decoded state, checked when reading.
+	annotationDigest = run.LabelPrefix + "state-sha256"
 	// AnnotationSerial and AnnotationLineage record the serial and lineage of the
 	// state this store wrote, so that the next write need not decode it to compare.
 	AnnotationSerial  = run.LabelPrefix + "state-serial"
@@ -66,8 +66,8 @@ var (
 	ErrOverBound = errors.New("the terraform state exceeds what this controller decodes")
 	// ErrCorrupt is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorrupt = errors.New("the stored state is corrupt")
-	// ErrTooLarge is returned for a state larger than MaxSize, decoded.
-	ErrTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxSize, MaxSize>>20)
+	// errTooLarge is returned for a state larger than MaxSize, decoded.
+	errTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxSize, MaxSize>>20)
 )
 
 // Store reads and writes a run's state object, a ConfigMap or a Secret (Storage). It
@@ -277,14 +277,14 @@ func (s *Store) getOrNew(ctx context.Context) (*object, error) {
 // Claim returns the stored state, like Load, for a run that owns it: the state object
 // carries the run finalizer afterwards, and is created empty, as Gardener's terraformer
 // does, when it is missing, so that a state can be written back at any time. A state kept
-// in the other kind of object is refused (ErrNotMoved): a run never starts afresh
+// in the other kind of object is refused (errNotMoved): a run never starts afresh
 // beside it.
 func (s *Store) Claim(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cm, err := s.getEither(ctx)
 	if err == nil && cm.storage != s.storage() {
-		return nil, fmt.Errorf("%w: %s %s holds it, this run keeps it in a %s", ErrNotMoved, cm.kind(), cm.GetName(), s.storage().Kind())
+		return nil, fmt.Errorf("%w: %s %s holds it, this run keeps it in a %s", errNotMoved, cm.kind(), cm.GetName(), s.storage().Kind())
 	}
 	if apierrors.IsNotFound(err) {
 		cm = s.storage().newObject(s.Objects.meta(s.Objects.StateName()))
@@ -336,7 +336,7 @@ func (s *Store) partName(generation string, i int) string {
 }
 
 func (s *Store) decode(ctx context.Context, cm *object) ([]byte, error) {
-	encoding := cm.GetAnnotations()[AnnotationEncoding]
+	encoding := cm.GetAnnotations()[annotationEncoding]
 	if encoding == "" {
 		if v, ok := cm.text(Key); ok && v != "" {
 			if len(v) > s.maxSize() {
@@ -346,21 +346,21 @@ func (s *Store) decode(ctx context.Context, cm *object) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	if encoding != EncodingGzip {
+	if encoding != encodingGzip {
 		return nil, fmt.Errorf("%w: %s %s: unknown encoding %q", ErrCorrupt, cm.kind(), cm.GetName(), encoding)
 	}
 	parts := 1
-	if v, ok := cm.GetAnnotations()[AnnotationParts]; ok {
+	if v, ok := cm.GetAnnotations()[annotationParts]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: %s %s: annotation %s=%q", ErrCorrupt, cm.kind(), cm.GetName(), AnnotationParts, v)
+			return nil, fmt.Errorf("%w: %s %s: annotation %s=%q", ErrCorrupt, cm.kind(), cm.GetName(), annotationParts, v)
 		}
 		parts = n
 	}
 	// gzip grows an incompressible state by a few bytes in a thousand: one part more.
 	if maxParts := MaxSize/s.objectLimit() + 2; parts > maxParts {
 		return nil, fmt.Errorf("%w: %s %s: annotation %s=%q: more parts than a state of at most %d bytes takes (%d)",
-			ErrCorrupt, cm.kind(), cm.GetName(), AnnotationParts, cm.GetAnnotations()[AnnotationParts], MaxSize, maxParts)
+			ErrCorrupt, cm.kind(), cm.GetName(), annotationParts, cm.GetAnnotations()[annotationParts], MaxSize, maxParts)
 	}
 	// The parts are read one at a time as the state is decompressed, and the digest is
 	// taken as it is: what is held is the state, not its compressed copy too.
@@ -373,12 +373,12 @@ func (s *Store) decode(ctx context.Context, cm *object) ([]byte, error) {
 	case errors.Is(err, errOverLimit) && s.maxSize() < MaxSize:
 		return nil, s.overBound(cm.kind() + " " + cm.GetName())
 	case errors.Is(err, errOverLimit):
-		err = fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
+		err = fmt.Errorf("%w: it expands to more, compressed", errTooLarge)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s %s: %w", ErrCorrupt, cm.kind(), cm.GetName(), err)
 	}
-	if want := cm.GetAnnotations()[AnnotationDigest]; want != "" && want != sum {
+	if want := cm.GetAnnotations()[annotationDigest]; want != "" && want != sum {
 		return nil, fmt.Errorf("%w: %s %s: digest mismatch", ErrCorrupt, cm.kind(), cm.GetName())
 	}
 	return state, nil
@@ -463,17 +463,17 @@ func GunzipAtMost(compressed io.Reader, limit int) ([]byte, error) {
 	case errors.Is(err, errOverLimit) && s.maxSize() < MaxSize:
 		return nil, s.overBound("")
 	case errors.Is(err, errOverLimit):
-		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
+		return nil, fmt.Errorf("%w: it expands to more, compressed", errTooLarge)
 	}
 	return state, err
 }
 
-// Gunzip decompresses a gzipped terraform state, refusing with ErrTooLarge to
+// Gunzip decompresses a gzipped terraform state, refusing with errTooLarge to
 // expand it beyond MaxSize.
 func Gunzip(compressed io.Reader) ([]byte, error) {
 	state, _, err := gunzip(compressed, MaxSize)
 	if errors.Is(err, errOverLimit) {
-		return nil, fmt.Errorf("%w: it expands to more, compressed", ErrTooLarge)
+		return nil, fmt.Errorf("%w: it expands to more, compressed", errTooLarge)
 	}
 	return state, err
 }
@@ -482,7 +482,7 @@ func (s *Store) objectLimit() int {
 	if s.Limit > 0 {
 		return s.Limit
 	}
-	return DefaultObjectLimit
+	return defaultObjectLimit
 }
 
 func digest(b []byte) string {
@@ -498,14 +498,14 @@ func digest(b []byte) string {
 // reads best as that one sequence.
 func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta) error {
 	if len(state) > MaxSize {
-		return fmt.Errorf("writing %s %s: %w: it takes %d bytes", cm.kind(), cm.GetName(), ErrTooLarge, len(state))
+		return fmt.Errorf("writing %s %s: %w: it takes %d bytes", cm.kind(), cm.GetName(), errTooLarge, len(state))
 	}
 	annotations := cm.GetAnnotations()
 	previous, previousParts := annotations[AnnotationGeneration], 1
-	if n, err := strconv.Atoi(annotations[AnnotationParts]); err == nil && n > 1 {
+	if n, err := strconv.Atoi(annotations[annotationParts]); err == nil && n > 1 {
 		previousParts = min(n, MaxSize/s.objectLimit()+2)
 	}
-	for _, key := range []string{AnnotationEncoding, AnnotationParts, AnnotationGeneration, AnnotationDigest, AnnotationSerial, AnnotationLineage} {
+	for _, key := range []string{annotationEncoding, annotationParts, AnnotationGeneration, annotationDigest, AnnotationSerial, AnnotationLineage} {
 		delete(annotations, key)
 	}
 	if annotations == nil {
@@ -535,10 +535,10 @@ func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta
 			}
 		}
 		cm.setBinary(Key, chunks[0])
-		annotations[AnnotationEncoding] = EncodingGzip
-		annotations[AnnotationParts] = strconv.Itoa(len(chunks))
+		annotations[annotationEncoding] = encodingGzip
+		annotations[annotationParts] = strconv.Itoa(len(chunks))
 		annotations[AnnotationGeneration] = generation
-		annotations[AnnotationDigest] = digest(state)
+		annotations[annotationDigest] = digest(state)
 	}
 	cm.SetAnnotations(annotations)
 	var err error
@@ -582,7 +582,7 @@ func (o RunObjects) PartNames() []string {
 // release wrote them, under a generation named by the state's digest; nil otherwise.
 func (o RunObjects) LegacyPartNames(cm metav1.Object) []string {
 	generation := cm.GetAnnotations()[AnnotationGeneration]
-	parts, err := strconv.Atoi(cm.GetAnnotations()[AnnotationParts])
+	parts, err := strconv.Atoi(cm.GetAnnotations()[annotationParts])
 	if generation == "" || generation == generationA || generation == generationB || err != nil {
 		return nil
 	}

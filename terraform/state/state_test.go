@@ -50,8 +50,8 @@ func TestStateOfThreeMiBRoundTripsThroughSplitObjects(t *testing.T) {
 
 	main := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, main)).To(Succeed())
-	g.Expect(main.Annotations).To(HaveKeyWithValue(AnnotationEncoding, EncodingGzip))
-	g.Expect(main.Annotations[AnnotationParts]).NotTo(BeElementOf("", "1"))
+	g.Expect(main.Annotations).To(HaveKeyWithValue(annotationEncoding, encodingGzip))
+	g.Expect(main.Annotations[annotationParts]).NotTo(BeElementOf("", "1"))
 	g.Expect(parts(g, objects)).NotTo(BeEmpty())
 
 	loaded, err := objects.Store(env.Client).Load(ctx)
@@ -65,7 +65,7 @@ func TestStateOfThreeMiBRoundTripsThroughSplitObjects(t *testing.T) {
 	g.Expect(parts(g, objects)).To(BeEmpty())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(main), main)).To(Succeed())
 	g.Expect(main.Data[Key]).To(Equal(string(small)))
-	g.Expect(main.Annotations).NotTo(HaveKey(AnnotationEncoding))
+	g.Expect(main.Annotations).NotTo(HaveKey(annotationEncoding))
 }
 
 func TestStateStoreNeverWritesAnOlderOrPartialState(t *testing.T) {
@@ -208,7 +208,7 @@ func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
 	g.Expect(compressed.Len()).To(BeNumerically("<", 512<<10), "one object holds it")
 	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: objects.ID.Namespace, Name: objects.StateName(), Annotations: map[string]string{
-			AnnotationEncoding: EncodingGzip, AnnotationParts: "1", AnnotationDigest: "0000",
+			annotationEncoding: encodingGzip, annotationParts: "1", annotationDigest: "0000",
 		}},
 		BinaryData: map[string][]byte{Key: compressed.Bytes()},
 	})).To(Succeed())
@@ -221,11 +221,11 @@ func TestLoadRefusesAStateThatExpandsBeyondTheLimit(t *testing.T) {
 	// A part count no state of that size has is refused before any part is read.
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, cm)).To(Succeed())
-	cm.Annotations[AnnotationParts] = "1000000"
+	cm.Annotations[annotationParts] = "1000000"
 	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
 	_, err = objects.Store(env.Client).Load(ctx)
 	g.Expect(err).To(MatchError(ErrCorrupt))
-	g.Expect(err.Error()).To(ContainSubstring(AnnotationParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
+	g.Expect(err.Error()).To(ContainSubstring(annotationParts + `="1000000": more parts than a state of at most 67108864 bytes takes`))
 }
 
 // The controller decodes at most what it is given per state (--max-state-size, from its
@@ -306,7 +306,7 @@ func TestPartNamesAreFixed(t *testing.T) {
 	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "parts", Purpose: run.PurposeInfra}}
 	names := objects.PartNames()
 	g.Expect(names).To(ContainElements("parts.infra.tf-state.a-1", "parts.infra.tf-state.b-1"))
-	g.Expect(names).To(HaveLen(2 * (MaxSize/DefaultObjectLimit + 1)))
+	g.Expect(names).To(HaveLen(2 * (MaxSize/defaultObjectLimit + 1)))
 
 	store := objects.Store(env.Client)
 	store.Limit = 4 << 10
@@ -320,7 +320,7 @@ func TestPartNamesAreFixed(t *testing.T) {
 		}
 	}
 
-	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationGeneration: "0123456789ab", AnnotationParts: "3"}}}
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationGeneration: "0123456789ab", annotationParts: "3"}}}
 	g.Expect(objects.LegacyPartNames(legacy)).To(Equal([]string{"parts.infra.tf-state.0123456789ab-1", "parts.infra.tf-state.0123456789ab-2"}))
 	legacy.Annotations[AnnotationGeneration] = "a"
 	g.Expect(objects.LegacyPartNames(legacy)).To(BeEmpty())

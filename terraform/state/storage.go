@@ -269,9 +269,9 @@ func (s Storage) list(ctx context.Context, c client.Reader, namespace string, la
 // copy it came from is deleted: a move cut short is finished by the next one.
 const AnnotationMovedFrom = run.LabelPrefix + "state-moved-from"
 
-// ErrNotMoved is returned when a run finds its state in the other kind of object than
+// errNotMoved is returned when a run finds its state in the other kind of object than
 // it keeps it in: the controller moves it before it starts a run.
-var ErrNotMoved = errors.New("the state is kept in the other kind of object")
+var errNotMoved = errors.New("the state is kept in the other kind of object")
 
 // storage is the kind this store keeps the state in.
 func (s *Store) storage() Storage { return s.Objects.Storage.orDefault() }
@@ -401,7 +401,7 @@ func (s *Store) movedState(current, old *object, from, to Storage) *object {
 		moved = current
 		// What the copy it is replaced with does not say must not stay.
 		annotations := moved.GetAnnotations()
-		for _, key := range []string{AnnotationEncoding, AnnotationParts, AnnotationGeneration, AnnotationDigest, AnnotationSerial, AnnotationLineage} {
+		for _, key := range []string{annotationEncoding, annotationParts, AnnotationGeneration, annotationDigest, AnnotationSerial, AnnotationLineage} {
 			delete(annotations, key)
 		}
 		moved.SetAnnotations(annotations)
@@ -412,7 +412,7 @@ func (s *Store) movedState(current, old *object, from, to Storage) *object {
 	annotations[AnnotationMovedFrom] = string(from)
 	moved.SetAnnotations(annotations)
 	controllerutil.AddFinalizer(moved.Object, Finalizer)
-	if annotations[AnnotationEncoding] == "" {
+	if annotations[annotationEncoding] == "" {
 		text, _ := old.text(Key)
 		moved.setText(Key, text)
 	} else {
@@ -456,7 +456,7 @@ func (s *Store) finishMove(ctx context.Context, moved *object, from Storage) err
 
 // emptyState is true for a state object that holds no state, as a run's claim creates it.
 func emptyState(o *object) bool {
-	if o.GetAnnotations()[AnnotationEncoding] != "" {
+	if o.GetAnnotations()[annotationEncoding] != "" {
 		return false
 	}
 	v, _ := o.text(Key)

@@ -107,7 +107,7 @@ func TestStateMovesBetweenKinds(t *testing.T) {
 				g.Expect(loaded).To(Equal(state))
 			}
 			_, err = inSecret.Store(env.Client).Claim(ctx)
-			g.Expect(err).To(MatchError(ErrNotMoved))
+			g.Expect(err).To(MatchError(errNotMoved))
 			g.Expect(stored(g, inSecret, StorageSecret)).To(BeEmpty())
 
 			for _, to := range []RunObjects{inSecret, inConfigMap} {

@@ -2,10 +2,13 @@ package terraformer
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // guarded says whether an apply must check its plan before applying it: when its state
@@ -46,7 +49,7 @@ func (r *Runner) apply(ctx context.Context) error {
 	if plan := r.tracker.Plan(); len(plan.Destroys(r.ProtectedTypes)) > 0 {
 		if r.AllowDestroyPlan == "" || r.AllowDestroyPlan != plan.Digest {
 			r.tracker.publishPlan(false)
-			return run.ProtectedError(plan, r.AllowDestroyPlan, r.ProtectedTypes)
+			return protectedError(plan, r.AllowDestroyPlan, r.ProtectedTypes)
 		}
 		logf.FromContext(ctx).Info("applyingAllowedPlan", "plan", r.AllowDestroyPlan)
 	}
@@ -71,4 +74,29 @@ func applyArgs(parallelism int, plan string) []string {
 		args = append(args, plan)
 	}
 	return args
+}
+
+// protectedError is the failure of an apply whose plan destroys or replaces resources of
+// the protected types; allowed is the digest of the plan that was allowed, if any, which
+// is not this one.
+func protectedError(summary *plan.Summary, allowed string, protected []string) *run.Error {
+	hits := summary.Destroys(protected)
+	described := make([]string, len(hits))
+	for i, h := range hits {
+		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
+	}
+	digest := summary.Digest
+	message := fmt.Sprintf("%s: %s; nothing was changed", run.ErrDestroyProtected, listed(described, 20))
+	if allowed != "" {
+		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: its configuration or its changes differ", message, allowed, digest)
+	}
+	return &run.Error{Command: string(run.Apply), Message: message, Protected: true, PlanDigest: digest, Err: run.ErrDestroyProtected}
+}
+
+// listed names at most limit of names, and how many more there are.
+func listed(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
 }

@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// plugins carries the runner's use of run.Plugins: the CLI configuration and the cache lock.
-type plugins run.Plugins
+// plugins carries the runner's use of Plugins: the CLI configuration and the cache lock.
+type plugins Plugins
 
 // cliConfig renders a terraform CLI configuration that installs the mirror's providers
 // only from the mirror, through the shared cache.

@@ -49,7 +49,7 @@ func newFixture(t testing.TB, resources int) *fixture {
 		Infra: tftest.NewInfra(t, env, resources),
 		settings: Settings{
 			Terraform: testenv.Terraform(t),
-			Plugins:   run.Plugins{Mirror: testenv.ProviderMirror(t)},
+			Plugins:   Plugins{Mirror: testenv.ProviderMirror(t)},
 		},
 		workDir:    filepath.Join(dir, "work"),
 		reportFile: filepath.Join(dir, "report.json"),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -112,13 +113,13 @@ func (f *fixture) configVersion(g Gomega) string {
 }
 
 // publishedPlan is the plan the run reported beside it, which the executor reads.
-func (f *fixture) publishedPlan(g Gomega) *run.PlanSummary {
+func (f *fixture) publishedPlan(g Gomega) *plan.Summary {
 	data, err := os.ReadFile(f.reportFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	published := map[string]string{}
 	g.Expect(json.Unmarshal(data, &published)).To(Succeed())
 	g.Expect(published).To(HaveKey(report.AnnotationPlan))
-	plan := &run.PlanSummary{}
+	plan := &plan.Summary{}
 	g.Expect(json.Unmarshal([]byte(published[report.AnnotationPlan]), plan)).To(Succeed())
 	return plan
 }

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
@@ -73,7 +74,7 @@ type tracker struct {
 
 	mu       sync.Mutex
 	progress run.Progress
-	plan     run.PlanSummary
+	plan     plan.Summary
 	// configuration is the digest of the files and variables the plans are made of.
 	configuration string
 	output        output
@@ -92,7 +93,7 @@ type tracker struct {
 
 func newTracker(ctx context.Context, command run.Command, out io.Writer, interval time.Duration, report report.Transport) *tracker {
 	if interval <= 0 {
-		interval = run.DefaultProgressInterval
+		interval = defaultProgressInterval
 	}
 	tr := &tracker{
 		out: out, report: report, interval: interval,
@@ -150,12 +151,12 @@ func (tr *tracker) line(data []byte) {
 	switch m.Type {
 	case "planned_change":
 		if m.Change != nil && tr.output != appliedPlanOutput {
-			tr.plan.Changes = append(tr.plan.Changes, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action, Importing: m.Change.Importing != nil})
+			tr.plan.Changes = append(tr.plan.Changes, plan.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action, Importing: m.Change.Importing != nil})
 			tr.progress.Total += weight(m.Change.Action)
 		}
 	case "resource_drift":
 		if m.Change != nil && tr.output != appliedPlanOutput {
-			tr.plan.Drift = append(tr.plan.Drift, run.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
+			tr.plan.Drift = append(tr.plan.Drift, plan.Change{Address: m.Change.Resource.Addr, Type: m.Change.Resource.ResourceType, Action: m.Change.Action})
 		}
 	case "change_summary":
 		// An apply with nothing to change starts no change: its summary says it applied.
@@ -231,10 +232,10 @@ func (tr *tracker) changingPhase() string {
 }
 
 // Plan returns what the last plan found.
-func (tr *tracker) Plan() *run.PlanSummary {
+func (tr *tracker) Plan() *plan.Summary {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	p := run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
+	p := plan.Summary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
 	return &p
 }
 
@@ -243,7 +244,7 @@ func (tr *tracker) digest() string {
 	if tr.configuration == "" {
 		return ""
 	}
-	return run.PlanDigest(tr.configuration, tr.plan.Changes)
+	return plan.Digest(tr.configuration, tr.plan.Changes)
 }
 
 // setConfiguration records the digest of the configuration the plans are made of.
@@ -284,7 +285,7 @@ func (tr *tracker) flush(ctx context.Context) {
 	var report report.Report
 	if tr.planDue {
 		tr.planDue, tr.planPublished = false, true
-		report.Plan = &run.PlanSummary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
+		report.Plan = &plan.Summary{Changes: slices.Clone(tr.plan.Changes), Drift: slices.Clone(tr.plan.Drift), Digest: tr.digest()}
 	}
 	if tr.dirty {
 		tr.dirty = false

@@ -23,7 +23,7 @@ import (
 )
 
 // DefaultFinalSaveTimeout bounds the retries of the last state save after terraform exits.
-const DefaultFinalSaveTimeout = run.DefaultFinalSaveTimeout
+const DefaultFinalSaveTimeout = 2 * time.Minute
 
 // Runner runs one terraform command of one run in a working directory: in a run
 // pod's terraformer process (cmd/terraformer), or in the controller's own process for the

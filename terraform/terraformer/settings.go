@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"time"
-
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // Settings are how an executor's runs run terraform, the same for each of them: the binary,
@@ -20,15 +18,15 @@ type Settings struct {
 	// Terraform is the terraform binary (see FindTerraform); a run of another version
 	// fails. In a run pod, the image's when empty.
 	Terraform string
-	// OpenTofu says that Terraform is OpenTofu of run.OpenTofuVersion instead.
+	// OpenTofu says that Terraform is OpenTofu of OpenTofuVersion instead.
 	OpenTofu bool
-	Plugins  run.Plugins
+	Plugins  Plugins
 	// Parallelism limits concurrent operations of apply and destroy; zero keeps terraform's default.
 	Parallelism int
-	// StopTimeout bounds the wait for terraform after an interrupt; run.DefaultStopTimeout when zero.
+	// StopTimeout bounds the wait for terraform after an interrupt; DefaultStopTimeout when zero.
 	StopTimeout time.Duration
 	// ProgressInterval is how often at most the progress is written, and the executor reads
-	// it; run.DefaultProgressInterval when zero.
+	// it; defaultProgressInterval when zero.
 	ProgressInterval time.Duration
 }
 
@@ -58,7 +56,7 @@ func (s Settings) Args() []string {
 	if s.ProgressInterval > 0 {
 		args = append(args, "--progress-interval", s.ProgressInterval.String())
 	}
-	if s.StopTimeout != 0 && s.StopTimeout != run.DefaultStopTimeout {
+	if s.StopTimeout != 0 && s.StopTimeout != DefaultStopTimeout {
 		args = append(args, "--stop-timeout", s.StopTimeout.String())
 	}
 	return args
@@ -70,16 +68,41 @@ func (s *Settings) bindFlags(flags *flag.FlagSet) {
 	flags.StringVar(&s.Plugins.CacheDir, "plugin-cache-dir", "", "plugin cache shared between runs")
 	flags.BoolVar(&s.Plugins.AllowDownload, "allow-provider-download", false, "download providers the mirror does not hold")
 	flags.IntVar(&s.Parallelism, "parallelism", 0, "concurrent terraform operations (default: terraform's)")
-	flags.StringVar(&s.Terraform, "terraform", "", "terraform binary of version "+run.TerraformVersion+" (default: found on PATH)")
-	flags.BoolVar(&s.OpenTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+run.OpenTofuVersion)
-	flags.DurationVar(&s.ProgressInterval, "progress-interval", run.DefaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
-	flags.DurationVar(&s.StopTimeout, "stop-timeout", run.DefaultStopTimeout, "how long terraform may take to stop after an interrupt (SIGTERM, SIGINT) before it is killed; the final save follows")
+	flags.StringVar(&s.Terraform, "terraform", "", "terraform binary of version "+TerraformVersion+" (default: found on PATH)")
+	flags.BoolVar(&s.OpenTofu, "opentofu", false, "the binary of --terraform is OpenTofu "+OpenTofuVersion)
+	flags.DurationVar(&s.ProgressInterval, "progress-interval", defaultProgressInterval, "how often at most the progress is written to the configuration ConfigMap")
+	flags.DurationVar(&s.StopTimeout, "stop-timeout", DefaultStopTimeout, "how long terraform may take to stop after an interrupt (SIGTERM, SIGINT) before it is killed; the final save follows")
 }
 
 // stopTimeout is StopTimeout, or its default.
 func (s Settings) stopTimeout() time.Duration {
 	if s.StopTimeout == 0 {
-		return run.DefaultStopTimeout
+		return DefaultStopTimeout
 	}
 	return s.StopTimeout
+}
+
+// DefaultStopTimeout is how long terraform may take to stop after an interrupt before it is killed.
+const DefaultStopTimeout = 10 * time.Minute
+
+// StopBound is how long a run interrupted with the given stop timeout may take to end:
+// terraform stops (or is killed) within the stop timeout, then the final save, and the
+// runner's own exit. What waits for an interrupted run (a run pod's grace period, the
+// controller's shutdown) waits as long.
+func StopBound(stopTimeout time.Duration) time.Duration {
+	return stopTimeout + DefaultFinalSaveTimeout + 10*time.Second
+}
+
+// defaultProgressInterval is how often at most a run writes its progress.
+const defaultProgressInterval = 3 * time.Second
+
+// Plugins says where terraform finds provider plugins.
+type Plugins struct {
+	// Mirror is a filesystem mirror (unpacked layout) holding the pinned providers.
+	Mirror string
+	// CacheDir is the plugin cache shared by all runs on this machine or volume, for the
+	// providers terraform downloads; providers of the mirror are linked from the mirror.
+	CacheDir string
+	// AllowDownload lets terraform download providers the mirror does not hold.
+	AllowDownload bool
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // A run pod's arguments carry the executor's settings to its terraformer whole.
@@ -17,7 +15,7 @@ func TestSettingsReachARunPodAsTheyAre(t *testing.T) {
 	settings := Settings{
 		Terraform:        "/usr/local/bin/tofu",
 		OpenTofu:         true,
-		Plugins:          run.Plugins{Mirror: "/opt/terraseed/plugins", CacheDir: "/tmp/plugin-cache", AllowDownload: true},
+		Plugins:          Plugins{Mirror: "/opt/terraseed/plugins", CacheDir: "/tmp/plugin-cache", AllowDownload: true},
 		Parallelism:      3,
 		StopTimeout:      45 * time.Second,
 		ProgressInterval: 200 * time.Millisecond,
@@ -30,5 +28,5 @@ func TestSettingsReachARunPodAsTheyAre(t *testing.T) {
 	g.Expect(parsed).To(Equal(settings))
 
 	g.Expect(Settings{}.Args()).To(BeEmpty(), "the defaults are left out")
-	g.Expect(Settings{StopTimeout: run.DefaultStopTimeout}.Args()).To(BeEmpty(), "the defaults are left out")
+	g.Expect(Settings{StopTimeout: DefaultStopTimeout}.Args()).To(BeEmpty(), "the defaults are left out")
 }

@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
+
+// errStateNotSaved is returned when the state could not be written back to the API server.
+var errStateNotSaved = errors.New("the terraform state could not be saved")
 
 // prepareState puts the newest known state into the working directory: the stored one,
 // or the one a killed run left behind when that is newer and of the same lineage.
@@ -47,7 +49,7 @@ func (r *Runner) prepareState(ctx context.Context, filesRead <-chan struct{}) er
 			r.priorResources = holdsResources(local)
 			return nil
 		case err != nil && !errors.Is(err, state.ErrInvalid) && !errors.Is(err, state.ErrLineageMismatch) && !errors.Is(err, state.ErrStale):
-			return fmt.Errorf("%w: %w", run.ErrStateNotSaved, err)
+			return fmt.Errorf("%w: %w", errStateNotSaved, err)
 		}
 	}
 	r.priorResources = holdsResources(stored)
@@ -77,7 +79,7 @@ func (r *Runner) finalSave(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: reading the state file: %w", run.ErrStateNotSaved, err)
+		return fmt.Errorf("%w: reading the state file: %w", errStateNotSaved, err)
 	}
 	timeout := r.FinalSaveTimeout
 	if timeout == 0 {
@@ -103,15 +105,15 @@ func (r *Runner) finalSave(ctx context.Context) error {
 		lastErr = err
 	}
 	if r.StateFallback != nil {
-		fmt.Fprintf(r.StateFallback, "%s\n%s\n%s\n", StateFallbackBegin, saved, StateFallbackEnd)
+		fmt.Fprintf(r.StateFallback, "%s\n%s\n%s\n", stateFallbackBegin, saved, stateFallbackEnd)
 	}
-	return fmt.Errorf("%w: %w", run.ErrStateNotSaved, lastErr)
+	return fmt.Errorf("%w: %w", errStateNotSaved, lastErr)
 }
 
 // The state printed when it cannot be saved is framed by these lines.
 const (
-	StateFallbackBegin = "----- BEGIN TERRAFORM STATE -----"
-	StateFallbackEnd   = "----- END TERRAFORM STATE -----"
+	stateFallbackBegin = "----- BEGIN TERRAFORM STATE -----"
+	stateFallbackEnd   = "----- END TERRAFORM STATE -----"
 )
 
 // stateWatcher writes the state file back to the store while terraform runs. terraform

@@ -17,7 +17,7 @@ import (
 
 // stateOfSerial is a state document as terraform writes it, of one lineage.
 func stateOfSerial(serial int) []byte {
-	return fmt.Appendf(nil, `{"version":4,"terraform_version":%q,"serial":%d,"lineage":"6f1a1c52-0b7e-4a55-9d0b-1f2f3a4b5c6d","outputs":{},"resources":[]}`+"\n", run.TerraformVersion, serial)
+	return fmt.Appendf(nil, `{"version":4,"terraform_version":%q,"serial":%d,"lineage":"6f1a1c52-0b7e-4a55-9d0b-1f2f3a4b5c6d","outputs":{},"resources":[]}`+"\n", TerraformVersion, serial)
 }
 
 // Every state terraform writes is saved as it is written, not at most once a second: a

@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-
-	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // checkVersion refuses a binary of another version, and records a binary it accepted in
@@ -17,14 +15,14 @@ import (
 func (r *Runner) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrTerraformNotFound, r.Settings.Terraform, err)
+		return fmt.Errorf("%w: %s: %w", errTerraformNotFound, r.Settings.Terraform, err)
 	}
-	want, binary := run.TerraformVersion, "terraform"
+	want, binary := TerraformVersion, "terraform"
 	if r.Settings.OpenTofu {
-		want, binary = run.OpenTofuVersion, "OpenTofu"
+		want, binary = OpenTofuVersion, "OpenTofu"
 	}
 	if v.String() != want {
-		return fmt.Errorf("%w: %s is %s %s, not %s", ErrTerraformNotFound, r.Settings.Terraform, binary, v, want)
+		return fmt.Errorf("%w: %s is %s %s, not %s", errTerraformNotFound, r.Settings.Terraform, binary, v, want)
 	}
 	identity := r.binaryIdentity()
 	checkedBinaries.Store(identity, true)
@@ -65,5 +63,11 @@ func (r *Runner) binaryIdentity() string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", r.Settings.Terraform, info.Size(), info.ModTime().UnixNano(), r.Settings.OpenTofu, run.TerraformVersion, run.OpenTofuVersion)
+	return fmt.Sprintf("%s\x00%d\x00%d\x00%t\x00%s/%s", r.Settings.Terraform, info.Size(), info.ModTime().UnixNano(), r.Settings.OpenTofu, TerraformVersion, OpenTofuVersion)
 }
+
+// TerraformVersion is the pinned terraform version: the last MPL release.
+const TerraformVersion = "1.5.7"
+
+// OpenTofuVersion is the pinned OpenTofu version, the alternative binary.
+const OpenTofuVersion = "1.10.10"

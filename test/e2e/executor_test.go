@@ -80,7 +80,7 @@ func newRunOf(t *testing.T, files map[string]string, vars map[string]any, kubeco
 		ServiceAccountName:   terraformerAccount,
 		ManageServiceAccount: true,
 		Settings: terraformer.Settings{
-			Plugins:     tfrun.Plugins{Mirror: "/opt/terraseed/plugins", CacheDir: "/tmp/plugin-cache"},
+			Plugins:     terraformer.Plugins{Mirror: "/opt/terraseed/plugins", CacheDir: "/tmp/plugin-cache"},
 			StopTimeout: 2 * time.Minute,
 		},
 		CreationTimeout: runTimeout,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tfrun "github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // chainConfig is the chain of n pairs the configuration testdata/chain is written with: a
@@ -167,7 +168,7 @@ func TestRunPodStoppedSavesTheState(t *testing.T) {
 	stopping := &corev1.Pod{}
 	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.objects.ID.PodName()}, stopping)).To(Succeed())
 	g.Expect(stopping.DeletionTimestamp).NotTo(BeNil())
-	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo((r.executor.Settings.StopTimeout + tfrun.DefaultFinalSaveTimeout + 10*time.Second).Seconds())),
+	g.Expect(stopping.DeletionGracePeriodSeconds).To(HaveValue(BeEquivalentTo((r.executor.Settings.StopTimeout + terraformer.DefaultFinalSaveTimeout + 10*time.Second).Seconds())),
 		"deleted with the pod's grace period: the stop timeout, the final save and a margin")
 	active, err := r.executor.Active(ctx, r.objects.ID)
 	g.Expect(err).NotTo(HaveOccurred())

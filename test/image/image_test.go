@@ -16,7 +16,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // root is the repository: the build context.
@@ -138,7 +138,7 @@ func TestPinsMatchTheTestedVersions(t *testing.T) {
 	versions := versionsEnv(t)
 
 	g.Expect(StageEnv(d.Stage("terraform"))).To(HaveKeyWithValue("TERRAFORM_VERSION", versions["TERRAFORM_VERSION"]))
-	g.Expect(versions["TERRAFORM_VERSION"]).To(Equal(run.TerraformVersion))
+	g.Expect(versions["TERRAFORM_VERSION"]).To(Equal(terraformer.TerraformVersion))
 	// The image mirrors the providers the templates require, at the versions they pin.
 	providers, err := RequiredProviders(d, root)
 	g.Expect(err).NotTo(HaveOccurred())

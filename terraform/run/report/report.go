@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // Report is what a run reports while it runs: how far it got, and what it planned. The
@@ -26,7 +27,7 @@ type Report struct {
 	// Progress is nil when none was reported (or it is unreadable).
 	Progress *run.Progress
 	// Plan is nil when none was reported (or it is unreadable).
-	Plan *run.PlanSummary
+	Plan *plan.Summary
 }
 
 // The annotations of a report. A run pod may write ConfigMaps and nothing the controller
@@ -72,7 +73,7 @@ func reportOf(annotations map[string]string) Report {
 		}
 	}
 	if data, ok := annotations[AnnotationPlan]; ok {
-		p := &run.PlanSummary{}
+		p := &plan.Summary{}
 		if json.Unmarshal([]byte(data), p) == nil {
 			r.Plan = p
 		}

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/plan"
 )
 
 // The report's format is that of earlier versions, whose run pods may still write it
@@ -20,7 +21,7 @@ func TestAReportKeepsItsFormat(t *testing.T) {
 	file := File(path)
 	progress := &run.Progress{Command: "apply", Phase: "applying", Done: 1, Total: 2, Current: "creating a.b"}
 	g.Expect(file.Write(ctx, Report{Progress: progress})).To(Succeed())
-	plan := &run.PlanSummary{Changes: []run.Change{{Address: "a.b", Type: "a", Action: "create"}}, Digest: "sha256:0123456789abcdef"}
+	plan := &plan.Summary{Changes: []plan.Change{{Address: "a.b", Type: "a", Action: "create"}}, Digest: "sha256:0123456789abcdef"}
 	g.Expect(file.Write(ctx, Report{Plan: plan})).To(Succeed())
 
 	data, err := os.ReadFile(path)

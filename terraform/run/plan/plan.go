@@ -1,4 +1,4 @@
-package run
+package plan
 
 import (
 	"crypto/sha256"
@@ -20,23 +20,23 @@ type Change struct {
 	Importing bool `json:"importing,omitempty"`
 }
 
-// PlanSummary is what a plan found: the changes it would make, and the resources changed
+// Summary is what a plan found: the changes it would make, and the resources changed
 // outside terraform since the last run.
-type PlanSummary struct {
+type Summary struct {
 	Changes []Change `json:"changes,omitempty"`
 	Drift   []Change `json:"drift,omitempty"`
-	// Digest identifies the plan (PlanDigest): the allow-destroy annotation names it.
+	// Digest identifies the plan (Digest): the allow-destroy annotation names it.
 	Digest string `json:"digest,omitempty"`
 }
 
-// PlanDigestValue is what a plan's digest looks like.
-var PlanDigestValue = regexp.MustCompile(`^sha256:[0-9a-f]{16}$`)
+// DigestValue is what a plan's digest looks like.
+var DigestValue = regexp.MustCompile(`^sha256:[0-9a-f]{16}$`)
 
-// PlanDigest identifies a plan: the configuration it was made of (a digest of the
+// Digest identifies a plan: the configuration it was made of (a digest of the
 // terraform files and variables) and the changes it makes, each resource's address,
 // type and action, in a fixed order. A plan of another configuration, or one that
 // changes other resources or changes them otherwise, has another digest.
-func PlanDigest(configuration string, changes []Change) string {
+func Digest(configuration string, changes []Change) string {
 	var lines []string
 	for _, c := range changes {
 		if c.Action == "noop" || c.Action == "read" {
@@ -54,12 +54,12 @@ func PlanDigest(configuration string, changes []Change) string {
 }
 
 // HasChanges is true when the plan changes a resource.
-func (p *PlanSummary) HasChanges() bool {
+func (p *Summary) HasChanges() bool {
 	return p != nil && len(p.Addresses("create", "update", "delete", "replace", "import")) > 0
 }
 
 // Imports lists the addresses of the resources the plan imports.
-func (p *PlanSummary) Imports() []string {
+func (p *Summary) Imports() []string {
 	if p == nil {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (p *PlanSummary) Imports() []string {
 }
 
 // Addresses lists the addresses of the changes with one of actions.
-func (p *PlanSummary) Addresses(actions ...string) []string {
+func (p *Summary) Addresses(actions ...string) []string {
 	if p == nil {
 		return nil
 	}
@@ -87,7 +87,7 @@ func (p *PlanSummary) Addresses(actions ...string) []string {
 }
 
 // Destroys returns the changes that destroy one of types, as replaced or deleted.
-func (p *PlanSummary) Destroys(types []string) []Change {
+func (p *Summary) Destroys(types []string) []Change {
 	if p == nil {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (p *PlanSummary) Destroys(types []string) []Change {
 
 // Summary reads like "2 to add (a, b), 0 to change, 1 to replace (c), 0 to destroy",
 // listing at most limit addresses per kind.
-func (p *PlanSummary) Summary(limit int) string {
+func (p *Summary) Summary(limit int) string {
 	kinds := []struct{ name, action string }{{"add", "create"}, {"change", "update"}, {"replace", "replace"}, {"destroy", "delete"}}
 	parts := make([]string, 0, len(kinds))
 	for _, k := range kinds {
@@ -121,7 +121,7 @@ func (p *PlanSummary) Summary(limit int) string {
 }
 
 // DriftSummary lists the addresses changed outside terraform, at most limit of them.
-func (p *PlanSummary) DriftSummary(limit int) string {
+func (p *Summary) DriftSummary(limit int) string {
 	if p == nil {
 		return ""
 	}
