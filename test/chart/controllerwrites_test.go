@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +22,14 @@ var shootLabels = map[string]string{"gardener.cloud/role": "shoot"}
 // installRenamed applies what the chart renders into release, its cluster-scoped objects
 // (ClusterRoles and their bindings, webhook configurations, admission policies and their
 // bindings) renamed with prefix, apart from the other tests' releases, and removed after
-// the test. It waits until the controller's admission policy is in force.
+// the test; the ClusterRole names the renamed webhook configuration. It waits until the
+// controller's admission policy is in force.
 func installRenamed(t *testing.T, prefix, release string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	objects := render(t, release, args...)
+	renameWebhookConfigurations(t, prefix, objects)
 	for _, o := range objects {
 		renamed := false
 		switch o.GetKind() {
@@ -56,6 +57,38 @@ func installRenamed(t *testing.T, prefix, release string, args ...string) []*uns
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the controller writes only in namespaces labelled")))
 	}
 	return objects
+}
+
+// renameWebhookConfigurations renames, in the ClusterRoles' resourceNames, the webhook
+// configurations that installRenamed renames.
+func renameWebhookConfigurations(t *testing.T, prefix string, objects []*unstructured.Unstructured) {
+	t.Helper()
+	renamed := map[string]bool{}
+	for _, o := range objects {
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			renamed[o.GetName()] = true
+		}
+	}
+	for _, o := range objects {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, err := unstructured.NestedSlice(o.Object, "rules")
+		if err != nil {
+			t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+		}
+		for _, rule := range rules {
+			names, _ := rule.(map[string]any)["resourceNames"].([]any)
+			for i, name := range names {
+				if s, _ := name.(string); renamed[s] {
+					names[i] = prefix + s
+				}
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, rules, "rules"); err != nil {
+			t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+		}
+	}
 }
 
 // The controller's ClusterRole writes workloads, ServiceAccounts, Roles, RoleBindings,
@@ -175,15 +208,6 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	victim := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "victim"}}
 	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
 	g.Expect(controller.Delete(ctx, victim)).To(MatchError(ContainSubstring("not in " + other)))
-
-	// Cluster-scoped writes are RBAC's alone, such as its own webhook configuration's.
-	webhooks := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "terraseed-controlplane"}}
-	if err := env.Client.Create(ctx, webhooks); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	g.Expect(controller.Get(ctx, client.ObjectKeyFromObject(webhooks), webhooks)).To(Succeed())
-	webhooks.Annotations = map[string]string{"written-by": release}
-	g.Expect(controller.Update(ctx, webhooks)).To(Succeed(), "the controller's own webhook configuration")
 
 	// Whoever else writes is not held by it.
 	g.Expect(env.Client.Create(ctx, daemonSet(other, "by-an-admin", func(p *corev1.PodSpec) { p.HostNetwork = true }))).To(Succeed())
