@@ -261,7 +261,9 @@ func rotatorName(configuration string) string {
 }
 
 // Configuration is the MutatingWebhookConfiguration the webhook registers, without the
-// CA bundle, which the certificate rotation writes.
+// CA bundle, which the certificate rotation writes. The chart's policy
+// <release>-controller-webhook admits exactly these webhooks from the controller's
+// ServiceAccount: a change here is a change there.
 func (w *Webhook) Configuration() *admissionregistrationv1.MutatingWebhookConfiguration {
 	config := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: w.opts.ConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": "terraseed"}},

@@ -9,6 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // The controller may create pods in every namespace; the chart's ValidatingAdmissionPolicy
@@ -65,4 +69,48 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 
 	// Whoever else creates pods is not held by it.
 	g.Expect(env.Client.Create(ctx, pod(other, "by-an-admin", "default", "example.com/other:1"))).To(Succeed())
+}
+
+// With stateStorage secret a run pod creates Secrets under its state parts' names and reads
+// them back. A Secret of type kubernetes.io/service-account-token naming a ServiceAccount of
+// its namespace would be filled with that ServiceAccount's token: tried as the run pod,
+// <release>-terraformer-run-objects admits Opaque Secrets only (an untyped one is Opaque by
+// the time it is admitted) and no service-account annotations, created or updated.
+func TestRunPodsMintNoTokens(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	release := env.Namespace(t)
+	installRenamed(t, "run-tokens-", release)
+	shoot := env.LabelledNamespace(t, shootLabels)
+	e := &executor.PodExecutor{Client: impersonate(t, release, "terraseed"), ServiceAccountName: "terraseed-terraformer", State: state.Options{Storage: state.StorageSecret}}
+	g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: shoot, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
+	terraformer := impersonate(t, shoot, "terraseed-terraformer")
+	g.Eventually(func() error {
+		return terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "probe"}}, client.DryRunAll)
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the run pods create only the run objects")))
+
+	const part = "infra.infra.tf-state.a-1"
+	serviceAccount := map[string]string{corev1.ServiceAccountNameKey: "default"}
+	g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: part, Annotations: serviceAccount},
+		Type: corev1.SecretTypeServiceAccountToken})).To(MatchError(ContainSubstring(
+		"the run pods write only Secrets of type Opaque, not kubernetes.io/service-account-token " + part)))
+	g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: part, Annotations: serviceAccount},
+		Type: corev1.SecretTypeOpaque})).To(MatchError(ContainSubstring(
+		"the run pods write no kubernetes.io/service-account.* annotations: Secret " + part + " has kubernetes.io/service-account.name")))
+	g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: part},
+		Type: "example.com/other"})).To(MatchError(ContainSubstring("the run pods write only Secrets of type Opaque, not example.com/other")))
+
+	// What the run pod writes: the state as an Opaque Secret, a part without a type.
+	g.Expect(terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-state"},
+		Type: corev1.SecretTypeOpaque})).To(Succeed())
+	written := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: part}, Data: map[string][]byte{"part": []byte("1")}}
+	g.Expect(terraformer.Create(ctx, written)).To(Succeed())
+	g.Expect(written.Type).To(Equal(corev1.SecretTypeOpaque))
+	// Updated, it takes no service-account annotation either; its data it may change.
+	written.Annotations = map[string]string{"kubernetes.io/service-account.uid": "0"}
+	g.Expect(terraformer.Update(ctx, written)).To(MatchError(ContainSubstring(
+		"the run pods write no kubernetes.io/service-account.* annotations: Secret " + part + " has kubernetes.io/service-account.uid")))
+	g.Expect(terraformer.Get(ctx, client.ObjectKeyFromObject(written), written)).To(Succeed())
+	written.Data["part"] = []byte("2")
+	g.Expect(terraformer.Update(ctx, written)).To(Succeed())
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,12 +22,14 @@ var shootLabels = map[string]string{"gardener.cloud/role": "shoot"}
 // installRenamed applies what the chart renders into release, its cluster-scoped objects
 // (ClusterRoles and their bindings, webhook configurations, admission policies and their
 // bindings) renamed with prefix, apart from the other tests' releases, and removed after
-// the test. It waits until the controller's admission policy is in force.
+// the test; the ClusterRole names the renamed webhook configuration. It waits until the
+// controller's admission policy is in force.
 func installRenamed(t *testing.T, prefix, release string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	objects := render(t, release, args...)
+	renameWebhookConfigurations(t, prefix, objects)
 	for _, o := range objects {
 		renamed := false
 		switch o.GetKind() {
@@ -55,6 +57,38 @@ func installRenamed(t *testing.T, prefix, release string, args ...string) []*uns
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the controller writes only in namespaces labelled")))
 	}
 	return objects
+}
+
+// renameWebhookConfigurations renames, in the ClusterRoles' resourceNames, the webhook
+// configurations that installRenamed renames.
+func renameWebhookConfigurations(t *testing.T, prefix string, objects []*unstructured.Unstructured) {
+	t.Helper()
+	renamed := map[string]bool{}
+	for _, o := range objects {
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			renamed[o.GetName()] = true
+		}
+	}
+	for _, o := range objects {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, err := unstructured.NestedSlice(o.Object, "rules")
+		if err != nil {
+			t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+		}
+		for _, rule := range rules {
+			names, _ := rule.(map[string]any)["resourceNames"].([]any)
+			for i, name := range names {
+				if s, _ := name.(string); renamed[s] {
+					names[i] = prefix + s
+				}
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, rules, "rules"); err != nil {
+			t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+		}
+	}
 }
 
 // The controller's ClusterRole writes workloads, ServiceAccounts, Roles, RoleBindings,
@@ -175,15 +209,58 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
 	g.Expect(controller.Delete(ctx, victim)).To(MatchError(ContainSubstring("not in " + other)))
 
-	// Cluster-scoped writes are RBAC's alone, such as its own webhook configuration's.
-	webhooks := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "terraseed-controlplane"}}
-	if err := env.Client.Create(ctx, webhooks); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	g.Expect(controller.Get(ctx, client.ObjectKeyFromObject(webhooks), webhooks)).To(Succeed())
-	webhooks.Annotations = map[string]string{"written-by": release}
-	g.Expect(controller.Update(ctx, webhooks)).To(Succeed(), "the controller's own webhook configuration")
-
 	// Whoever else writes is not held by it.
 	g.Expect(env.Client.Create(ctx, daemonSet(other, "by-an-admin", func(p *corev1.PodSpec) { p.HostNetwork = true }))).To(Succeed())
+}
+
+// The controller writes Secrets in every shoot namespace and reads them back: a Secret of
+// type kubernetes.io/service-account-token naming a ServiceAccount there would be filled
+// with that ServiceAccount's token. Tried as the controller's ServiceAccount: refused by
+// <release>-controller-writes, as a TokenRequest is, which its RBAC does not grant and
+// which the policy refuses where controlPlane.resources would.
+func TestControllerMintsNoTokens(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	release := env.Namespace(t)
+	installRenamed(t, "tokens-", release)
+	controller := impersonate(t, release, "terraseed")
+	shoot := env.LabelledNamespace(t, shootLabels)
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "aws-custom-route-controller"}}
+	g.Expect(env.Client.Create(ctx, account)).To(Succeed())
+
+	// What it writes: Opaque Secrets (tf-vars, the credentials copy).
+	g.Expect(controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.tf-vars"}, Type: corev1.SecretTypeOpaque})).To(Succeed())
+	g.Expect(controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "infra.infra.credentials"}})).To(Succeed(), "untyped, Opaque")
+
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "minted", Annotations: map[string]string{corev1.ServiceAccountNameKey: account.Name}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}
+	g.Expect(controller.Create(ctx, token)).To(MatchError(ContainSubstring(
+		"Secret " + shoot + "/minted: type: the controller writes no Secrets of type kubernetes.io/service-account-token")))
+	// One already there (an administrator's) is not the controller's to change.
+	g.Expect(env.Client.Create(ctx, token)).To(Succeed())
+	g.Expect(controller.Get(ctx, client.ObjectKeyFromObject(token), token)).To(Succeed())
+	token.Annotations["note"] = "changed"
+	g.Expect(controller.Update(ctx, token)).To(MatchError(ContainSubstring("the controller writes no Secrets of type kubernetes.io/service-account-token")))
+
+	// No TokenRequest: its RBAC holds no serviceaccounts/token...
+	request := &authenticationv1.TokenRequest{}
+	err := controller.SubResource("token").Create(ctx, account, request)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(ContainSubstring(`cannot create resource "serviceaccounts/token"`)))
+	// ...and should controlPlane.resources grant it, the policy refuses it.
+	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tokens-" + release},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: grant.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: release, Name: "terraseed"}}}
+	for _, o := range []client.Object{grant, binding} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	g.Eventually(func() error {
+		return controller.SubResource("token").Create(ctx, account, &authenticationv1.TokenRequest{})
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring(
+		"ServiceAccount " + shoot + "/aws-custom-route-controller: the controller requests no ServiceAccount tokens")))
 }

@@ -48,7 +48,7 @@ var controllerVerbs = map[string]use{
 	"create authentication.k8s.io/tokenreviews":                                                        {"controller/serving/serving.go", "who scrapes /metrics"},
 	"create authorization.k8s.io/subjectaccessreviews":                                                 {"controller/serving/serving.go", "whether they may GET /metrics"},
 	"get,list,watch admissionregistration.k8s.io/mutatingwebhookconfigurations":                        {"controller/webhook/webhook.go", "cert-controller's watch of the configuration's caBundle"},
-	"update,patch admissionregistration.k8s.io/mutatingwebhookconfigurations (terraseed-controlplane)": {"controller/webhook/webhook.go", "the webhooks and caBundle of its own configuration"},
+	"update,patch admissionregistration.k8s.io/mutatingwebhookconfigurations (terraseed-controlplane)": {"controller/webhook/webhook.go", "the webhooks and caBundle of its own configuration (what <release>-controller-webhook admits)"},
 	"get,list,watch,create,delete /pods":                                                               {"terraform/executor/podwatch.go", "run pods: created, watched, deleted (terraform/executor/pod.go)"},
 	"get /pods/log":                                                                                    {"terraform/executor/pod.go", "the log of a run pod that left no termination message"},
 	"get,create /serviceaccounts":                                                                      {"terraform/executor/serviceaccount.go", "the run pods' ServiceAccount per shoot namespace"},
