@@ -11,7 +11,9 @@ import (
 // notStartedError is a run that could not start for a reason the seed lifts by itself
 // (a ResourceQuota full, no node for its pod yet): it is no failure of the operation. The
 // Scheduler gives its slot back and starts it again a moment later; Reason says why it
-// waits. A run pod left Pending stays, to be adopted by the next start.
+// waits. It leaves no pod behind that could start without a slot, and no credentials: a
+// pod the scheduler found no node for is deleted with its credentials Secret, and the
+// next start creates it again.
 type notStartedError struct {
 	Reason string
 }

@@ -99,3 +99,82 @@ func TestARunRefusedByAQuotaWaitsWithoutARunSlot(t *testing.T) {
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	g.Expect(quoted.Items(g)).To(HaveLen(1))
 }
+
+// A run pod the scheduler finds no node for is deleted with its credentials when its run
+// gives its slot back: a run pod exists only while its run holds a slot. Were the pods
+// of the waiting runs left Pending, all of them would start at once when a node fits
+// again, past MaxRuns. Here three runs take turns at one slot while no node fits; when
+// one does, they run one after the other, never two pods at once.
+func TestAnUnschedulableRunPodIsWithdrawnSoThatNoMorePodsRunThanSlots(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	retry := NotStartedRetry
+	NotStartedRetry = 500 * time.Millisecond
+	t.Cleanup(func() { NotStartedRetry = retry })
+
+	node := &nodes{}
+	var runs []*fixture
+	for range 3 {
+		f := newFixture(t, 1)
+		startKubeletWith(f, kubeletOptions{nodes: node})
+		runs = append(runs, f)
+	}
+	e := runs[0].podExecutor()
+	// runPods counts the run pods and the credentials Secrets of the three runs.
+	runPods := func(g Gomega) (pods, secrets int) {
+		for _, f := range runs {
+			list := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(f.Namespace), client.HasLabels{labelCommand})).To(Succeed())
+			pods += len(list.Items)
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, &corev1.Secret{})
+			if err == nil {
+				secrets++
+			} else {
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+			}
+		}
+		return pods, secrets
+	}
+
+	_, err := e.Run(ctx, runs[0].request(run.Apply))
+	waiting, ok := notStarted(err)
+	g.Expect(ok).To(BeTrue(), "%v", err)
+	g.Expect(waiting.Reason).To(HavePrefix("the run pod is unschedulable: 0/1 nodes are available"))
+	pods, secrets := runPods(g)
+	g.Expect(pods).To(BeZero(), "the pod that found no node is gone with the run's start")
+	g.Expect(secrets).To(BeZero(), "and so are its credentials")
+
+	s := &Scheduler{Executor: e, MaxRuns: 1}
+	running, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Start(running) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	for _, f := range runs {
+		g.Expect(s.Submit(ctx, f.request(run.Apply), run.PriorityCreate)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		for _, f := range runs {
+			ticket, _ := s.Lookup(f.Objects.ID)
+			g.Expect(ticket.NotStarted).To(ContainSubstring("unschedulable"), "each run had its turn at the slot")
+		}
+	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		pods, secrets := runPods(g)
+		g.Expect(pods).To(BeNumerically("<=", 1), "a run pod only for the run holding the slot")
+		g.Expect(secrets).To(BeNumerically("<=", 1), "credentials only for the run holding the slot")
+	}).WithTimeout(2 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+
+	node.setFit(true)
+	for _, f := range runs {
+		g.Eventually(func(g Gomega) {
+			ticket, _ := s.Lookup(f.Objects.ID)
+			g.Expect(ticket.Phase).To(Equal(run.PhaseDone))
+			g.Expect(ticket.Err).NotTo(HaveOccurred())
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		g.Expect(f.Items(g)).To(HaveLen(1))
+	}
+	g.Expect(node.most()).To(Equal(1), "never more run pods ran at once than the one slot")
+}

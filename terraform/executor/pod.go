@@ -432,8 +432,10 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request,
 		}
 		if outcome, done := e.outcome(ctx, req, current); done {
 			result, err := outcome()
-			observePodRun(terminationMessageOf(current), created, time.Now())
-			return result, err
+			if !errors.Is(err, errPodMoved) {
+				observePodRun(terminationMessageOf(current), created, time.Now())
+				return result, err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -497,6 +499,9 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 	case corev1.PodPending, "":
 		if message, ok := unschedulable(current); ok {
 			return func() (*run.Result, error) {
+				if err := e.withdraw(ctx, req.ID, current); err != nil {
+					return nil, err
+				}
 				return nil, &notStartedError{Reason: "the run pod is unschedulable: " + message}
 			}, true
 		}
@@ -510,6 +515,33 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 		}
 	}
 	return nil, false
+}
+
+// errPodMoved says that a run pod the scheduler had found no node for changed before it
+// could be withdrawn, most likely because it got a node: the run keeps its slot and
+// follows it.
+var errPodMoved = errors.New("the run pod changed while it was withdrawn")
+
+// withdraw deletes a run pod the scheduler found no node for, with its credentials Secret,
+// as its run gives its slot back: a pod may only be schedulable while its run holds a
+// slot, else every waiting run's pod would start at once when capacity returns, past
+// --max-runs, the account budgets, the throttle backoff and the drift share. The pod ran
+// nothing, so its deletion is immediate. The deletion holds only while the pod is as the
+// run saw it (its resourceVersion): one the scheduler bound meanwhile is not deleted, and
+// errPodMoved says so.
+func (e *PodExecutor) withdraw(ctx context.Context, id run.ID, pod *corev1.Pod) error {
+	err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
+	switch {
+	case apierrors.IsConflict(err):
+		return errPodMoved
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("deleting the unschedulable run pod: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: id.EnvSecretName()}}
+	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the credentials Secret: %w", err)
+	}
+	return nil
 }
 
 // pendingSince is when the pod got its node, or was created while it has none: the time

@@ -66,6 +66,51 @@ type kubeletOptions struct {
 	// asServiceAccount runs the terraformer with the rights of the pod's ServiceAccount,
 	// as a kubelet's pod has them, instead of the test's admin rights.
 	asServiceAccount bool
+	// nodes, when set, plays the scheduler's part too: while no node fits, it marks each
+	// pod unschedulable as the scheduler does and starts none; once one does, it puts each
+	// pod on it (a change of the pod, as the scheduler's binding is) before it starts it,
+	// and counts the pods running at once.
+	nodes *nodes
+}
+
+// nodes is whether a node fits the run pods, shared by the kubelets of several
+// namespaces, and the most pods that ran at once on it.
+type nodes struct {
+	mu               sync.Mutex
+	fit              bool
+	running, highest int
+}
+
+func (n *nodes) fits() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fit
+}
+
+func (n *nodes) setFit(fit bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fit = fit
+}
+
+// started counts a pod's process; the returned function ends it.
+func (n *nodes) started() func() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.running++
+	n.highest = max(n.highest, n.running)
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.running--
+	}
+}
+
+// most is the most pods that ran at once.
+func (n *nodes) most() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.highest
 }
 
 func startKubelet(f *fixture, paused bool) *kubelet {
@@ -124,6 +169,9 @@ func (k *kubelet) sync(ctx context.Context, nodeName string) {
 		}
 		k.mu.Unlock()
 		if !running && pod.Status.StartTime == nil && pod.DeletionTimestamp == nil && !k.paused {
+			if k.nodes != nil && !k.schedule(ctx, pod) {
+				continue
+			}
 			k.start(ctx, pod, nodeName)
 		}
 	}
@@ -135,6 +183,28 @@ func (k *kubelet) sync(ctx context.Context, nodeName string) {
 			delete(k.running, uid)
 		}
 	}
+}
+
+// schedule plays the scheduler for a pod: with no node that fits, it marks the pod
+// unschedulable, once; with one, it records the pod as scheduled, which changes it as a
+// binding does, and says whether it may start: not when the pod changed or went meanwhile.
+func (k *kubelet) schedule(ctx context.Context, pod *corev1.Pod) bool {
+	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}
+	if !k.nodes.fits() {
+		if _, ok := unschedulable(pod); ok {
+			return false
+		}
+		scheduled.Status, scheduled.Reason, scheduled.Message = corev1.ConditionFalse, corev1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu."
+	}
+	current := pod.DeepCopy()
+	current.Status.Phase = corev1.PodPending
+	current.Status.Conditions = []corev1.PodCondition{scheduled}
+	// The pod's resourceVersion makes the update fail when the pod changed since it was read.
+	if err := env.Client.Status().Update(ctx, current); err != nil {
+		return false
+	}
+	*pod = *current
+	return scheduled.Status == corev1.ConditionTrue
 }
 
 func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
@@ -180,6 +250,10 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	k.running[pod.UID] = cmd
 	k.logs[pod.Name] = logs
 	k.mu.Unlock()
+	ended := func() {}
+	if k.nodes != nil {
+		ended = k.nodes.started()
+	}
 	started := metav1.Now()
 	k.setStatus(pod, corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started})
 
@@ -187,6 +261,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	go func() {
 		defer close(exited)
 		_ = cmd.Wait()
+		ended()
 	}()
 	go func() {
 		var deadline <-chan time.Time

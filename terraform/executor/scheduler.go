@@ -227,18 +227,12 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	s.mu.Lock()
 	t, ok := s.tickets[id]
 	if !ok || t.Phase != run.PhaseRunning {
-		// A run that could not start may have left a pod waiting for a node.
-		leftPod := ok && t.Phase == run.PhaseWaiting && t.NotStarted != ""
+		// A waiting run holds nothing: one that could not start left no pod (notStartedError).
 		if ok && t.Phase == run.PhaseWaiting {
 			delete(s.tickets, id)
 			s.dispatch()
 		}
 		s.mu.Unlock()
-		if stopper, isStopper := s.Executor.(stopper); leftPod && isStopper {
-			if err := stopper.Stop(ctx, id); err != nil {
-				return false, fmt.Errorf("stopping the run: %w", err)
-			}
-		}
 		return true, nil
 	}
 	first := !t.Stopping
