@@ -50,38 +50,23 @@ func (m *Manifest) checkParallelism() error {
 	return nil
 }
 
-// AccountKey is the budget key of the cloud account and region a run calls (run.Request's
-// Budget): a short hash of the provider's type, the region and the values of the
-// credentials that identify the account, so that no credential reaches a metric or a log;
-// empty when the provider names none.
-func (p *Provider) AccountKey(region string, env map[string]string) string {
-	values := p.accountValues(env)
-	if values == nil {
+// AccountKey is the budget key of the runs that share a cloud account's API rate
+// (run.Request's Budget): a short hash of the provider's type, the credentials keys its
+// provider.yaml declares to identify the account, the region, and tenant, who holds the
+// credentials: the Gardener project of the credentials Secret's namespace, which the
+// shoot's owner cannot choose. The values of those keys are not part of it: the owner
+// writes them in their own Secret, and with another value (another access key ID of the
+// same account, or someone else's) their runs would escape their budget or spend another
+// tenant's. Empty when the provider declares no account: its runs have no budget.
+func (p *Provider) AccountKey(region, tenant string) string {
+	if p.Manifest.Account == nil {
 		return ""
 	}
 	h := sha256.New()
-	for _, v := range append([]string{p.Manifest.Type, region}, values...) {
+	for _, v := range append([]string{p.Manifest.Type, region, tenant}, p.Manifest.Account.Credentials...) {
 		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-// accountValues are the values of the credentials that identify the cloud account, read
-// from the environment Credentials made, in the order provider.yaml names them; nil when
-// the provider names none. They are credentials: hashed, never shown.
-func (p *Provider) accountValues(env map[string]string) []string {
-	if p.Manifest.Account == nil {
-		return nil
-	}
-	values := make([]string, len(p.Manifest.Account.Credentials))
-	for i, key := range p.Manifest.Account.Credentials {
-		for _, c := range p.Manifest.Credentials {
-			if c.Key == key {
-				values[i] = env[c.EnvName()]
-			}
-		}
-	}
-	return values
 }
 
 // Throttled says whether one of terraform's error blocks matches the provider's

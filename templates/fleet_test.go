@@ -7,7 +7,6 @@ import (
 	"testing/fstest"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/terraseed/terraseed/templates"
 )
@@ -48,38 +47,29 @@ func TestTheFleetFieldsOfProviderYAMLAreCheckedNamingTheField(t *testing.T) {
 	}
 }
 
+// The budget key is the provider's, the region's and the tenant's (the project holding
+// the credentials), never a value of the credentials: the tenant writes those.
 func TestAProviderSaysWhichAccountARunCallsHowItsThrottlingReadsAndItsParallelism(t *testing.T) {
 	g := NewWithT(t)
 	p, err := thirdWith(t, "account:\n  credentials: [token]\nthrottling: ['SlowDown: please reduce your request rate']\nparallelism: 4\n")
 	g.Expect(err).NotTo(HaveOccurred())
-	env, err := p.Credentials(&corev1.Secret{Data: map[string][]byte{"token": []byte("account-1")}})
-	g.Expect(err).NotTo(HaveOccurred())
-	key := p.AccountKey("eu-west-1", env)
+	key := p.AccountKey("eu-west-1", "project-a")
 	g.Expect(key).To(MatchRegexp(`^[0-9a-f]{12}$`))
-	g.Expect(p.AccountKey("eu-west-2", env)).NotTo(Equal(key), "another region is another budget")
-	g.Expect(p.AccountKey("eu-west-1", map[string]string{env0(env): "account-2"})).NotTo(Equal(key), "another account is another budget")
+	g.Expect(p.AccountKey("eu-west-1", "project-a")).To(Equal(key))
+	g.Expect(p.AccountKey("eu-west-2", "project-a")).NotTo(Equal(key), "another region is another budget")
+	g.Expect(p.AccountKey("eu-west-1", "project-b")).NotTo(Equal(key), "another tenant is another budget")
 	g.Expect(p.Throttled([]string{"PutObject: SlowDown: please reduce your request rate"})).To(BeTrue())
 	g.Expect(p.Throttled([]string{"PutObject: AccessDenied"})).To(BeFalse())
 	g.Expect(p.Parallelism()).To(Equal(4))
 
 	plain, err := thirdWith(t, "")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(plain.AccountKey("eu-west-1", env)).To(BeEmpty(), "no account declared: no budget")
+	g.Expect(plain.AccountKey("eu-west-1", "project-a")).To(BeEmpty(), "no account declared: no budget")
 	g.Expect(plain.Parallelism()).To(BeZero())
 
 	aws, err := registry(t).Provider("aws")
 	g.Expect(err).NotTo(HaveOccurred())
-	awsEnv := map[string]string{"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
-	awsKey := aws.AccountKey("eu-west-1", awsEnv)
-	g.Expect(awsKey).NotTo(BeEmpty())
-	g.Expect(aws.AccountKey("eu-west-1", map[string]string{"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "rotated"})).To(Equal(awsKey), "aws: the access key ID, never the secret")
-	g.Expect(aws.AccountKey("eu-west-1", map[string]string{"AWS_ACCESS_KEY_ID": "AKIAOTHER", "AWS_SECRET_ACCESS_KEY": "secret"})).NotTo(Equal(awsKey))
-}
-
-// env0 is the name of the one variable of env.
-func env0(env map[string]string) string {
-	for name := range env {
-		return name
-	}
-	return ""
+	awsKey := aws.AccountKey("eu-west-1", "project-a")
+	g.Expect(awsKey).To(MatchRegexp(`^[0-9a-f]{12}$`))
+	g.Expect(awsKey).NotTo(Equal(key), "another provider type is another budget")
 }

@@ -46,8 +46,9 @@ type Manifest struct {
 	ImportIDs map[string]string `json:"importIDs,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
-	// Account says what identifies the cloud account a run calls, for the run budget of
-	// each account and region; none: the runs have no budget but the seed's.
+	// Account says that the provider's runs share a cloud account's API rate, for the run
+	// budget of each tenant, account and region (AccountKey); none: the runs have no budget
+	// but the seed's.
 	Account *Account `json:"account,omitempty"`
 	// Throttling are regular expressions of the provider's error texts that say the cloud
 	// throttled its calls, besides the ones every provider shares.
@@ -57,9 +58,10 @@ type Manifest struct {
 	Parallelism *int `json:"parallelism,omitempty"`
 }
 
-// Account names the credentials keys whose values identify a cloud account, such as AWS's
-// access key ID, never a secret: they are hashed, with the provider type and the
-// Infrastructure's region, into the budget key.
+// Account names the credentials keys that identify a cloud account, such as AWS's access
+// key ID, never a secret. Their names, not their values, go into the budget key with the
+// provider type, the Infrastructure's region and the project of the credentials (see
+// AccountKey): the values are the shoot owner's to choose.
 type Account struct {
 	Credentials []string `json:"credentials"`
 }

@@ -96,7 +96,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
 	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
 	flags.DurationVar(&o.driftAging, "drift-aging", executor.DefaultDriftAging, "how long a drift plan waits before it goes ahead of every reconcile (never ahead of deletions and creations)")
-	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per cloud account and region (as the provider's provider.yaml identifies an account); 0: bounded by --max-runs alone")
+	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per project (of the credentials Secret's namespace) and region, for providers whose provider.yaml declares an account; 0: bounded by --max-runs alone")
 	flags.IntVar(&o.stateHistory, "state-history", state.DefaultHistoryDepth, "states of each Infrastructure kept besides the live one, compressed, for recovery and rollback (0: none)")
 	flags.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one replica reconciles")
 	flags.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")

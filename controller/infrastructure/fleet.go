@@ -21,10 +21,11 @@ import (
 const ReasonThrottled = "Throttled"
 
 // withFleet sets what the scheduler shares the seed's runs by: the budget key of the
-// cloud account and region the run calls, the shoot project, how the provider's
-// throttling reads, and the provider's parallelism.
+// provider, the region and the project of the credentials Secret's namespace (never the
+// credentials' values, which the shoot's owner writes), the shoot project, how the
+// provider's throttling reads, and the provider's parallelism.
 func (op *operation) withFleet(req run.Request, provider *templates.Provider) run.Request {
-	req.Budget = provider.AccountKey(op.infra.Spec.Region, req.Env)
+	req.Budget = provider.AccountKey(op.infra.Spec.Region, projectOf(secretKeyOf(op.infra).Namespace))
 	req.Project = projectOf(op.infra.Namespace)
 	req.Parallelism = provider.Parallelism()
 	req.Throttled = func(err error) bool { return throttled(provider, err) }

@@ -76,13 +76,23 @@ func startControllerWith(t testing.TB, namespace, workDir string, config *rest.C
 // tests' shared one.
 func startControllerLogging(t testing.TB, namespace, workDir string, config *rest.Config, concurrency int, log logr.Logger, opts ...actuatorOption) *controllerUnderTest {
 	t.Helper()
+	return startControllerIn(t, []string{namespace}, workDir, config, concurrency, log, opts...)
+}
+
+// startControllerIn is startControllerLogging for the Infrastructures of several namespaces.
+func startControllerIn(t testing.TB, namespaces []string, workDir string, config *rest.Config, concurrency int, log logr.Logger, opts ...actuatorOption) *controllerUnderTest {
+	t.Helper()
 	g := NewWithT(t)
+	cached := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		cached[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Logger:                 log,
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: cached},
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -38,8 +38,9 @@ type Request struct {
 	// runs it at a lower CPU priority, so that the runs others wait for, which share the
 	// machine with it, are not slowed down by it.
 	Background bool
-	// Budget is the key of the cloud account (and region) the run calls, a short hash
-	// (templates.Provider.AccountKey): the scheduler holds at most RunsPerAccount runs of one key under way, and
+	// Budget is the key of the runs that share a cloud account's API rate, a short hash of
+	// the provider, region and project (templates.Provider.AccountKey), never of a value the
+	// shoot's owner writes: the scheduler holds at most RunsPerAccount runs of one key under way, and
 	// backs the key off when its runs are throttled. Empty: no budget.
 	Budget string
 	// Project is the shoot project the run belongs to: within a priority, the runs of

@@ -22,7 +22,8 @@ const fleetRunsPerAccount = 2
 
 // BenchmarkScaleFleet runs one controller, with the local executor and --runs-per-account 2,
 // against two cloud accounts of TERRASEED_FLEET_N Infrastructures each (100 by default)
-// of the fleet provider, whose token names the account: the runs under way per account,
+// of the fleet provider, each account's shoots in a project of their own, which keys its
+// budget (the token the shoots' credentials name does not): the runs under way per account,
 // sampled from the metrics every 100 ms, never exceed the budget, and both accounts
 // settle. Then one account's runs are throttled (the provider fails them with the
 // cloud's message): the other account's creates keep their idle latency within 1.5x.
@@ -36,6 +37,9 @@ func BenchmarkScaleFleet(b *testing.B) {
 	}
 	for b.Loop() {
 		s := newSeed(b, 2*n)
+		// The budget is a project's (the credentials' namespace's), not the token's: each
+		// account's shoots are one project's, shoot--<project>--<name> (fleetNamespace).
+		s.prefix = "shoot--" + s.prefix
 		c := s.startFleet()
 
 		sampling := c.sampleBudgets(100 * time.Millisecond)
@@ -74,7 +78,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 		for c.metric("terraseed_terraform_throttled_runs_total", nil) < 1 {
 			if time.Now().After(deadline) {
 				infra := &extensionsv1alpha1.Infrastructure{}
-				_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.prefix + "throttled-0000", Name: "infrastructure"}, infra)
+				_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.fleetNamespace("throttled-0000", "account-a"), Name: "infrastructure"}, infra)
 				b.Fatalf("no run was throttled; the first throttled Infrastructure's status: %+v %+v", infra.Status.LastOperation, infra.Status.LastError)
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -100,12 +104,17 @@ func BenchmarkScaleFleet(b *testing.B) {
 	}
 }
 
+// fleetNamespace is the namespace of a shoot of the account: in the account's project.
+func (s *seed) fleetNamespace(name, account string) string {
+	return s.prefix + account + "--" + name
+}
+
 // createFleet creates the namespace, the credentials of the account and the
 // Infrastructure of one shoot of the fleet provider; throttle, when set, is the message
 // its runs fail with.
 func (s *seed) createFleet(name, account, throttle string) {
 	ctx := context.Background()
-	ns := s.prefix + name
+	ns := s.fleetNamespace(name, account)
 	config := `{"items":3}`
 	if throttle != "" {
 		config = fmt.Sprintf(`{"items":3,"throttle":%q}`, throttle)
@@ -136,7 +145,7 @@ func (s *seed) fleetCreateMedian(name, account, throttle string) time.Duration {
 		short := fmt.Sprintf("%s-%d", name, i)
 		started := time.Now()
 		s.createFleet(short, account, throttle)
-		key := client.ObjectKey{Namespace: s.prefix + short, Name: "infrastructure"}
+		key := client.ObjectKey{Namespace: s.fleetNamespace(short, account), Name: "infrastructure"}
 		infra := &extensionsv1alpha1.Infrastructure{}
 		for {
 			if err := env.Client.Get(context.Background(), key, infra); err != nil {
