@@ -55,5 +55,6 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	_, err = helm(t, "lint", "--strict", chartDir, "-f", file)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, c := controllerContainer(t, render(t, "extension-terraseed", "-f", file))
-	g.Expect(c.Args).To(ContainElements("--provider-types=aws", "--concurrency=10", "--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0"))
+	g.Expect(c.Args).To(ContainElements("--provider-types=aws", "--concurrency=10", "--terraformer-image=ghcr.io/terraseed/terraseed:0.1.0",
+		"--terraformer-priority-class-name=terraseed-runs"))
 }
