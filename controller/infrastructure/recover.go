@@ -272,19 +272,3 @@ func (op *operation) withImports(ctx context.Context, files map[string]string, a
 	files[imports.File] = importBlocks(wanted)
 	return files, nil
 }
-
-// keepHistory keeps the state of a successful apply in the history, unless it is the
-// state the status held already (an apply that changed nothing): at most one write per
-// apply, none for most. A history that cannot be written fails nothing.
-func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index) {
-	depth := op.actuator.State.History()
-	if depth == 0 || len(state) == 0 {
-		return
-	}
-	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
-		return
-	}
-	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
-	}
-}
