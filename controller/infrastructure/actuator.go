@@ -150,6 +150,19 @@ func (a *Actuator) operation(req request) *operation {
 	return &operation{actuator: a, req: req, infra: req.Object}
 }
 
+// phase is one step of an operation (an apply, a deletion) over the scope S its steps
+// share; an error ends the operation, a runPendingError until the operation's run ended.
+type phase[S any] func(context.Context, *S) error
+
+func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Reconcile applies the infrastructure.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))

@@ -50,25 +50,12 @@ type applyScope struct {
 	status *templates.Status
 }
 
-// applyPhase is one step of an apply; an error ends the apply, a runPendingError until
-// the apply's run ended.
-type applyPhase func(context.Context, *applyScope) error
-
-func runPhases(ctx context.Context, s *applyScope, phases []applyPhase) error {
-	for _, phase := range phases {
-		if err := phase(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // apply makes the infrastructure the Infrastructure describes exist: it renders the
 // provider's configuration, runs terraform apply, and reports the outputs, and the state
 // for Gardener's backup of the shoot's state. It takes several reconciles: the first
 // submits the run, the one after its end reads the outcome.
 func (op *operation) apply(ctx context.Context, s *applyScope) error {
-	return runPhases(ctx, s, []applyPhase{
+	return runPhases(ctx, s, []phase[applyScope]{
 		op.readInputs,     // the provider, the credentials secret, the namespace of a local one
 		op.readRestored,   // the state a restore writes back
 		op.render,         // the configuration, the credentials, the adoptions
@@ -82,7 +69,7 @@ func (op *operation) apply(ctx context.Context, s *applyScope) error {
 
 // prepare writes what the apply's run reads, once, before it is submitted.
 func (op *operation) prepare(ctx context.Context, s *applyScope) error {
-	return runPhases(ctx, s, []applyPhase{
+	return runPhases(ctx, s, []phase[applyScope]{
 		op.ensureFinalizer,  // the finalizer, before anything exists to destroy
 		op.storeCredentials, // the credentials of the run, and the secret's version
 		op.restoreState,     // a restore's state, unless a newer one of it is there
