@@ -23,11 +23,12 @@ import (
 const annotationSourceVersion = run.LabelPrefix + "source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return op.actuator.State.Objects(runIDOf(op.infra))
+	return op.actuator.State.Objects(RunID(op.infra))
 }
 
-// runIDOf is the identity of an Infrastructure's runs.
-func runIDOf(infra *extensionsv1alpha1.Infrastructure) run.ID {
+// RunID is the identity of an Infrastructure's runs: the names of its run objects and
+// pod derive from it, also where the state commands look for them.
+func RunID(infra *extensionsv1alpha1.Infrastructure) run.ID {
 	return run.ID{Namespace: infra.Namespace, Name: infra.Name, Purpose: run.PurposeInfra, UID: infra.UID}
 }
 
@@ -86,6 +87,15 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 			keys[0], secret.Namespace, secret.Name)
 	}
 	return provider, secret, nil
+}
+
+func credentialsUnavailable(format string, args ...any) *extension.Error {
+	return &extension.Error{
+		Reason:   ReasonCredentialsUnavailable,
+		Codes:    []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
+		Terminal: true,
+		Err:      fmt.Errorf(format, args...),
+	}
 }
 
 // upToDate is true when the credentials are the ones of the last apply.
