@@ -80,7 +80,7 @@ func (a *Actuator) planKnown(infra *extensionsv1alpha1.Infrastructure) bool {
 	if a.Runs == nil {
 		return false
 	}
-	ticket, known := a.Runs.Lookup(RunID(infra))
+	ticket, known := a.Runs.Lookup(runIDOf(infra))
 	return known && ticket.Command == run.Plan
 }
 

@@ -23,12 +23,11 @@ import (
 const annotationSourceVersion = run.LabelPrefix + "source-resource-version"
 
 func (op *operation) objects() state.RunObjects {
-	return op.actuator.State.Objects(RunID(op.infra))
+	return op.actuator.State.Objects(runIDOf(op.infra))
 }
 
-// RunID is the identity of an Infrastructure's runs: the names of its run objects and
-// pod derive from it, also where the state commands look for them.
-func RunID(infra *extensionsv1alpha1.Infrastructure) run.ID {
+// runIDOf is the identity of an Infrastructure's runs.
+func runIDOf(infra *extensionsv1alpha1.Infrastructure) run.ID {
 	return run.ID{Namespace: infra.Namespace, Name: infra.Name, Purpose: run.PurposeInfra, UID: infra.UID}
 }
 

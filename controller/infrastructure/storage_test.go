@@ -131,14 +131,14 @@ func TestLifecycleWithTheStateInSecrets(t *testing.T) {
 		g.Expect(log.String()).NotTo(ContainSubstring(secret), "the controller's log")
 	}
 
-	// The history of the states is kept in a Secret too.
+	// The history of the states is kept in a Secret too, and read back by the state command.
 	history := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, history)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
-	kept, err := stateObjects(s, state.StorageSecret).ReadHistory(ctx, env.Client)
+	entries, err := infrastructure.StateHistory(ctx, env.Client, client.ObjectKeyFromObject(s.infra))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(kept.Entries).To(HaveLen(2), "the create's state and the change's")
-	g.Expect(kept.Entries[0].Lineage).To(Equal(meta.Lineage))
+	g.Expect(entries).To(HaveLen(2), "the create's state and the change's")
+	g.Expect(entries[0].Lineage).To(Equal(meta.Lineage))
 
 	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
 	s.waitGone(t)
