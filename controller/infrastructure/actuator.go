@@ -36,12 +36,12 @@ const (
 // Reasons of the Ready condition; each failure carries one.
 const (
 	ReasonInvalidConfiguration   = extension.ReasonInvalid
-	ReasonCredentialsUnavailable = "CredentialsUnavailable"
-	ReasonTerraformFailed        = "TerraformFailed"
-	ReasonRunInProgress          = "RunInProgress"
-	ReasonStateTooLarge          = "StateTooLarge"
-	// ReasonStateLost stops a deletion whose state lost resources that no history holds.
-	ReasonStateLost = "StateLost"
+	reasonCredentialsUnavailable = "CredentialsUnavailable"
+	reasonTerraformFailed        = "TerraformFailed"
+	reasonRunInProgress          = "RunInProgress"
+	reasonStateTooLarge          = "StateTooLarge"
+	// reasonStateLost stops a deletion whose state lost resources that no history holds.
+	reasonStateLost = "StateLost"
 )
 
 // UncachedObjects are the kinds the manager's client must read live: a seed holds many
@@ -229,16 +229,16 @@ func classify(err error) error {
 	case errors.As(err, new(*extension.Error)):
 		return err
 	case errors.As(err, &pending):
-		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: pending.recheck(), Err: err}
+		return &extension.Error{Reason: reasonRunInProgress, RetryAfter: pending.recheck(), Err: err}
 	case errors.As(err, &validationErr):
 		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
 	case errors.Is(err, run.ErrRunInProgress):
-		return &extension.Error{Reason: ReasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
+		return &extension.Error{Reason: reasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
 	case errors.Is(err, run.ErrInvalidInput):
-		return &extension.Error{Reason: ReasonTerraformFailed, Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}, Terminal: true, Err: err}
+		return &extension.Error{Reason: reasonTerraformFailed, Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}, Terminal: true, Err: err}
 	case errors.As(err, &runErr):
 		codes := errorcodes.Classify(runErr.Blocks)
-		return &extension.Error{Reason: ReasonTerraformFailed, Codes: codes, Terminal: !errorcodes.Retryable(codes), Err: err}
+		return &extension.Error{Reason: reasonTerraformFailed, Codes: codes, Terminal: !errorcodes.Retryable(codes), Err: err}
 	default:
 		return err
 	}

@@ -272,13 +272,13 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 	now := metav1.Now()
 	if plan := s.result.Plan; plan != nil {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonPlanApplied,
+			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonPlanApplied,
 			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
 	if op.actuator.DriftInterval > 0 {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonApplied,
+			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonApplied,
 			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}

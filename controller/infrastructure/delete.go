@@ -105,7 +105,7 @@ func (op *operation) recoverBeforeDestroy(ctx context.Context, _ *deleteScope) e
 	}
 	// Not terminal: with the state restored from a backup, a retry goes on by itself.
 	return &extension.Error{
-		Reason: ReasonStateLost,
+		Reason: reasonStateLost,
 		Err: fmt.Errorf("the state in %s %s %s, and no state of its history holds %d resources its index names: %s. "+
 			"A destroy removes only what a state holds, so they would be left behind: restore the state from a backup, "+
 			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
@@ -142,7 +142,7 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 	switch {
 	case err == nil:
 		return provider.Credentials(secret)
-	case errors.As(err, &opErr) && opErr.Reason == ReasonCredentialsUnavailable:
+	case errors.As(err, &opErr) && opErr.Reason == reasonCredentialsUnavailable:
 		stored, storedErr := op.storedCredentials(ctx)
 		if storedErr != nil {
 			return nil, storedErr

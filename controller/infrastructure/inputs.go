@@ -90,7 +90,7 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 
 func credentialsUnavailable(format string, args ...any) *extension.Error {
 	return &extension.Error{
-		Reason:   ReasonCredentialsUnavailable,
+		Reason:   reasonCredentialsUnavailable,
 		Codes:    []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
 		Terminal: true,
 		Err:      fmt.Errorf(format, args...),

@@ -24,7 +24,7 @@ func (op *operation) migrate(ctx context.Context) error {
 		var tooLarge *stateTooLargeError
 		if errors.As(err, &tooLarge) {
 			recordStateSize(op.infra, tooLarge.size)
-			return extension.InvalidInput(ReasonStateTooLarge, "status.state: %w; it stays in %s %s/%s", err, op.objects().Storage.Kind(), op.infra.Namespace, op.objects().StateName())
+			return extension.InvalidInput(reasonStateTooLarge, "status.state: %w; it stays in %s %s/%s", err, op.objects().Storage.Kind(), op.infra.Namespace, op.objects().StateName())
 		}
 		if err != nil {
 			return err

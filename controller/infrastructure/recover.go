@@ -25,10 +25,10 @@ const ConditionStateRecovered extensionsv1alpha1.ConditionType = "StateRecovered
 
 // Reasons of the StateRecovered condition.
 const (
-	// ReasonRecovering: the recovered state is written and the apply that imports the
+	// reasonRecovering: the recovered state is written and the apply that imports the
 	// rest is under way.
-	ReasonRecovering = "Recovering"
-	ReasonRecovered  = "Recovered"
+	reasonRecovering = "Recovering"
+	reasonRecovered  = "Recovered"
 )
 
 // recovery is what an apply does about a lost state: the state it starts from and the
@@ -166,7 +166,7 @@ func indexedImports(index *imports.Index, held map[string]bool, declared func(st
 func (op *operation) recovering(ctx context.Context, message string) error {
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonRecovering,
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: reasonRecovering,
 		Message: message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	// The condition must outlive this reconcile: the apply ends in another.
@@ -176,16 +176,16 @@ func (op *operation) recovering(ctx context.Context, message string) error {
 // recovered marks a recovery done once its apply succeeded, and says so in an event.
 func (op *operation) recovered() {
 	c := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionStateRecovered)
-	if c == nil || c.Reason != ReasonRecovering {
+	if c == nil || c.Reason != reasonRecovering {
 		return
 	}
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonRecovered,
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonRecovered,
 		Message: c.Message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	if op.actuator.Recorder != nil {
-		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, ReasonRecovered, "Reconcile", "%s", c.Message)
+		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
 	}
 }
 

@@ -62,7 +62,7 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 	if errors.As(err, &tooLarge) {
 		recordStateSize(op.infra, tooLarge.size)
 		if op.infra.Status.State != nil || op.req.FirstRun {
-			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonStateTooLarge, "KeepState",
+			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState",
 				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
 		}
 		// The index, far smaller, still finds every resource again should the state be lost.
