@@ -56,6 +56,7 @@ type ControlPlane struct {
 type ControlPlaneInput struct {
 	ControlPlane *extensionsv1alpha1.ControlPlane
 	// Cluster may be nil; templates then see empty shoot, seed and cloudProfile objects.
+	// A Cluster without a seed (a self-hosted shoot's) gives them no .cluster.seed.
 	Cluster *extensionsv1alpha1.Cluster
 }
 
@@ -200,7 +201,7 @@ func (cp *ControlPlane) renderObjects(providerType string, data map[string]any, 
 		fileError := func(err error) error { return &RenderError{Type: providerType, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, templateError(providerType, controlPlaneObject, name, err)
+			return nil, templateError(providerType, controlPlaneObject, name, data, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
@@ -232,7 +233,7 @@ func (cp *ControlPlane) renderProviderStatus(providerType string, data map[strin
 	name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
 	text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
 	if err != nil {
-		return nil, templateError(providerType, controlPlaneObject, name, err)
+		return nil, templateError(providerType, controlPlaneObject, name, data, err)
 	}
 	status := map[string]any{}
 	if err := yaml.Unmarshal([]byte(text), &status); err != nil {
