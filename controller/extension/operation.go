@@ -72,7 +72,7 @@ func (op *operation[T]) reconcile(ctx context.Context, opType extensionsv1alpha1
 		return err
 	}
 	op.status().ObservedGeneration = op.obj.GetGeneration()
-	return op.succeed(ctx, opType, "The "+op.r.Kind+" is reconciled", ReasonReconciled)
+	return op.succeed(ctx, opType, "The "+op.r.Kind+" is reconciled", reasonReconciled)
 }
 
 // takeReconcileRequest removes Gardener's reconcile request, remembering it until the
@@ -124,7 +124,7 @@ func (op *operation[T]) restore(ctx context.Context) error {
 		return err
 	}
 	op.status().ObservedGeneration = op.obj.GetGeneration()
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is restored", ReasonReconciled); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is restored", reasonReconciled); err != nil {
 		return err
 	}
 	return op.removeOperationAnnotation(ctx, OperationRestore)
@@ -140,7 +140,7 @@ func (op *operation[T]) migrate(ctx context.Context) error {
 	if err := op.r.Actuator.Migrate(ctx, op.request(opType)); err != nil {
 		return err
 	}
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is migrated: its state is in .status.state", ReasonMigrated); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is migrated: its state is in .status.state", reasonMigrated); err != nil {
 		return err
 	}
 	if err := op.removeFinalizer(ctx); err != nil {
@@ -167,7 +167,7 @@ func (op *operation[T]) delete(ctx context.Context) error {
 	if err := op.r.Actuator.Delete(ctx, op.request(opType)); err != nil {
 		return err
 	}
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is deleted", ReasonReconciled); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is deleted", reasonReconciled); err != nil {
 		return err
 	}
 	return op.removeFinalizer(ctx)
@@ -189,7 +189,7 @@ func (op *operation[T]) forceDelete(ctx context.Context) error {
 	}
 	op.event(corev1.EventTypeWarning, "ForceDeleted", string(opType),
 		"The shoot is force-deleted: what this "+op.r.Kind+" created was not removed and is left behind")
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is force-deleted: what it created was left behind", ReasonForceDeleted); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is force-deleted: what it created was left behind", reasonForceDeleted); err != nil {
 		return err
 	}
 	return op.removeFinalizer(ctx)
