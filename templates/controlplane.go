@@ -56,6 +56,7 @@ type ControlPlane struct {
 type ControlPlaneInput struct {
 	ControlPlane *extensionsv1alpha1.ControlPlane
 	// Cluster may be nil; templates then see empty shoot, seed and cloudProfile objects.
+	// A Cluster without a seed (a self-hosted shoot's) gives them no .cluster.seed.
 	Cluster *extensionsv1alpha1.Cluster
 }
 
@@ -200,7 +201,7 @@ func (cp *ControlPlane) renderObjects(providerType string, data map[string]any, 
 		fileError := func(err error) error { return &RenderError{Type: providerType, File: name, Err: err} }
 		text, err := executeManifest(file, cp.templates[file], data, state)
 		if err != nil {
-			return nil, templateError(providerType, controlPlaneObject, name, err)
+			return nil, templateError(providerType, controlPlaneObject, name, data, err)
 		}
 		objects, err := decodeObjects(text)
 		if err != nil {
@@ -232,7 +233,7 @@ func (cp *ControlPlane) renderProviderStatus(providerType string, data map[strin
 	name := path.Join(controlPlaneDir, controlPlaneManifest) + ": providerStatus"
 	text, err := executeManifest(name, cp.Manifest.ProviderStatus, data, state)
 	if err != nil {
-		return nil, templateError(providerType, controlPlaneObject, name, err)
+		return nil, templateError(providerType, controlPlaneObject, name, data, err)
 	}
 	status := map[string]any{}
 	if err := yaml.Unmarshal([]byte(text), &status); err != nil {
@@ -273,9 +274,8 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	purpose := string(extensionsv1alpha1.PurposeNormal)
-	if cp.Spec.Purpose != nil {
-		purpose = string(*cp.Spec.Purpose)
+	if invalid := checkPurpose(cp.Spec.Purpose); invalid != nil {
+		return nil, p.controlPlaneInvalid(field.ErrorList{invalid})
 	}
 	secretNamespace := cp.Spec.SecretRef.Namespace
 	if secretNamespace == "" {
@@ -287,13 +287,24 @@ func (p *Provider) controlPlaneData(in ControlPlaneInput) (map[string]any, error
 			"namespace":                    cp.Namespace,
 			"type":                         cp.Spec.Type,
 			"region":                       cp.Spec.Region,
-			"purpose":                      purpose,
+			"purpose":                      string(extensionsv1alpha1.PurposeNormal),
 			"providerConfig":               config,
 			"infrastructureProviderStatus": infraStatus,
 			"secretRef":                    map[string]any{"name": cp.Spec.SecretRef.Name, "namespace": secretNamespace},
 		},
 		"cluster": cluster,
 	}, nil
+}
+
+// checkPurpose refuses a ControlPlane that still has a purpose other than normal: Gardener
+// removed spec.purpose in v1.123, and its exposure control planes, which no provider of
+// terraseed deploys, with it. One without a purpose is a shoot's control plane.
+func checkPurpose(purpose *extensionsv1alpha1.Purpose) *field.Error {
+	if purpose == nil || *purpose == extensionsv1alpha1.PurposeNormal {
+		return nil
+	}
+	return field.Invalid(field.NewPath("spec", "purpose"), string(*purpose),
+		`Gardener removed the field in v1.123 and creates no exposure control planes since; leave it out (or "normal") for a shoot's control plane`)
 }
 
 // decodeObjects reads the YAML documents of a rendered template; empty documents are skipped.

@@ -113,6 +113,44 @@ func TestControlPlaneConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// Gardener removed ControlPlane.spec.purpose in v1.123: a ControlPlane without it is a
+// shoot's own, as is one still saying normal; one still saying exposure (or anything
+// else) is refused naming the field, and nothing is rendered for it.
+func TestControlPlanePurpose(t *testing.T) {
+	p, err := registry(t).Provider("local")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	config := `{"apiVersion":"local.provider.terraseed.io/v1alpha1","kind":"ControlPlaneConfig"}`
+	purpose := func(p extensionsv1alpha1.Purpose) *extensionsv1alpha1.Purpose { return &p }
+	for name, c := range map[string]struct {
+		purpose *extensionsv1alpha1.Purpose
+		invalid string
+	}{
+		"none":     {},
+		"normal":   {purpose: purpose(extensionsv1alpha1.PurposeNormal)},
+		"exposure": {purpose: purpose(extensionsv1alpha1.PurposeExposure), invalid: "exposure"},
+		"other":    {purpose: purpose("public"), invalid: "public"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			cp := controlPlane("local", config)
+			cp.Spec.Purpose = c.purpose
+			out, err := p.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp})
+			if c.invalid == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out.Objects).NotTo(BeEmpty())
+				return
+			}
+			g.Expect(out).To(BeNil())
+			var verr *templates.ValidationError
+			g.Expect(errors.As(err, &verr)).To(BeTrue(), "got %v", err)
+			g.Expect(verr.Codes()).To(ConsistOf(extensionsv1alpha1.ErrorConfigurationProblem))
+			g.Expect(verr.Errors).To(HaveLen(1))
+			g.Expect(verr.Errors[0].Field).To(Equal("spec.purpose"))
+			g.Expect(err.Error()).To(ContainSubstring(`invalid local control plane: spec.purpose: Invalid value: "` + c.invalid + `": Gardener removed the field in v1.123`))
+		})
+	}
+}
+
 // TestControlPlaneValuesStayValues: a user's string full of YAML cannot add an object or a
 // field, because the templates write values as JSON.
 func TestControlPlaneValuesStayValues(t *testing.T) {

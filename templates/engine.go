@@ -72,13 +72,17 @@ func (s *renderState) tfvar(name string, value any) (string, error) {
 }
 
 // templateError reports a template's failure on file: a template refusing the input
-// (`invalid`, iniValue) is a ValidationError of object (see ValidationError.Object), any
-// other failure the provider author's RenderError.
-func templateError(providerType, object, file string, err error) error {
+// (`invalid`, iniValue), or reading the seed of a Cluster without one, is a
+// ValidationError of object (see ValidationError.Object), any other failure the provider
+// author's RenderError. data is what the template ran on.
+func templateError(providerType, object, file string, data map[string]any, err error) error {
 	var rejected *engine.Rejected
 	if errors.As(err, &rejected) {
 		return &ValidationError{Type: providerType, Object: object, Errors: field.ErrorList{
 			field.Invalid(field.NewPath(rejected.Field), shownValue(rejected.Value), rejected.Detail)}}
+	}
+	if missing := engine.MissingSeed(data["cluster"], err); missing != nil {
+		return &ValidationError{Type: providerType, Object: object, Errors: field.ErrorList{missing}}
 	}
 	return &RenderError{Type: providerType, File: file, Err: err}
 }

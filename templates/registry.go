@@ -80,7 +80,7 @@ func (r *Registry) addAll(fsys fs.FS, dir, source string) error {
 }
 
 func (r *Registry) add(fsys fs.FS, dir, source string) error {
-	p, err := loadProvider(fsys, dir, source)
+	p, err := LoadProvider(fsys, dir, source)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ const (
 type Input struct {
 	Infrastructure *extensionsv1alpha1.Infrastructure
 	// Cluster may be nil; templates then see empty shoot, seed and cloudProfile objects.
+	// A Cluster without a seed (a self-hosted shoot's) gives them no .cluster.seed.
 	Cluster *extensionsv1alpha1.Cluster
 }
 
@@ -191,7 +192,7 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	for _, file := range p.Templates() {
 		text, err := p.execute(file, data, state)
 		if err != nil {
-			return nil, templateError(p.Manifest.Type, "", file, err)
+			return nil, templateError(p.Manifest.Type, "", file, data, err)
 		}
 		out.Files[file] = text
 	}

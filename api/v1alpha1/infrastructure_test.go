@@ -196,7 +196,7 @@ func TestClusterKeepsMirroredObjects(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: env.Namespace(t)},
 		Spec: extensionsv1alpha1.ClusterSpec{
 			Shoot:        runtime.RawExtension{Raw: []byte(shoot)},
-			Seed:         runtime.RawExtension{Raw: []byte(`{"kind":"Seed"}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(`{"kind":"Seed"}`)},
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{"kind":"CloudProfile"}`)},
 		},
 	}
@@ -206,4 +206,34 @@ func TestClusterKeepsMirroredObjects(t *testing.T) {
 	got := &extensionsv1alpha1.Cluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
 	g.Expect(string(got.Spec.Shoot.Raw)).To(MatchJSON(shoot))
+}
+
+// A self-hosted shoot's Cluster, which gardenadm writes without spec.seed (Gardener
+// v1.147 and later), is accepted, and reads back without a seed.
+func TestClusterWithoutSeedIsAccepted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name := env.Namespace(t)
+	selfHosted := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.gardener.cloud/v1alpha1",
+		"kind":       "Cluster",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"shoot":        map[string]any{"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot", "metadata": map[string]any{"name": "self-hosted"}},
+			"cloudProfile": map[string]any{"kind": "CloudProfile"},
+		},
+	}}
+	g.Expect(env.Client.Create(ctx, selfHosted)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, selfHosted) })
+
+	got := &extensionsv1alpha1.Cluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+	g.Expect(got.Spec.Seed).To(BeNil())
+	g.Expect(string(got.Spec.Shoot.Raw)).To(ContainSubstring("self-hosted"))
+
+	// Written back by our own types, it stays without a seed.
+	got.Labels = map[string]string{"written": "back"}
+	g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+	g.Expect(got.Spec.Seed).To(BeNil())
 }

@@ -32,10 +32,13 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	CloudProfile runtime.RawExtension `json:"cloudProfile"`
+	// Seed is the seed the shoot runs on; a self-hosted shoot, which gardenadm bootstraps,
+	// has none (Gardener v1.147 and later).
 	// +kubebuilder:validation:XPreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
-	Seed runtime.RawExtension `json:"seed"`
+	// +optional
+	Seed *runtime.RawExtension `json:"seed,omitempty"`
 	// +kubebuilder:validation:XPreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object

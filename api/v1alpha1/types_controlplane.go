@@ -37,7 +37,9 @@ type ControlPlaneList struct {
 // ControlPlaneSpec is the desired control plane.
 type ControlPlaneSpec struct {
 	DefaultSpec `json:",inline"`
-	// Purpose is "normal" (the default) or "exposure"; Gardener no longer creates the latter.
+	// Purpose is what Gardener set before v1.123, which removed it: a shoot's control plane
+	// has none, or "normal". A ControlPlane of another purpose ("exposure") fails naming
+	// the field.
 	// +optional
 	Purpose *Purpose `json:"purpose,omitempty"`
 	// InfrastructureProviderStatus is the providerStatus of the shoot's Infrastructure.

@@ -70,7 +70,11 @@ func (in *ClusterList) DeepCopyObject() runtime.Object {
 func (in *ClusterSpec) DeepCopyInto(out *ClusterSpec) {
 	*out = *in
 	in.CloudProfile.DeepCopyInto(&out.CloudProfile)
-	in.Seed.DeepCopyInto(&out.Seed)
+	if in.Seed != nil {
+		in, out := &in.Seed, &out.Seed
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
 	in.Shoot.DeepCopyInto(&out.Shoot)
 }
 

@@ -57,6 +57,8 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--pod-creation-timeout=-1s"},
 		{"--controlplane-health-period=-30s"},
 		{"--extension-classes=shoot,cluster"},
+		{"--extension-class=cluster"},
+		{"--extension-class=seed", "--extension-classes=seed"},
 		{"--provider-types=local,nowhere"},
 		{"--executor=nowhere"},
 		{"--terraformer-image="},

@@ -100,6 +100,7 @@ func runLocal(ctx context.Context, args []string) error {
 // local run's own.
 func parseLocalFlags(args []string) (o managerOptions, assets string, noSample bool, err error) {
 	flags := flag.NewFlagSet("local", flag.ContinueOnError)
+	setUsage(flags, "terraseed local [flags]")
 	flags.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory holding kube-apiserver and etcd (make run sets it)")
 	flags.BoolVar(&noSample, "no-sample", false, "do not create the sample Infrastructure")
 	o.bind(flags)
@@ -213,7 +214,7 @@ func createSample(ctx context.Context, c client.Client, kubeconfig []byte) error
 			ObjectMeta: metav1.ObjectMeta{Name: sampleNamespace},
 			Spec: extensionsv1alpha1.ClusterSpec{
 				Shoot:        runtime.RawExtension{Raw: shoot},
-				Seed:         runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"}}`)},
+				Seed:         &runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"}}`)},
 				CloudProfile: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
 			},
 		},

@@ -7,6 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -53,6 +55,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // --help printed the command's usage
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

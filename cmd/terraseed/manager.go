@@ -51,11 +51,13 @@ type managerOptions struct {
 	metricsSecure           bool
 	probeAddress            string
 	providersDir            string
-	classes                 string
-	heartbeatNamespace      string
-	extensionName           string
-	controlPlaneHealth      time.Duration
-	controlPlaneImages      string
+	// classes is --extension-classes; class is Gardener's single-class flag of old,
+	// --extension-class, which it stands for when given alone.
+	classes, class     givenString
+	heartbeatNamespace string
+	extensionName      string
+	controlPlaneHealth time.Duration
+	controlPlaneImages string
 
 	executor                  string
 	terraform                 string
@@ -103,7 +105,9 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flags.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics")
 	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
-	flags.StringVar(&o.classes, "extension-classes", string(extensionsv1alpha1.ExtensionClassShoot), "comma-separated extension classes to serve (shoot, seed, garden); an object without a class is of class shoot")
+	o.classes = givenString{value: string(extensionsv1alpha1.ExtensionClassShoot)}
+	flags.Var(&o.classes, "extension-classes", "comma-separated `classes` of the extension objects to serve (shoot, seed, garden), by their spec.class; an object without a class, and an empty list, are of class shoot")
+	flags.Var(&o.class, "extension-class", "one extension `class` to serve: Gardener's flag before v1.135, kept for deployments that still pass it; --extension-classes takes a list")
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
@@ -183,8 +187,8 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	r := &resolvedOptions{}
 	var err error
-	if r.classes, err = parseClasses(o.classes); err != nil {
-		return nil, fmt.Errorf("--extension-classes: %w", err)
+	if r.classes, err = o.extensionClasses(); err != nil {
+		return nil, err
 	}
 	if r.providers, r.types, err = o.providerTypes(); err != nil {
 		return nil, err
@@ -507,6 +511,7 @@ func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, err
 // runController runs the controller against the cluster of the kubeconfig, or in-cluster.
 func runController(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	setUsage(flags, "terraseed run [flags]")
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the seed (default: $KUBECONFIG, then in-cluster)")
 	var o managerOptions
 	o.bind(flags)
@@ -527,8 +532,36 @@ func runController(ctx context.Context, args []string) error {
 	return mgr.Start(ctx)
 }
 
-// parseClasses reads a comma-separated list of extension classes.
+// extensionClasses are the classes served: --extension-classes, or Gardener's former
+// --extension-class when it alone is given.
+func (o managerOptions) extensionClasses() ([]extensionsv1alpha1.ExtensionClass, error) {
+	switch {
+	case o.class.given && o.classes.given:
+		return nil, errors.New("--extension-class and --extension-classes are both given: give --extension-classes alone, which takes a list")
+	case o.class.given:
+		if strings.Contains(o.class.value, ",") {
+			return nil, fmt.Errorf("--extension-class: %q names more than one class; --extension-classes takes a list", o.class.value)
+		}
+		classes, err := parseClasses(o.class.value)
+		if err != nil {
+			return nil, fmt.Errorf("--extension-class: %w", err)
+		}
+		return classes, nil
+	default:
+		classes, err := parseClasses(o.classes.value)
+		if err != nil {
+			return nil, fmt.Errorf("--extension-classes: %w", err)
+		}
+		return classes, nil
+	}
+}
+
+// parseClasses reads a comma-separated list of extension classes, each once; an empty
+// list is class shoot, as Gardener's extensions read it.
 func parseClasses(s string) ([]extensionsv1alpha1.ExtensionClass, error) {
+	if strings.TrimSpace(s) == "" {
+		return []extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot}, nil
+	}
 	known := []extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed, extensionsv1alpha1.ExtensionClassGarden}
 	var classes []extensionsv1alpha1.ExtensionClass
 	for _, name := range strings.Split(s, ",") {
@@ -536,9 +569,29 @@ func parseClasses(s string) ([]extensionsv1alpha1.ExtensionClass, error) {
 		if !slices.Contains(known, class) {
 			return nil, fmt.Errorf("%q is not one of %v", class, known)
 		}
-		classes = append(classes, class)
+		if !slices.Contains(classes, class) {
+			classes = append(classes, class)
+		}
 	}
 	return classes, nil
+}
+
+// givenString is a string flag that knows whether it was given.
+type givenString struct {
+	value string
+	given bool
+}
+
+func (s *givenString) String() string {
+	if s == nil {
+		return ""
+	}
+	return s.value
+}
+
+func (s *givenString) Set(value string) error {
+	s.value, s.given = value, true
+	return nil
 }
 
 // parseLabels reads key=value,key=value; keys and values must be valid label keys and values.

@@ -11,13 +11,41 @@ import (
 	"github.com/terraseed/terraseed/terraform/executor"
 )
 
+// The classes served are --extension-classes, or Gardener's former single-class flag
+// --extension-class when it alone is given; an empty one is class shoot, as Gardener
+// reads it. A bad value names its flag.
 func TestExtensionClassesAreChecked(t *testing.T) {
-	g := NewWithT(t)
-	classes, err := parseClasses("shoot, seed")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(classes).To(Equal([]extensionsv1alpha1.ExtensionClass{extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed}))
-	_, err = parseClasses("shoot,cluster")
-	g.Expect(err).To(MatchError(ContainSubstring(`"cluster" is not one of`)))
+	shoot, seed, garden := extensionsv1alpha1.ExtensionClassShoot, extensionsv1alpha1.ExtensionClassSeed, extensionsv1alpha1.ExtensionClassGarden
+	for _, c := range []struct {
+		args []string
+		want []extensionsv1alpha1.ExtensionClass
+		err  string
+	}{
+		{args: nil, want: []extensionsv1alpha1.ExtensionClass{shoot}},
+		{args: []string{"--extension-classes=shoot, seed"}, want: []extensionsv1alpha1.ExtensionClass{shoot, seed}},
+		{args: []string{"--extension-classes=seed,garden,seed"}, want: []extensionsv1alpha1.ExtensionClass{seed, garden}},
+		{args: []string{"--extension-classes="}, want: []extensionsv1alpha1.ExtensionClass{shoot}},
+		{args: []string{"--extension-class=garden"}, want: []extensionsv1alpha1.ExtensionClass{garden}},
+		{args: []string{"--extension-class="}, want: []extensionsv1alpha1.ExtensionClass{shoot}},
+		{args: []string{"--extension-classes=shoot,cluster"}, err: `--extension-classes: "cluster" is not one of [shoot seed garden]`},
+		{args: []string{"--extension-classes=shoot,"}, err: `--extension-classes: "" is not one of`},
+		{args: []string{"--extension-class=cluster"}, err: `--extension-class: "cluster" is not one of`},
+		{args: []string{"--extension-class=seed,garden"}, err: `--extension-class: "seed,garden" names more than one class; --extension-classes takes a list`},
+		{args: []string{"--extension-class=seed", "--extension-classes=seed"}, err: "--extension-class and --extension-classes are both given"},
+	} {
+		g := NewWithT(t)
+		flags := flag.NewFlagSet("run", flag.ContinueOnError)
+		o := managerOptions{}
+		o.bind(flags)
+		g.Expect(flags.Parse(c.args)).To(Succeed())
+		classes, err := o.extensionClasses()
+		if c.err != "" {
+			g.Expect(err).To(MatchError(ContainSubstring(c.err)), "%v", c.args)
+			continue
+		}
+		g.Expect(err).NotTo(HaveOccurred(), "%v", c.args)
+		g.Expect(classes).To(Equal(c.want), "%v", c.args)
+	}
 }
 
 // The pod executor's configuration, as the flags make it, gives run pods a memory limit,

@@ -35,10 +35,10 @@ const (
 
 // Reasons of the Ready condition; each failure carries one.
 const (
-	ReasonInvalidConfiguration = extension.ReasonInvalid
-	ReasonProviderBroken       = "ProviderBroken"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonDeleteFailed         = "DeleteFailed"
+	reasonInvalidConfiguration = extension.ReasonInvalid
+	reasonProviderBroken       = "ProviderBroken"
+	reasonApplyFailed          = "ApplyFailed"
+	reasonDeleteFailed         = "DeleteFailed"
 )
 
 // deletionRecheck is how soon a delete looks again at objects still being deleted: the
@@ -124,11 +124,11 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 		WaitTimeout:  time.Minute,
 	})
 	if err != nil {
-		return &extension.Error{Reason: ReasonApplyFailed, Err: fmt.Errorf("applying the control plane: %w", err)}
+		return &extension.Error{Reason: reasonApplyFailed, Err: fmt.Errorf("applying the control plane: %w", err)}
 	}
 	pruned, err := a.Resources.DeleteAll(ctx, applied.without(next).objects(), a.deleteOptions(cp))
 	if err != nil {
-		return &extension.Error{Reason: ReasonApplyFailed, Err: fmt.Errorf("removing objects no longer rendered: %w", err)}
+		return &extension.Error{Reason: reasonApplyFailed, Err: fmt.Errorf("removing objects no longer rendered: %w", err)}
 	}
 	record{inventory: next, rendered: renderedDigest}.write(cp)
 	cp.Status.ProviderStatus = rendered.ProviderStatus
@@ -182,17 +182,17 @@ func (a *Actuator) remove(ctx context.Context, req request, wait bool) error {
 	}
 	objects := previous.inventory.objects()
 	if _, err := a.Resources.DeleteAll(ctx, objects, a.deleteOptions(req.Object)); err != nil {
-		return &extension.Error{Reason: ReasonDeleteFailed, Err: fmt.Errorf("deleting the control plane's objects: %w", err)}
+		return &extension.Error{Reason: reasonDeleteFailed, Err: fmt.Errorf("deleting the control plane's objects: %w", err)}
 	}
 	if !wait {
 		return nil
 	}
 	remaining, err := a.remaining(ctx, objects)
 	if err != nil {
-		return &extension.Error{Reason: ReasonDeleteFailed, Err: err}
+		return &extension.Error{Reason: reasonDeleteFailed, Err: err}
 	}
 	if len(remaining) > 0 {
-		return &extension.Error{Reason: ReasonDeleteFailed, RetryAfter: deletionRecheck,
+		return &extension.Error{Reason: reasonDeleteFailed, RetryAfter: deletionRecheck,
 			Err: fmt.Errorf("waiting for %s to be deleted", strings.Join(remaining, ", "))}
 	}
 	return nil
@@ -232,7 +232,7 @@ func (a *Actuator) render(req request) (*templates.RenderedControlPlane, error) 
 	cp := req.Object
 	provider, err := a.Providers.Provider(cp.Spec.Type)
 	if err != nil {
-		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "spec.type: %v", err)
+		return nil, extension.InvalidInput(reasonInvalidConfiguration, "spec.type: %v", err)
 	}
 	rendered, err := provider.RenderControlPlane(templates.ControlPlaneInput{ControlPlane: cp, Cluster: req.Cluster})
 	var invalid *templates.ValidationError
@@ -244,12 +244,12 @@ func (a *Actuator) render(req request) (*templates.RenderedControlPlane, error) 
 		}
 		return rendered, nil
 	case errors.As(err, &invalid):
-		return nil, &extension.Error{Reason: ReasonInvalidConfiguration, Codes: invalid.Codes(), Terminal: true, Invalid: true, Err: err}
+		return nil, &extension.Error{Reason: reasonInvalidConfiguration, Codes: invalid.Codes(), Terminal: true, Invalid: true, Err: err}
 	case errors.As(err, &none):
-		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "spec.type: %v", err)
+		return nil, extension.InvalidInput(reasonInvalidConfiguration, "spec.type: %v", err)
 	default:
 		// A provider's template fails the same way until the provider is fixed.
-		return nil, &extension.Error{Reason: ReasonProviderBroken, Terminal: true, Err: err}
+		return nil, &extension.Error{Reason: reasonProviderBroken, Terminal: true, Err: err}
 	}
 }
 
@@ -264,7 +264,7 @@ func (a *Actuator) checkNamespaced(objects []*unstructured.Unstructured) error {
 			continue
 		}
 		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-			return &extension.Error{Reason: ReasonProviderBroken, Terminal: true,
+			return &extension.Error{Reason: reasonProviderBroken, Terminal: true,
 				Err: fmt.Errorf("the provider renders %s %s, which is not namespaced: a control plane deploys into its shoot's namespace only", gvk.Kind, obj.GetName())}
 		}
 	}

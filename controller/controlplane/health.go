@@ -25,7 +25,7 @@ const ConditionControlPlaneHealthy extensionsv1alpha1.ConditionType = "ControlPl
 const (
 	ReasonHealthCheckSuccessful   = "HealthCheckSuccessful"
 	ReasonHealthCheckUnsuccessful = "HealthCheckUnsuccessful"
-	ReasonHealthCheckProgressing  = "HealthCheckProgressing"
+	reasonHealthCheckProgressing  = "HealthCheckProgressing"
 )
 
 // DefaultHealthPeriod is how often the health of every ControlPlane is checked, besides
@@ -110,13 +110,13 @@ func (r *HealthReconciler) check(ctx context.Context, cp *extensionsv1alpha1.Con
 	}
 	switch {
 	case len(applied) == 0:
-		condition.Status, condition.Reason = extensionsv1alpha1.ConditionProgressing, ReasonHealthCheckProgressing
+		condition.Status, condition.Reason = extensionsv1alpha1.ConditionProgressing, reasonHealthCheckProgressing
 		condition.Message = "Nothing is deployed yet."
 	case len(unhealthy) == 0:
 		condition.Status, condition.Reason = extensionsv1alpha1.ConditionTrue, ReasonHealthCheckSuccessful
 		condition.Message = fmt.Sprintf("All %d objects of the control plane are ready.", len(applied))
 	case cp.Status.LastOperation.State == extensionsv1alpha1.LastOperationStateProcessing:
-		condition.Status, condition.Reason = extensionsv1alpha1.ConditionProgressing, ReasonHealthCheckProgressing
+		condition.Status, condition.Reason = extensionsv1alpha1.ConditionProgressing, reasonHealthCheckProgressing
 		condition.Message = "The control plane is being reconciled: " + strings.Join(unhealthy, "; ")
 	default:
 		condition.Status, condition.Reason = extensionsv1alpha1.ConditionFalse, ReasonHealthCheckUnsuccessful

@@ -37,7 +37,7 @@ func (a *Actuator) checkImages(objects []*unstructured.Unstructured) error {
 					container, _ := c.(map[string]any)
 					image, _ := container["image"].(string)
 					if !a.imageAllowed(image) {
-						return extension.InvalidInput(ReasonInvalidConfiguration,
+						return extension.InvalidInput(reasonInvalidConfiguration,
 							"%s %s: container %v: image %q is not under a prefix the operator allows (%s)",
 							obj.GetKind(), obj.GetName(), container["name"], image, strings.Join(a.AllowedImages, ", "))
 					}

@@ -10,11 +10,11 @@ import (
 
 // Reasons of the Ready condition the framework itself gives.
 const (
-	ReasonReconciled     = "Reconciled"
+	reasonReconciled     = "Reconciled"
 	ReasonProcessing     = "Processing"
-	ReasonMigrated       = "Migrated"
-	ReasonForceDeleted   = "ForceDeleted"
-	ReasonReconcileError = "ReconcileError"
+	reasonMigrated       = "Migrated"
+	reasonForceDeleted   = "ForceDeleted"
+	reasonReconcileError = "ReconcileError"
 	ReasonInvalid        = "InvalidConfiguration"
 )
 
@@ -53,5 +53,5 @@ func asError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Reason: ReasonReconcileError, Err: err}
+	return &Error{Reason: reasonReconcileError, Err: err}
 }

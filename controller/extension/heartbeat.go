@@ -14,8 +14,8 @@ import (
 // HeartbeatLeaseName is the Lease gardenlet reads to tell that an extension is alive.
 const HeartbeatLeaseName = "gardener-extension-heartbeat"
 
-// DefaultHeartbeatInterval is how often the Lease is renewed, as Gardener's extensions do.
-const DefaultHeartbeatInterval = 30 * time.Second
+// defaultHeartbeatInterval is how often the Lease is renewed, as Gardener's extensions do.
+const defaultHeartbeatInterval = 30 * time.Second
 
 // Heartbeat renews the heartbeat Lease in the extension's namespace while this replica leads.
 type Heartbeat struct {
@@ -37,7 +37,7 @@ func (h *Heartbeat) NeedLeaderElection() bool { return true }
 func (h *Heartbeat) Start(ctx context.Context) error {
 	interval := h.Interval
 	if interval <= 0 {
-		interval = DefaultHeartbeatInterval
+		interval = defaultHeartbeatInterval
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("lease", HeartbeatLeaseName, "namespace", h.Namespace)
 	ticker := time.NewTicker(interval)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -57,19 +58,32 @@ func (op *operation[T]) reconcile(ctx context.Context, opType extensionsv1alpha1
 		}
 		return err
 	}
+	// Gardener's request is taken before the operation is marked Processing, as Gardener's
+	// own extensions take it: Gardener never sees its request and the operation under way
+	// at once. Another operation Gardener asks for meanwhile stays for the next reconcile.
+	if err := op.takeReconcileRequest(ctx); err != nil {
+		return err
+	}
 	if err := op.begin(ctx, opType, "Reconciling the "+op.r.Kind); err != nil {
 		return err
 	}
-	// Gardener's request is taken once the work is under way: a later request, or another
-	// operation Gardener asks for meanwhile, stays for the next reconcile.
-	if err := op.removeOperationAnnotation(ctx, OperationReconcile); err != nil {
-		return err
-	}
+	op.r.takenRequests.Delete(client.ObjectKeyFromObject(op.obj))
 	if err := op.r.Actuator.Reconcile(ctx, req); err != nil {
 		return err
 	}
 	op.status().ObservedGeneration = op.obj.GetGeneration()
-	return op.succeed(ctx, opType, "The "+op.r.Kind+" is reconciled", ReasonReconciled)
+	return op.succeed(ctx, opType, "The "+op.r.Kind+" is reconciled", reasonReconciled)
+}
+
+// takeReconcileRequest removes Gardener's reconcile request, remembering it until the
+// operation is marked Processing: a reconcile retried after the status write failed must
+// not find the object up to date, as if nobody had asked.
+func (op *operation[T]) takeReconcileRequest(ctx context.Context) error {
+	if op.obj.GetAnnotations()[AnnotationOperation] != OperationReconcile {
+		return nil
+	}
+	op.r.takenRequests.Store(client.ObjectKeyFromObject(op.obj), struct{}{})
+	return op.removeOperationAnnotation(ctx, OperationReconcile)
 }
 
 // upToDate is true when nobody asked for an operation, the last one was a success for
@@ -78,7 +92,8 @@ func (op *operation[T]) upToDate(ctx context.Context, req Request[T]) (bool, err
 	checker, ok := op.r.Actuator.(UpToDateChecker[T])
 	status := op.status()
 	last := status.LastOperation
-	if _, asked := op.obj.GetAnnotations()[AnnotationOperation]; !ok || asked ||
+	_, taken := op.r.takenRequests.Load(client.ObjectKeyFromObject(op.obj))
+	if _, asked := op.obj.GetAnnotations()[AnnotationOperation]; !ok || asked || taken ||
 		last == nil || last.State != extensionsv1alpha1.LastOperationStateSucceeded ||
 		last.Type == extensionsv1alpha1.LastOperationTypeDelete ||
 		status.ObservedGeneration != op.obj.GetGeneration() {
@@ -109,7 +124,7 @@ func (op *operation[T]) restore(ctx context.Context) error {
 		return err
 	}
 	op.status().ObservedGeneration = op.obj.GetGeneration()
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is restored", ReasonReconciled); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is restored", reasonReconciled); err != nil {
 		return err
 	}
 	return op.removeOperationAnnotation(ctx, OperationRestore)
@@ -125,7 +140,7 @@ func (op *operation[T]) migrate(ctx context.Context) error {
 	if err := op.r.Actuator.Migrate(ctx, op.request(opType)); err != nil {
 		return err
 	}
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is migrated: its state is in .status.state", ReasonMigrated); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is migrated: its state is in .status.state", reasonMigrated); err != nil {
 		return err
 	}
 	if err := op.removeFinalizer(ctx); err != nil {
@@ -152,7 +167,7 @@ func (op *operation[T]) delete(ctx context.Context) error {
 	if err := op.r.Actuator.Delete(ctx, op.request(opType)); err != nil {
 		return err
 	}
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is deleted", ReasonReconciled); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is deleted", reasonReconciled); err != nil {
 		return err
 	}
 	return op.removeFinalizer(ctx)
@@ -174,7 +189,7 @@ func (op *operation[T]) forceDelete(ctx context.Context) error {
 	}
 	op.event(corev1.EventTypeWarning, "ForceDeleted", string(opType),
 		"The shoot is force-deleted: what this "+op.r.Kind+" created was not removed and is left behind")
-	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is force-deleted: what it created was left behind", ReasonForceDeleted); err != nil {
+	if err := op.succeed(ctx, opType, "The "+op.r.Kind+" is force-deleted: what it created was left behind", reasonForceDeleted); err != nil {
 		return err
 	}
 	return op.removeFinalizer(ctx)

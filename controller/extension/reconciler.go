@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,10 @@ type Reconciler[T Object] struct {
 	Classes []extensionsv1alpha1.ExtensionClass
 	// Now is the clock of status timestamps; time.Now when nil.
 	Now func() time.Time
+
+	// takenRequests are the objects whose reconcile request was removed and whose
+	// operation is not yet marked Processing (client.ObjectKey to struct{}).
+	takenRequests sync.Map
 }
 
 // SetupWithManager registers the controller. Status writes trigger nothing: changes of
@@ -104,6 +109,9 @@ func (deletionPredicate) Update(e event.UpdateEvent) bool {
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := r.NewObject()
 	if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.takenRequests.Delete(req.NamespacedName)
+		}
 		if forgetter, ok := r.Actuator.(Forgetter); ok && apierrors.IsNotFound(err) {
 			forgetter.Forget(req.NamespacedName)
 		}

@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/errorcodes"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
@@ -29,6 +31,17 @@ const (
 	Finalizer = "extensions.gardener.cloud/infrastructure"
 
 	secretRefIndex = "spec.secretRef"
+)
+
+// Reasons of the Ready condition; each failure carries one.
+const (
+	ReasonInvalidConfiguration   = extension.ReasonInvalid
+	reasonCredentialsUnavailable = "CredentialsUnavailable"
+	reasonTerraformFailed        = "TerraformFailed"
+	reasonRunInProgress          = "RunInProgress"
+	reasonStateTooLarge          = "StateTooLarge"
+	// reasonStateLost stops a deletion whose state lost resources that no history holds.
+	reasonStateLost = "StateLost"
 )
 
 // UncachedObjects are the kinds the manager's client must read live: a seed holds many
@@ -137,6 +150,19 @@ func (a *Actuator) operation(req request) *operation {
 	return &operation{actuator: a, req: req, infra: req.Object}
 }
 
+// phase is one step of an operation (an apply, a deletion) over the scope S its steps
+// share; an error ends the operation, a runPendingError until the operation's run ended.
+type phase[S any] func(context.Context, *S) error
+
+func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Reconcile applies the infrastructure.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
@@ -186,4 +212,34 @@ func (a *Actuator) Forget(key client.ObjectKey) {
 func (a *Actuator) outcome(req request, err error) error {
 	describeWaiting(req.Object, err)
 	return classify(err)
+}
+
+// retryAfterRunInProgress is how long a reconcile waits for a run another reconcile
+// started; the run writes its outcome itself.
+const retryAfterRunInProgress = 10 * time.Second
+
+// classify turns the errors of templates and terraform into the framework's Error.
+func classify(err error) error {
+	var validationErr *templates.ValidationError
+	var runErr *run.Error
+	var pending *runPendingError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, new(*extension.Error)):
+		return err
+	case errors.As(err, &pending):
+		return &extension.Error{Reason: reasonRunInProgress, RetryAfter: pending.recheck(), Err: err}
+	case errors.As(err, &validationErr):
+		return &extension.Error{Reason: ReasonInvalidConfiguration, Codes: validationErr.Codes(), Terminal: true, Invalid: true, Err: err}
+	case errors.Is(err, run.ErrRunInProgress):
+		return &extension.Error{Reason: reasonRunInProgress, RetryAfter: retryAfterRunInProgress, Err: err}
+	case errors.Is(err, run.ErrInvalidInput):
+		return &extension.Error{Reason: reasonTerraformFailed, Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}, Terminal: true, Err: err}
+	case errors.As(err, &runErr):
+		codes := errorcodes.Classify(runErr.Blocks)
+		return &extension.Error{Reason: reasonTerraformFailed, Codes: codes, Terminal: !errorcodes.Retryable(codes), Err: err}
+	default:
+		return err
+	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +23,11 @@ import (
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 )
+
+// AnnotationImport adopts existing infrastructure into an Infrastructure: a JSON object
+// of resource addresses to the IDs `terraform import` takes for them. The next apply
+// imports them instead of creating them; the annotation is removed once it succeeded.
+const AnnotationImport = run.LabelPrefix + "import"
 
 // applyScope is what the phases of one apply read and write.
 type applyScope struct {
@@ -43,25 +50,12 @@ type applyScope struct {
 	status *templates.Status
 }
 
-// applyPhase is one step of an apply; an error ends the apply, a runPendingError until
-// the apply's run ended.
-type applyPhase func(context.Context, *applyScope) error
-
-func runPhases(ctx context.Context, s *applyScope, phases []applyPhase) error {
-	for _, phase := range phases {
-		if err := phase(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // apply makes the infrastructure the Infrastructure describes exist: it renders the
 // provider's configuration, runs terraform apply, and reports the outputs, and the state
 // for Gardener's backup of the shoot's state. It takes several reconciles: the first
 // submits the run, the one after its end reads the outcome.
 func (op *operation) apply(ctx context.Context, s *applyScope) error {
-	return runPhases(ctx, s, []applyPhase{
+	return runPhases(ctx, s, []phase[applyScope]{
 		op.readInputs,     // the provider, the credentials secret, the namespace of a local one
 		op.readRestored,   // the state a restore writes back
 		op.render,         // the configuration, the credentials, the adoptions
@@ -75,7 +69,7 @@ func (op *operation) apply(ctx context.Context, s *applyScope) error {
 
 // prepare writes what the apply's run reads, once, before it is submitted.
 func (op *operation) prepare(ctx context.Context, s *applyScope) error {
-	return runPhases(ctx, s, []applyPhase{
+	return runPhases(ctx, s, []phase[applyScope]{
 		op.ensureFinalizer,  // the finalizer, before anything exists to destroy
 		op.storeCredentials, // the credentials of the run, and the secret's version
 		op.restoreState,     // a restore's state, unless a newer one of it is there
@@ -106,6 +100,29 @@ func (op *operation) render(_ context.Context, s *applyScope) error {
 	// The run indexes every state it saves with the provider's import IDs.
 	s.rendered.Files[imports.IDsKey] = s.provider.ImportIDsFile()
 	return nil
+}
+
+// adoptions are the imports the Infrastructure's annotation asks for, checked: an address
+// must be a plain resource instance address and an ID must not be empty.
+func (op *operation) adoptions() (map[string]string, error) {
+	raw, ok := op.infra.Annotations[AnnotationImport]
+	if !ok {
+		return nil, nil
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
+	var imports map[string]string
+	if err := json.Unmarshal([]byte(raw), &imports); err != nil {
+		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: must be a JSON object of resource addresses to import IDs: %w", field, err)
+	}
+	for _, address := range slices.Sorted(maps.Keys(imports)) {
+		switch {
+		case !instanceAddress.MatchString(address):
+			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: %q is not a resource instance address such as aws_vpc.vpc or aws_subnet.nodes[\"a\"]", field, address)
+		case imports[address] == "":
+			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: the import ID of %s is empty", field, address)
+		}
+	}
+	return imports, nil
 }
 
 // request is the apply of this operation: with the provider's protected types, allowed
@@ -157,6 +174,56 @@ func (op *operation) writeConfig(ctx context.Context, s *applyScope) error {
 	return objects.WriteVars(ctx, op.actuator.Client, s.rendered.TFVarsJSON, firstRun)
 }
 
+// withImports adds to files the import blocks of the resources a lost state held and of
+// those the operator adopts. They stay out of the run's digest: the run that imports is
+// the apply of the configuration as rendered.
+func (op *operation) withImports(ctx context.Context, files map[string]string, adoptions map[string]string) (map[string]string, error) {
+	r, err := op.recoverState(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	wanted := maps.Clone(adoptions)
+	if r != nil {
+		if wanted == nil {
+			wanted = map[string]string{}
+		}
+		for address, id := range r.imports {
+			if _, adopted := wanted[address]; !adopted {
+				wanted[address] = id
+			}
+		}
+	}
+	if len(wanted) == 0 {
+		return files, nil
+	}
+	files = maps.Clone(files)
+	files[imports.File] = importBlocks(wanted)
+	return files, nil
+}
+
+// importBlocks is the terraform file importing each address from its ID, literally:
+// terraform 1.5 and OpenTofu take no expressions there.
+func importBlocks(imports map[string]string) string {
+	var b strings.Builder
+	b.WriteString("# Written by terraseed: resources found again by their import IDs.\n")
+	for _, address := range slices.Sorted(maps.Keys(imports)) {
+		fmt.Fprintf(&b, "\nimport {\n  to = %s\n  id = %s\n}\n", address, hclString(imports[address]))
+	}
+	return b.String()
+}
+
+// hclString quotes s as an HCL string literal that interpolates nothing.
+func hclString(s string) string {
+	// JSON's escapes are HCL's: \uNNNN for anything unprintable.
+	raw, _ := json.Marshal(s)
+	quoted := strings.ReplaceAll(string(raw), "${", "$${")
+	return strings.ReplaceAll(quoted, "%{", "%%{")
+}
+
+// instanceAddress is a resource instance address that can stand in an import block's
+// `to` as it is: nothing in it can end the expression.
+var instanceAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?$`)
+
 func (op *operation) keepOutputs(ctx context.Context, s *applyScope) error {
 	outputs, err := op.keepSensitiveOutputs(ctx, s.provider, s.result.State)
 	if err != nil {
@@ -166,19 +233,52 @@ func (op *operation) keepOutputs(ctx context.Context, s *applyScope) error {
 	return err
 }
 
+// keepSensitiveOutputs writes the outputs the configuration marks sensitive into a Secret
+// owned by the Infrastructure, `<name>.infra.outputs`, and returns the others, the only
+// ones the status may be built from.
+func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templates.Provider, saved []byte) (map[string]any, error) {
+	plain, sensitive, err := state.SplitOutputs(saved)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range provider.Manifest.Status.Outputs() {
+		if _, ok := sensitive[name]; ok {
+			return nil, extension.InvalidInput(ReasonInvalidConfiguration,
+				"provider %s: status maps the output %q, which is sensitive: sensitive outputs go to the Secret %s, never to the status",
+				provider.Manifest.Type, name, op.objects().ID.OutputsName())
+		}
+	}
+	data := make(map[string][]byte, len(sensitive))
+	for name, value := range sensitive {
+		if s, ok := value.(string); ok {
+			data[name] = []byte(s)
+			continue
+		}
+		encoded, err := json.Marshal(value)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the output %s: %w", name, err)
+		}
+		data[name] = encoded
+	}
+	if err := op.objects().WriteSensitiveOutputs(ctx, op.actuator.Client, op.infra, data); err != nil {
+		return nil, err
+	}
+	return plain, nil
+}
+
 // recordApply records the plan that was applied and that the infrastructure is in sync,
 // uses up a permission to destroy and the adoptions, and marks a recovery done.
 func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 	now := metav1.Now()
 	if plan := s.result.Plan; plan != nil {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonPlanApplied,
+			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonPlanApplied,
 			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
 	if op.actuator.DriftInterval > 0 {
 		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonApplied,
+			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonApplied,
 			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
@@ -189,6 +289,14 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 	}
 	op.recovered()
 	return op.adopted(ctx)
+}
+
+// adopted removes the import annotation once the apply that imported it succeeded.
+func (op *operation) adopted(ctx context.Context) error {
+	if _, ok := op.infra.Annotations[AnnotationImport]; !ok {
+		return nil
+	}
+	return op.req.RemoveAnnotation(ctx, AnnotationImport)
 }
 
 // writeStatus reports the provider's status, keeps the state in the history, and in

@@ -18,34 +18,61 @@ import (
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
+// deleteScope is what the phases of one deletion read and write.
+type deleteScope struct {
+	// nothingToDestroy is true when no state holds anything to destroy: the deletion only
+	// removes what the runs kept.
+	nothingToDestroy bool
+	// provider is the Infrastructure's provider; nil when it is unknown, which a deletion
+	// goes on without.
+	provider *templates.Provider
+	request  run.Request
+}
+
 // delete destroys what terraform created and removes what the runs kept. Any other run
 // of the object is dropped, stopped or waited for first (see endRuns), so that the destroy
-// starts from the final state and nothing writes for the object once it is gone.
+// starts from the final state and nothing writes for the object once it is gone. It takes
+// several reconciles, as an apply does.
 func (op *operation) delete(ctx context.Context) error {
-	if err := op.endRuns(ctx, run.Destroy, false); err != nil {
-		return err
-	}
+	return runPhases(ctx, &deleteScope{}, []phase[deleteScope]{
+		op.endOtherRuns,       // every run of the object but the deletion's own destroy ended
+		op.findStateToDestroy, // whether there is a state to destroy; a lost one found again
+		op.destroyRequest,     // the destroy request with the credentials, of the last run if the secret is gone
+		op.runOrWaitDestroy,   // the destroy's outcome once it ended; until then prepare and submit it
+		op.removeRunObjects,   // the run objects and the run directory
+	})
+}
+
+// prepareDestroy writes what the destroy's run reads, once, before it is submitted.
+func (op *operation) prepareDestroy(ctx context.Context, s *deleteScope) error {
+	return runPhases(ctx, s, []phase[deleteScope]{
+		op.ensureConfig,         // the configuration last applied, rendered again when there is none
+		op.recoverBeforeDestroy, // a state lost since the deletion began found again
+	})
+}
+
+func (op *operation) endOtherRuns(ctx context.Context, _ *deleteScope) error {
+	return op.endRuns(ctx, run.Destroy, false)
+}
+
+func (op *operation) findStateToDestroy(ctx context.Context, s *deleteScope) error {
 	// A run known here is the deletion's own destroy (endRuns ended any other): wait for
 	// it, or take its outcome.
-	if _, known := op.actuator.Runs.Lookup(op.objects().ID); !known {
-		found, err := op.stateToDestroy(ctx)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return op.deleteRunObjects(ctx)
-		}
+	if _, known := op.actuator.Runs.Lookup(op.objects().ID); known {
+		return nil
 	}
-	if err := op.destroy(ctx); err != nil {
+	found, err := op.stateToDestroy(ctx, s)
+	if err != nil {
 		return err
 	}
-	return op.deleteRunObjects(ctx)
+	s.nothingToDestroy = !found
+	return nil
 }
 
 // stateToDestroy says whether there is a state to destroy. No run writes the state now:
 // a missing or corrupt one is found again here. A state that reads is checked before the
-// destroy starts (see destroy), never while it runs.
-func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
+// destroy starts (see prepareDestroy), never while it runs.
+func (op *operation) stateToDestroy(ctx context.Context, s *deleteScope) (bool, error) {
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil && !errors.Is(err, tfstate.ErrCorrupt) {
 		return false, fmt.Errorf("reading the state: %w", err)
@@ -53,7 +80,7 @@ func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
 	if state != nil && err == nil {
 		return true, nil
 	}
-	if err := op.recoverBeforeDestroy(ctx); err != nil {
+	if err := op.recoverBeforeDestroy(ctx, s); err != nil {
 		return false, err
 	}
 	if state, err = op.objects().ReadState(ctx, op.actuator.Client); err != nil {
@@ -67,7 +94,7 @@ func (op *operation) stateToDestroy(ctx context.Context) (bool, error) {
 // cannot remove: terraform imports nothing for one (Terraform and OpenTofu since 1.9
 // ignore import blocks then). The deletion stops there rather than delete the index and
 // the history with the run objects and leave those resources behind unseen.
-func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
+func (op *operation) recoverBeforeDestroy(ctx context.Context, _ *deleteScope) error {
 	r, err := op.findLostState(ctx, func(string) bool { return true })
 	if r == nil || err != nil {
 		return err
@@ -78,7 +105,7 @@ func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
 	}
 	// Not terminal: with the state restored from a backup, a retry goes on by itself.
 	return &extension.Error{
-		Reason: ReasonStateLost,
+		Reason: reasonStateLost,
 		Err: fmt.Errorf("the state in %s %s %s, and no state of its history holds %d resources its index names: %s. "+
 			"A destroy removes only what a state holds, so they would be left behind: restore the state from a backup, "+
 			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
@@ -86,17 +113,10 @@ func (op *operation) recoverBeforeDestroy(ctx context.Context) error {
 	}
 }
 
-// forceDelete removes what the runs kept, the state included, and destroys nothing. A run
-// under way is stopped and waited for first: its final save would otherwise write the
-// state again after it was deleted.
-func (op *operation) forceDelete(ctx context.Context) error {
-	if err := op.endRuns(ctx, "", true); err != nil {
-		return err
+func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
+	if s.nothingToDestroy {
+		return nil
 	}
-	return op.deleteRunObjects(ctx)
-}
-
-func (op *operation) destroy(ctx context.Context) error {
 	env, err := op.destroyCredentials(ctx)
 	if err != nil {
 		return err
@@ -108,17 +128,10 @@ func (op *operation) destroy(ctx context.Context) error {
 	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
 	if err == nil {
 		req = op.withFleet(req, provider)
+		s.provider = provider
 	}
-	_, err = op.runOrWait(ctx, req, run.PriorityDelete, func(ctx context.Context) error {
-		if err := op.ensureConfig(ctx); err != nil {
-			return err
-		}
-		return op.recoverBeforeDestroy(ctx)
-	})
-	if provider != nil {
-		return throttledError(provider, err)
-	}
-	return err
+	s.request = req
+	return nil
 }
 
 // destroyCredentials prefers the referenced secret and falls back to the credentials of
@@ -129,7 +142,7 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 	switch {
 	case err == nil:
 		return provider.Credentials(secret)
-	case errors.As(err, &opErr) && opErr.Reason == ReasonCredentialsUnavailable:
+	case errors.As(err, &opErr) && opErr.Reason == reasonCredentialsUnavailable:
 		stored, storedErr := op.storedCredentials(ctx)
 		if storedErr != nil {
 			return nil, storedErr
@@ -144,9 +157,20 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 	}
 }
 
+func (op *operation) runOrWaitDestroy(ctx context.Context, s *deleteScope) error {
+	if s.nothingToDestroy {
+		return nil
+	}
+	_, err := op.runOrWait(ctx, s.request, run.PriorityDelete, func(ctx context.Context) error { return op.prepareDestroy(ctx, s) })
+	if s.provider != nil {
+		return throttledError(s.provider, err)
+	}
+	return err
+}
+
 // ensureConfig keeps the configuration that was last applied; only when there is none is
 // it rendered again, since destroying needs the provider configuration.
-func (op *operation) ensureConfig(ctx context.Context) error {
+func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	objects := op.objects()
 	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
@@ -166,6 +190,10 @@ func (op *operation) ensureConfig(ctx context.Context) error {
 	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
 }
 
+func (op *operation) removeRunObjects(ctx context.Context, _ *deleteScope) error {
+	return op.deleteRunObjects(ctx)
+}
+
 // deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
 // run objects, and what the executor keeps beside them (a local run directory).
 func (op *operation) deleteRunObjects(ctx context.Context) error {
@@ -176,4 +204,14 @@ func (op *operation) deleteRunObjects(ctx context.Context) error {
 		return fmt.Errorf("removing the run directory: %w", err)
 	}
 	return nil
+}
+
+// forceDelete removes what the runs kept, the state included, and destroys nothing. A run
+// under way is stopped and waited for first: its final save would otherwise write the
+// state again after it was deleted.
+func (op *operation) forceDelete(ctx context.Context) error {
+	if err := op.endRuns(ctx, "", true); err != nil {
+		return err
+	}
+	return op.deleteRunObjects(ctx)
 }

@@ -238,7 +238,7 @@ func forceDeletionConfirmed(t *testing.T, s *shoot) {
 		Spec: extensionsv1alpha1.ClusterSpec{
 			Shoot: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"shoot",` +
 				`"deletionTimestamp":"2026-11-23T00:00:00Z","annotations":{"confirmation.gardener.cloud/force-deletion":"true"}}}`)},
-			Seed:         runtime.RawExtension{Raw: []byte(`{}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(`{}`)},
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{}`)},
 		},
 	}

@@ -23,10 +23,10 @@ const ConditionInSync extensionsv1alpha1.ConditionType = "InfrastructureInSync"
 
 // Reasons of the InfrastructureInSync condition.
 const (
-	ReasonApplied     = "Applied"
+	reasonApplied     = "Applied"
 	ReasonInSync      = "NoChanges"
 	ReasonDrifted     = "Drifted"
-	ReasonCheckFailed = "CheckFailed"
+	reasonCheckFailed = "CheckFailed"
 )
 
 // Verify plans, without applying, about every DriftInterval, and records in the
@@ -62,7 +62,7 @@ func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
 	switch {
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Info("driftCheckFailed", "reason", err.Error())
-		condition.Status, condition.Reason, condition.Message = extensionsv1alpha1.ConditionUnknown, ReasonCheckFailed, err.Error()
+		condition.Status, condition.Reason, condition.Message = extensionsv1alpha1.ConditionUnknown, reasonCheckFailed, err.Error()
 	case plan.HasChanges():
 		condition.Status, condition.Reason = extensionsv1alpha1.ConditionFalse, ReasonDrifted
 		condition.Message = driftMessage(plan)

@@ -26,7 +26,7 @@ const ConditionLastPlan extensionsv1alpha1.ConditionType = "LastPlan"
 
 // Reasons of the LastPlan condition.
 const (
-	ReasonPlanApplied      = "PlanApplied"
+	reasonPlanApplied      = "PlanApplied"
 	ReasonDestroyProtected = "DestroyProtected"
 	// ReasonDeprecatedAllowDestroy is the event of an apply that allow-destroy=true allowed.
 	ReasonDeprecatedAllowDestroy = "DeprecatedAllowDestroy"

@@ -88,6 +88,15 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 	return provider, secret, nil
 }
 
+func credentialsUnavailable(format string, args ...any) *extension.Error {
+	return &extension.Error{
+		Reason:   reasonCredentialsUnavailable,
+		Codes:    []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
+		Terminal: true,
+		Err:      fmt.Errorf(format, args...),
+	}
+}
+
 // upToDate is true when the credentials are the ones of the last apply.
 func (op *operation) upToDate(ctx context.Context) (bool, error) {
 	secret, err := op.sourceSecret(ctx)

@@ -140,7 +140,7 @@ func TestForceDeletionLeavesTheResources(t *testing.T) {
 		Spec: extensionsv1alpha1.ClusterSpec{
 			Shoot: runtime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"shoot",` +
 				`"deletionTimestamp":"2026-11-23T00:00:00Z","annotations":{"confirmation.gardener.cloud/force-deletion":"true"}}}`)},
-			Seed:         runtime.RawExtension{Raw: []byte(`{}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(`{}`)},
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{}`)},
 		},
 	}

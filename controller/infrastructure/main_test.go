@@ -219,6 +219,50 @@ func (s *shoot) waitHandled(t *testing.T, opType extensionsv1alpha1.LastOperatio
 	return infra
 }
 
+// reconciled asks for a reconcile as Gardener does and waits for it to succeed, reading
+// the Infrastructure's versions in order from a watch: the request is taken before the
+// reconcile is marked Processing, so the success the Infrastructure showed when asked may
+// still be there once the annotation is gone; only a success after Processing is this
+// reconcile's.
+func (s *shoot) reconciled(tb testing.TB) *extensionsv1alpha1.Infrastructure {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	watching, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	current := &extensionsv1alpha1.Infrastructure{}
+	if err := env.Client.Get(ctx, s.key(), current); err != nil {
+		tb.Fatal(err)
+	}
+	w, err := watching.Watch(ctx, &extensionsv1alpha1.InfrastructureList{}, client.InNamespace(s.namespace),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: current.ResourceVersion, FieldSelector: "metadata.name=" + s.infra.Name}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Stop()
+	annotate(NewWithT(tb), s, extension.OperationReconcile)
+	processing := false
+	for e := range w.ResultChan() {
+		infra, ok := e.Object.(*extensionsv1alpha1.Infrastructure)
+		if !ok {
+			tb.Fatalf("watching %s: %v", s.key(), e.Object)
+		}
+		current = infra
+		last := infra.Status.LastOperation
+		if last == nil || last.Type != extensionsv1alpha1.LastOperationTypeReconcile {
+			continue
+		}
+		processing = processing || last.State == extensionsv1alpha1.LastOperationStateProcessing
+		if _, asked := infra.Annotations[extension.AnnotationOperation]; processing && !asked && last.State == extensionsv1alpha1.LastOperationStateSucceeded {
+			return infra
+		}
+	}
+	tb.Fatalf("the reconcile of %s did not succeed: last operation %+v, last error %+v", s.key(), current.Status.LastOperation, current.Status.LastError)
+	return nil
+}
+
 // createdShoot is a shoot whose Infrastructure a running controller has created.
 func createdShoot(t *testing.T, zones ...string) *shoot {
 	t.Helper()

@@ -2,7 +2,6 @@ package infrastructure
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -26,10 +25,10 @@ const ConditionStateRecovered extensionsv1alpha1.ConditionType = "StateRecovered
 
 // Reasons of the StateRecovered condition.
 const (
-	// ReasonRecovering: the recovered state is written and the apply that imports the
+	// reasonRecovering: the recovered state is written and the apply that imports the
 	// rest is under way.
-	ReasonRecovering = "Recovering"
-	ReasonRecovered  = "Recovered"
+	reasonRecovering = "Recovering"
+	reasonRecovered  = "Recovered"
 )
 
 // recovery is what an apply does about a lost state: the state it starts from and the
@@ -167,7 +166,7 @@ func indexedImports(index *imports.Index, held map[string]bool, declared func(st
 func (op *operation) recovering(ctx context.Context, message string) error {
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonRecovering,
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: reasonRecovering,
 		Message: message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	// The condition must outlive this reconcile: the apply ends in another.
@@ -177,16 +176,16 @@ func (op *operation) recovering(ctx context.Context, message string) error {
 // recovered marks a recovery done once its apply succeeded, and says so in an event.
 func (op *operation) recovered() {
 	c := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionStateRecovered)
-	if c == nil || c.Reason != ReasonRecovering {
+	if c == nil || c.Reason != reasonRecovering {
 		return
 	}
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
-		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: ReasonRecovered,
+		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonRecovered,
 		Message: c.Message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	if op.actuator.Recorder != nil {
-		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, ReasonRecovered, "Reconcile", "%s", c.Message)
+		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
 	}
 }
 
@@ -220,71 +219,5 @@ func declaredResources(files map[string]string) func(address string) bool {
 		}
 		resource, _, _ := strings.Cut(address, "[")
 		return declared[resource]
-	}
-}
-
-// instanceAddress is a resource instance address that can stand in an import block's
-// `to` as it is: nothing in it can end the expression.
-var instanceAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?$`)
-
-// importBlocks is the terraform file importing each address from its ID, literally:
-// terraform 1.5 and OpenTofu take no expressions there.
-func importBlocks(imports map[string]string) string {
-	var b strings.Builder
-	b.WriteString("# Written by terraseed: resources found again by their import IDs.\n")
-	for _, address := range slices.Sorted(maps.Keys(imports)) {
-		fmt.Fprintf(&b, "\nimport {\n  to = %s\n  id = %s\n}\n", address, hclString(imports[address]))
-	}
-	return b.String()
-}
-
-// hclString quotes s as an HCL string literal that interpolates nothing.
-func hclString(s string) string {
-	// JSON's escapes are HCL's: \uNNNN for anything unprintable.
-	raw, _ := json.Marshal(s)
-	quoted := strings.ReplaceAll(string(raw), "${", "$${")
-	return strings.ReplaceAll(quoted, "%{", "%%{")
-}
-
-// withImports adds to files the import blocks of the resources a lost state held and of
-// those the operator adopts. They stay out of the run's digest: the run that imports is
-// the apply of the configuration as rendered.
-func (op *operation) withImports(ctx context.Context, files map[string]string, adoptions map[string]string) (map[string]string, error) {
-	r, err := op.recoverState(ctx, files)
-	if err != nil {
-		return nil, err
-	}
-	wanted := maps.Clone(adoptions)
-	if r != nil {
-		if wanted == nil {
-			wanted = map[string]string{}
-		}
-		for address, id := range r.imports {
-			if _, adopted := wanted[address]; !adopted {
-				wanted[address] = id
-			}
-		}
-	}
-	if len(wanted) == 0 {
-		return files, nil
-	}
-	files = maps.Clone(files)
-	files[imports.File] = importBlocks(wanted)
-	return files, nil
-}
-
-// keepHistory keeps the state of a successful apply in the history, unless it is the
-// state the status held already (an apply that changed nothing): at most one write per
-// apply, none for most. A history that cannot be written fails nothing.
-func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index) {
-	depth := op.actuator.State.History()
-	if depth == 0 || len(state) == 0 {
-		return
-	}
-	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
-		return
-	}
-	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
 	}
 }

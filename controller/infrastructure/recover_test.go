@@ -100,18 +100,6 @@ func (s *shoot) stateAddresses(g Gomega) []string {
 	return addresses
 }
 
-// reconciled asks for a reconcile and waits until it succeeded. The request is taken
-// once the reconcile wrote Processing: only a success after that is this reconcile's.
-func (s *shoot) reconciled(t *testing.T) *extensionsv1alpha1.Infrastructure {
-	t.Helper()
-	g := NewWithT(t)
-	annotate(g, s, extension.OperationReconcile)
-	g.Eventually(func(g Gomega) {
-		g.Expect(s.get(g).Annotations).NotTo(HaveKey(extension.AnnotationOperation))
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return s.waitFor(t, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
-}
-
 // assertInSync reconciles once more and expects a plan without changes.
 func assertInSync(t *testing.T, s *shoot) {
 	t.Helper()

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/errorcodes"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
@@ -133,6 +139,40 @@ func (op *operation) runOrWait(ctx context.Context, req run.Request, priority ru
 	return nil, &runPendingError{ticket: ticket}
 }
 
+// moveState moves the state into the kind of object this controller keeps states in
+// (State.Storage) when the other kind holds it: a change of --state-storage takes effect
+// without a run. It returns a runPendingError while a run that may write the state is
+// under way, and moves nothing then.
+func (op *operation) moveState(ctx context.Context) error {
+	store := op.objects().Store(op.actuator.Client)
+	pending, err := store.PendingMove(ctx)
+	if err != nil || !pending {
+		return err
+	}
+	id := op.objects().ID
+	if ticket, known := op.actuator.Runs.Lookup(id); known {
+		return &runPendingError{ticket: ticket, other: true}
+	}
+	if err := op.waitForEarlierRun(ctx, false); err != nil {
+		return err
+	}
+	if _, err := store.Move(ctx); err != nil {
+		return fmt.Errorf("moving the state into a %s: %w", op.objects().Storage.Kind(), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("stateMoved", "from", op.objects().Storage.Other().Kind(), "to", op.objects().Storage.Kind())
+	return nil
+}
+
+// moveStateBetweenRuns is moveState for an Infrastructure that is up to date: a run under
+// way moves nothing, and its end reconciles the Infrastructure again.
+func (op *operation) moveStateBetweenRuns(ctx context.Context) error {
+	var pending *runPendingError
+	if err := op.moveState(ctx); err != nil && !errors.As(err, &pending) {
+		return err
+	}
+	return nil
+}
+
 // settle waits for, or drops, any run of the object: one this controller knows, or one an
 // earlier process left under way (after a restart or a change of leader).
 func (op *operation) settle(ctx context.Context) error {
@@ -229,5 +269,70 @@ func (a *Actuator) progressReporter(key client.ObjectKey) func(run.Progress) {
 		if err := a.Client.Status().Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			ctrl.Log.V(1).Info("progressNotPatched", "infrastructure", key, "reason", err.Error())
 		}
+	}
+}
+
+// ReasonThrottled is the reason of an operation that failed because the cloud throttled
+// its calls, and of the event that says its account's runs back off.
+const ReasonThrottled = "Throttled"
+
+// withFleet sets what the scheduler shares the seed's runs by: the budget key of the
+// provider, the region and the project of the credentials Secret's namespace (never the
+// credentials' values, which the shoot's owner writes), the shoot project, how the
+// provider's throttling reads, and the provider's parallelism.
+func (op *operation) withFleet(req run.Request, provider *templates.Provider) run.Request {
+	req.Budget = provider.AccountKey(op.infra.Spec.Region, projectOf(secretKeyOf(op.infra).Namespace))
+	req.Project = projectOf(op.infra.Namespace)
+	req.Parallelism = provider.Parallelism()
+	req.Throttled = func(err error) bool { return throttled(provider, err) }
+	return req
+}
+
+// throttled says whether a run failed because the cloud throttled its calls.
+func throttled(provider *templates.Provider, err error) bool {
+	var runErr *run.Error
+	return errors.As(err, &runErr) && (errorcodes.Throttled(runErr.Blocks) || provider.Throttled(runErr.Blocks))
+}
+
+// throttledError is a throttled run's failure with Gardener's rate-limit code, which
+// is retried, also where only the provider's own pattern matched it.
+func throttledError(provider *templates.Provider, err error) error {
+	var runErr *run.Error
+	if !throttled(provider, err) || !errors.As(err, &runErr) {
+		return err
+	}
+	codes := errorcodes.Classify(runErr.Blocks)
+	if !slices.Contains(codes, extensionsv1alpha1.ErrorInfraRateLimitsExceeded) {
+		codes = append(codes, extensionsv1alpha1.ErrorInfraRateLimitsExceeded)
+	}
+	return &extension.Error{Reason: ReasonThrottled, Codes: codes, Terminal: !errorcodes.Retryable(codes), Err: err}
+}
+
+// projectOf is the Gardener project of a shoot namespace, shoot--<project>--<name>; any
+// other namespace is a project of its own.
+func projectOf(namespace string) string {
+	rest, ok := strings.CutPrefix(namespace, "shoot--")
+	if !ok {
+		return namespace
+	}
+	project, _, ok := strings.Cut(rest, "--")
+	if !ok || project == "" {
+		return namespace
+	}
+	return project
+}
+
+// throttledEvent tells on the Infrastructure whose run the cloud throttled that its
+// account's runs back off; the account is not named, its key is in the metrics.
+func throttledEvent(recorder events.EventRecorder) func(run.ID, run.Backoff) {
+	return func(id run.ID, backoff run.Backoff) {
+		if recorder == nil {
+			return
+		}
+		infra := &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID}}
+		infra.SetGroupVersionKind(extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
+		recorder.Eventf(infra, nil, corev1.EventTypeWarning, ReasonThrottled, "Run",
+			"the cloud throttled the calls of this Infrastructure's account: its runs in this region now go %d at a time, none starting for %s",
+			backoff.Slots, backoff.Pause)
 	}
 }

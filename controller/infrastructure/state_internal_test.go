@@ -59,7 +59,7 @@ func TestStateTooLargeForTheStatusIsLeftOut(t *testing.T) {
 
 	g.Expect(op.keepStateInStatus(state, nil)).To(Succeed())
 	g.Expect(op.infra.Status.State).To(BeNil(), "no stale state stays")
-	g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+ReasonStateTooLarge), ContainSubstring("infra.infra.tf-state"))))
+	g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+reasonStateTooLarge), ContainSubstring("infra.infra.tf-state"))))
 }
 
 func TestInvalidStateInStatusNamesTheField(t *testing.T) {

@@ -223,6 +223,9 @@ func TestStatesMoveBetweenConfigMapsAndSecretsWithoutARun(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			current := s.get(g)
 			g.Expect(current.Annotations).NotTo(HaveKey(extension.AnnotationOperation))
+			// The request is taken before the reconcile is marked Processing: the create's
+			// success shows meanwhile.
+			g.Expect(current.Status.LastOperation.Type).To(Equal(extensionsv1alpha1.LastOperationTypeReconcile))
 			g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
 			g.Expect(condition(current, infrastructure.ConditionLastPlan).Message).To(appliedPlan("0 to add, 0 to change, 0 to replace, 0 to destroy"))
 		}).WithTimeout(3*time.Minute).Should(Succeed(), s.infra.Name)

@@ -281,7 +281,7 @@ func BenchmarkMutateKubeAPIServer(b *testing.B) {
 			}
 			const ns = "shoot--core--bench"
 			cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: extensionsv1alpha1.ClusterSpec{
-				Shoot: runtime.RawExtension{Raw: []byte(shootOf(c.version))}, Seed: runtime.RawExtension{Raw: []byte("{}")}, CloudProfile: runtime.RawExtension{Raw: []byte("{}")}}}
+				Shoot: runtime.RawExtension{Raw: []byte(shootOf(c.version))}, Seed: &runtime.RawExtension{Raw: []byte("{}")}, CloudProfile: runtime.RawExtension{Raw: []byte("{}")}}}
 			d := kas.DeepCopy()
 			if _, err := webhook.MutateDeployment(p, d, ns, cluster); err != nil {
 				b.Fatal(err)

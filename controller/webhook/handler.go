@@ -33,7 +33,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := json.Unmarshal(req.Object.Raw, deployment); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !IsControlPlane(deployment) {
+	if !isControlPlane(deployment) {
 		return admission.Allowed("not a control-plane Deployment")
 	}
 	var cluster *extensionsv1alpha1.Cluster
@@ -63,10 +63,10 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return response
 }
 
-// IsControlPlane says whether a Deployment is one of Gardener's control-plane Deployments:
+// isControlPlane says whether a Deployment is one of Gardener's control-plane Deployments:
 // its name and its app and role labels agree, so that a Deployment labelled like a
 // control-plane component is not taken for one.
-func IsControlPlane(d *appsv1.Deployment) bool {
+func isControlPlane(d *appsv1.Deployment) bool {
 	role, known := mutations.ControlPlaneDeployments[d.Name]
 	return known && d.Labels[labelApp] == appKubernetes && d.Labels[labelRole] == role
 }
@@ -75,7 +75,7 @@ func IsControlPlane(d *appsv1.Deployment) bool {
 // shoot namespace, rendered from the namespace's Cluster (nil when there is none). It
 // reports false when the provider has nothing for the Deployment.
 func MutateDeployment(p *templates.Provider, d *appsv1.Deployment, namespace string, cluster *extensionsv1alpha1.Cluster) (bool, error) {
-	if !IsControlPlane(d) {
+	if !isControlPlane(d) {
 		return false, nil
 	}
 	mutation, err := p.Mutations().Render(d.Name, mutations.Input{Namespace: namespace, Cluster: cluster})

@@ -42,13 +42,13 @@ const (
 )
 
 const (
-	// FailurePolicy: a Deployment the webhook cannot mutate is refused, not stored as
+	// failurePolicy: a Deployment the webhook cannot mutate is refused, not stored as
 	// Gardener wrote it. An unmutated kube-apiserver or kube-controller-manager runs without
 	// the provider's cloud configuration (a control plane that looks healthy but is not);
 	// refused, gardenlet retries the write and reports the error until the webhook is back.
 	// The selectors confine this to the served types' shoot namespaces and to the
 	// Deployments the provider mutates. docs/operating.md, "Control-plane webhook".
-	FailurePolicy = admissionregistrationv1.Fail
+	failurePolicy = admissionregistrationv1.Fail
 	// TimeoutSeconds is Gardener's for its extensions' webhooks and the API server's
 	// default. A mutation is computed in memory from the Cluster, read from the API server,
 	// in about a millisecond (BenchmarkAdmission); waiting longer than this means the
@@ -293,7 +293,7 @@ func (w *Webhook) Configuration() *admissionregistrationv1.MutatingWebhookConfig
 					Scope: ptr.To(admissionregistrationv1.NamespacedScope),
 				},
 			}},
-			FailurePolicy: ptr.To(FailurePolicy),
+			FailurePolicy: ptr.To(failurePolicy),
 			MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: LabelShootProvider, Operator: metav1.LabelSelectorOpIn, Values: []string{t}},

@@ -246,7 +246,7 @@ func createCluster(t testing.TB, namespace, shoot string) {
 	t.Helper()
 	empty := runtime.RawExtension{Raw: []byte("{}")}
 	cluster := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: namespace}, Spec: extensionsv1alpha1.ClusterSpec{
-		Shoot: runtime.RawExtension{Raw: []byte(shoot)}, Seed: empty, CloudProfile: empty}}
+		Shoot: runtime.RawExtension{Raw: []byte(shoot)}, Seed: &runtime.RawExtension{Raw: []byte("{}")}, CloudProfile: empty}}
 	NewWithT(t).Expect(env.Client.Create(context.Background(), cluster)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cluster) })
 }

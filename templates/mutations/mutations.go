@@ -99,7 +99,8 @@ type Input struct {
 	// Namespace is the shoot namespace of the Deployment.
 	Namespace string
 	// Cluster is the namespace's Cluster (its name equals the namespace); nil when there is
-	// none, and the templates then see empty shoot, seed and cloudProfile objects.
+	// none, and the templates then see empty shoot, seed and cloudProfile objects. A
+	// Cluster without a seed (a self-hosted shoot's) gives the templates no .cluster.seed.
 	Cluster *extensionsv1alpha1.Cluster
 }
 
@@ -318,6 +319,9 @@ func (m *Set) renderPart(part mutationPart, data map[string]any) (*Deployment, e
 		}
 		var out strings.Builder
 		err := tpl.Execute(&out, data)
+		if missing := engine.MissingSeed(data["cluster"], err); missing != nil {
+			return "", missing
+		}
 		return out.String(), err
 	})
 	if err != nil {

@@ -366,3 +366,31 @@ versions:
 		t.Error(err)
 	}
 }
+
+// A mutation reading the seed of a self-hosted shoot's Cluster, which has none, is
+// refused naming cluster.spec.seed; one guarding the read renders.
+func TestAMutationReadingAnAbsentSeedNamesTheField(t *testing.T) {
+	g := NewWithT(t)
+	kcm := "deployments:\n  kube-controller-manager:\n    containers:\n      kube-controller-manager:\n        flags: ['--seed=%s']\n"
+	selfHosted := &extensionsv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "shoot--dev--x"}, Spec: extensionsv1alpha1.ClusterSpec{
+		Shoot: runtime.RawExtension{Raw: []byte(`{"spec": {"kubernetes": {"version": "1.34.0"}}}`)}}}
+	in := mutations.Input{Namespace: "shoot--dev--x", Cluster: selfHosted}
+
+	p, err := registry(t, thirdWithMutations(t, fmt.Sprintf(kcm, "{{ .cluster.seed.metadata.name }}"))).Provider("third")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = p.Mutations().Render("kube-controller-manager", in)
+	var merr *mutations.Error
+	g.Expect(errors.As(err, &merr)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("cluster.spec.seed: Required value: the Cluster has no seed (a self-hosted shoot"))
+
+	p, err = registry(t, thirdWithMutations(t, fmt.Sprintf(kcm, `{{ if hasKey .cluster "seed" }}{{ .cluster.seed.metadata.name }}{{ else }}none{{ end }}`))).Provider("third")
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := p.Mutations().Render("kube-controller-manager", in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Containers["kube-controller-manager"].Flags).To(Equal([]string{"--seed=none"}))
+
+	selfHosted.Spec.Seed = &runtime.RawExtension{Raw: []byte(`{"metadata": {"name": "local"}}`)}
+	d, err = p.Mutations().Render("kube-controller-manager", in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Containers["kube-controller-manager"].Flags).To(Equal([]string{"--seed=local"}))
+}

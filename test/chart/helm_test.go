@@ -301,6 +301,14 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 	}
 }
 
+// The chart passes the extension classes served as the list --extension-classes takes.
+func TestExtensionClassesAreOneList(t *testing.T) {
+	g := NewWithT(t)
+	_, c := controllerContainer(t, render(t, "garden-terraseed", "-f", valuesFile("default"), "--set", "extensionClasses={shoot,seed}"))
+	g.Expect(c.Args).To(ContainElement("--extension-classes=shoot,seed"))
+	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--extension-class=")))
+}
+
 // The chart passes only flags the controller has: an unknown flag would stop it at start.
 func TestArgsAreControllerFlags(t *testing.T) {
 	g := NewWithT(t)
@@ -312,7 +320,7 @@ func TestArgsAreControllerFlags(t *testing.T) {
 	help, _ := exec.Command(bin, "run", "--help").CombinedOutput()
 	var flags []string
 	for _, line := range strings.Split(string(help), "\n") {
-		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "-"); ok {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "--"); ok {
 			flags = append(flags, strings.Fields(f)[0])
 		}
 	}

@@ -403,7 +403,7 @@ func exposedMetrics(t *testing.T) map[string][]string {
 			ObjectMeta: metav1.ObjectMeta{Name: shoot},
 			Spec: extensionsv1alpha1.ClusterSpec{
 				Shoot:        k8sruntime.RawExtension{Raw: shootSpec},
-				Seed:         k8sruntime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"}}`)},
+				Seed:         &k8sruntime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Seed","metadata":{"name":"local"}}`)},
 				CloudProfile: k8sruntime.RawExtension{Raw: []byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"CloudProfile","metadata":{"name":"local"}}`)},
 			},
 		},

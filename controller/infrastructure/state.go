@@ -1,0 +1,208 @@
+package infrastructure
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/terraform/imports"
+	"github.com/terraseed/terraseed/terraform/run"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
+)
+
+// migratedState is the shape of .status.state: the terraform state, gzipped, so that it
+// comes back byte for byte and stays small in the Infrastructure.
+type migratedState struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// TerraformState is the gzipped state file; encoding/json writes it as base64.
+	TerraformState []byte `json:"terraformState"`
+	// Index names every resource of the state and its import ID, so that they are found
+	// again where the state is lost, or too large for the status.
+	Index *imports.Index `json:"index,omitempty"`
+}
+
+const (
+	migratedStateAPIVersion = run.Domain + "/v1alpha1"
+	migratedStateKind       = "InfrastructureState"
+)
+
+// maxStatusState bounds the encoded state in .status.state, leaving room in the
+// Infrastructure for everything else under etcd's limit of 1.5 MiB a request.
+const maxStatusState = 1024 * 1024
+
+// keepStateInStatus puts the state of a successful apply into .status.state, where
+// gardenlet's periodic backup of the shoot's state finds it should the seed be lost. A
+// state too large for the status is left out, so that no stale one stays, and an event
+// says so. A state kept in Secrets stays there: whoever reads Infrastructures must not
+// read it; only a migrate, whose state must travel to the next seed, puts it there. The
+// index, which holds resource IDs only, is kept in either case.
+func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error {
+	if len(state) == 0 {
+		op.infra.Status.State = nil
+		recordStateSize(op.infra, 0)
+		return nil
+	}
+	if op.actuator.State.Storage == tfstate.StorageSecret {
+		op.infra.Status.State, _ = encodeState(nil, index)
+		recordStateSize(op.infra, 0)
+		return nil
+	}
+	encoded, err := encodeState(state, index)
+	var tooLarge *stateTooLargeError
+	if errors.As(err, &tooLarge) {
+		recordStateSize(op.infra, tooLarge.size)
+		if op.infra.Status.State != nil || op.req.FirstRun {
+			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState",
+				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
+		}
+		// The index, far smaller, still finds every resource again should the state be lost.
+		op.infra.Status.State, _ = encodeState(nil, index)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	op.infra.Status.State = encoded
+	recordStateSize(op.infra, len(encoded.Raw))
+	return nil
+}
+
+// keepHistory keeps the state of a successful apply in the history, unless it is the
+// state the status held already (an apply that changed nothing): at most one write per
+// apply, none for most. A history that cannot be written fails nothing.
+func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index) {
+	depth := op.actuator.State.History()
+	if depth == 0 || len(state) == 0 {
+		return
+	}
+	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+		return
+	}
+	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+	}
+}
+
+// indexOf indexes state with the import IDs of the Infrastructure's provider; nil when
+// either is unknown, so that an unindexed state never blocks what keeps it.
+func (op *operation) indexOf(state []byte) *imports.Index {
+	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	if err != nil || len(state) == 0 {
+		return nil
+	}
+	index, err := provider.ImportIDs().Index(state)
+	if err != nil {
+		return nil
+	}
+	return index
+}
+
+// encodeState is .status.state for a terraform state and its index, or a
+// stateTooLargeError; nil without either. Without a state it holds the index alone.
+func encodeState(state []byte, index *imports.Index) (*runtime.RawExtension, error) {
+	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, Index: index}
+	if len(state) > 0 {
+		var compressed bytes.Buffer
+		writer := gzip.NewWriter(&compressed)
+		if _, err := writer.Write(state); err != nil {
+			return nil, err
+		}
+		if err := writer.Close(); err != nil {
+			return nil, err
+		}
+		kept.TerraformState = compressed.Bytes()
+	} else if index == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxStatusState {
+		return nil, &stateTooLargeError{size: len(raw)}
+	}
+	return &runtime.RawExtension{Raw: raw}, nil
+}
+
+// stateTooLargeError is a state that does not fit the status even compressed.
+type stateTooLargeError struct{ size int }
+
+func (e *stateTooLargeError) Error() string {
+	return fmt.Sprintf("compressed terraform state takes %d bytes, more than the %d .status.state can hold", e.size, maxStatusState)
+}
+
+// readRestored is the state of .status.state a restore writes back.
+func (op *operation) readRestored(_ context.Context, s *applyScope) error {
+	if !s.restore {
+		return nil
+	}
+	var err error
+	s.restored, err = decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
+	return err
+}
+
+// restoreState writes the state a restore read into the state object, unless that holds
+// a newer snapshot of the same state (a retried restore whose apply wrote it). A state of
+// another lineage is refused: it is another infrastructure's state, and which of the two
+// is right is the operator's call.
+func (op *operation) restoreState(ctx context.Context, s *applyScope) error {
+	if s.restored == nil {
+		return nil
+	}
+	_, err := op.objects().RestoreState(ctx, op.actuator.Client, s.restored)
+	if errors.Is(err, tfstate.ErrLineageMismatch) || errors.Is(err, tfstate.ErrInvalid) {
+		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the restored state: %w", err)
+	}
+	return nil
+}
+
+// decodeState returns the terraform state kept in .status.state, nil when there is none,
+// decoded to at most maxSize bytes (0: the most a state may take).
+func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil, nil
+	}
+	invalid := func(err error) error {
+		return extension.InvalidInput(ReasonInvalidConfiguration, "status.state: %w", err)
+	}
+	var kept migratedState
+	if err := json.Unmarshal(raw.Raw, &kept); err != nil {
+		return nil, invalid(err)
+	}
+	if kept.Kind != migratedStateKind || kept.APIVersion != migratedStateAPIVersion {
+		return nil, invalid(fmt.Errorf("want apiVersion %s, kind %s; got %q, %q", migratedStateAPIVersion, migratedStateKind, kept.APIVersion, kept.Kind))
+	}
+	if len(kept.TerraformState) == 0 {
+		return nil, nil
+	}
+	state, err := tfstate.GunzipAtMost(bytes.NewReader(kept.TerraformState), maxSize)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("terraformState: %w", err))
+	}
+	return state, nil
+}
+
+// statusIndex is the index kept in .status.state; nil when there is none or it cannot be read.
+func statusIndex(raw *runtime.RawExtension) *imports.Index {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil
+	}
+	var kept migratedState
+	if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
+		return nil
+	}
+	return kept.Index
+}

@@ -1,0 +1,112 @@
+package layout_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func repositoryRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// The top level is the design card: a reader sees the architecture there, and a provider
+// author adds a cloud as a directory of templates/.
+func TestTheTopLevelIsTheDesignCard(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	for _, name := range []string{"cmd", "controller", "terraform", "templates", "charts", "test", "go.mod", "Dockerfile", "Makefile"} {
+		g.Expect(filepath.Join(root, name)).To(BeAnExistingFile(), name)
+	}
+	g.Expect(filepath.Join(root, "internal")).NotTo(BeAnExistingFile(), "no internal/ around the parts the card names")
+	for _, provider := range []string{"aws", "local"} {
+		templates, err := filepath.Glob(filepath.Join(root, "templates", provider, "*.tf.tpl"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(templates).NotTo(BeEmpty(), "templates/%s holds its Terraform templates", provider)
+		g.Expect(filepath.Join(root, "templates", provider, "provider.yaml")).To(BeAnExistingFile())
+	}
+}
+
+// maxExported bounds what one package exports: a package that needs more does more than
+// one thing.
+const maxExported = 40
+
+// No package of the controller, the run side or the providers exports more than
+// maxExported names. api/ is not counted: it mirrors Gardener's API group, one Go package
+// per group version as Kubernetes' API packages are, under Gardener's names.
+func TestNoPackageExportsMoreThanItsBound(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	counts := map[string][]string{}
+	for _, top := range []string{"cmd", "controller", "terraform", "templates"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			names, err := exportedNames(path)
+			counts[rel] = append(counts[rel], names...)
+			return err
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(counts).To(HaveKey("terraform/state"), "the walk found the packages")
+	var over []string
+	for pkg, names := range counts {
+		if len(names) > maxExported {
+			sort.Strings(names)
+			over = append(over, pkg+": "+strings.Join(names, " "))
+		}
+	}
+	g.Expect(over).To(BeEmpty(), "packages exporting more than %d names", maxExported)
+}
+
+// exportedNames are the exported package-level names a Go file declares.
+func exportedNames(path string) ([]string, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && d.Name.IsExported() {
+				names = append(names, d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						names = append(names, s.Name.Name)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							names = append(names, n.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	return names, nil
+}
