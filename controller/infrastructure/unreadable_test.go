@@ -13,6 +13,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -112,37 +113,19 @@ func TestAStatePartThatCannotBeReadIsNotReplaced(t *testing.T) {
 	for _, storage := range state.Storages {
 		t.Run(storage.Kind(), func(t *testing.T) {
 			g := NewWithT(t)
-			ctx := context.Background()
 			var runs atomic.Int64
 			s, first := recoveredShoot(t, storingIn(storage, &runs))
 			uids := realObjects(g, s)
 			first.stop()
 			objects := stateObjects(s, storage)
-			stored, err := objects.ReadState(ctx, env.Client)
-			g.Expect(err).NotTo(HaveOccurred())
-			// The same state split across objects of a few hundred bytes.
-			split := objects.Store(env.Client)
-			split.Limit = 512
-			g.Expect(split.Replace(ctx, stored)).To(Succeed())
-			var parts []string
-			for _, name := range objects.PartNames() {
-				if _, ok := storedObjects(g, objects)[name]; ok {
-					parts = append(parts, name)
-				}
-			}
-			g.Expect(len(parts)).To(BeNumerically(">=", 2), "the state is split")
-			last := objects.Storage.Object()
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: parts[len(parts)-1]}, last)).To(Succeed())
-			last.SetFinalizers(nil)
-			g.Expect(env.Client.Update(ctx, last)).To(Succeed())
-			g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, last))).To(Succeed())
+			part, parts := splitAndLoseAPart(g, objects)
 			before := storedObjects(g, objects)
-			g.Expect(before).NotTo(HaveKey(last.GetName()))
+			g.Expect(before).NotTo(HaveKey(part))
 			ran := runs.Load()
 
 			startControllerWith(t, s.namespace, workDir(t), env.Config, 2, storingIn(storage, &runs))
 			infra := refusedReconcile(t, s, fmt.Sprintf("the state in %s %s is not taken for lost", storage.Kind(), objects.StateName()),
-				fmt.Sprintf("part %d of %d, %s %s", len(parts)+1, len(parts)+1, storage.Kind(), last.GetName()), "not found", "read twice")
+				fmt.Sprintf("part %d of %d, %s %s", parts, parts, storage.Kind(), part), "not found", "read twice")
 			g.Expect(infra.Status.LastError).NotTo(BeNil())
 			g.Expect(infra.Status.LastError.Codes).To(ConsistOf(extensionsv1alpha1.ErrorRetryableInfraDependencies), "a retry may find the part")
 			g.Expect(storedObjects(g, objects)).To(Equal(before), "neither the state nor its history is written")
@@ -150,4 +133,66 @@ func TestAStatePartThatCannotBeReadIsNotReplaced(t *testing.T) {
 			g.Expect(realObjects(g, s)).To(Equal(uids), "nothing was created again")
 		})
 	}
+}
+
+// splitAndLoseAPart writes the stored state again split across objects of a few hundred
+// bytes, and deletes its last part. It returns that part's name and the number of parts,
+// the state object counted.
+func splitAndLoseAPart(g Gomega, objects state.RunObjects) (string, int) {
+	ctx := context.Background()
+	stored, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	split := objects.Store(env.Client)
+	split.Limit = 512
+	g.Expect(split.Replace(ctx, stored)).To(Succeed())
+	var parts []string
+	written := storedObjects(g, objects)
+	for _, name := range objects.PartNames() {
+		if _, ok := written[name]; ok {
+			parts = append(parts, name)
+		}
+	}
+	g.Expect(len(parts)).To(BeNumerically(">=", 2), "the state is split")
+	last := objects.Storage.Object()
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: parts[len(parts)-1]}, last)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, last)).To(Succeed())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(last), objects.Storage.Object()))).To(BeTrue())
+	return last.GetName(), len(parts) + 1
+}
+
+// A deletion and a rollback refuse a state one of whose parts is missing as an apply does:
+// nothing is destroyed, nothing written.
+func TestADeletionAndARollbackRefuseAStateWhosePartIsMissing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	uids := realObjects(g, s)
+	first.stop()
+	objects := stateObjects(s, state.StorageConfigMap)
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).NotTo(BeEmpty())
+	part, parts := splitAndLoseAPart(g, objects)
+	before := storedObjects(g, objects)
+
+	_, err = infrastructure.RollbackState(ctx, env.Client, s.key(), entries[0].Serial)
+	g.Expect(err).To(MatchError(state.ErrNotReadNow))
+	g.Expect(err).To(MatchError(ContainSubstring("part %d of %d, ConfigMap %s", parts, parts, part)))
+	g.Expect(storedObjects(g, objects)).To(Equal(before), "the rollback wrote nothing")
+
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		infra := s.get(g)
+		last := infra.Status.LastOperation
+		g.Expect(last).NotTo(BeNil())
+		g.Expect(last.Type).To(Equal(extensionsv1alpha1.LastOperationTypeDelete))
+		g.Expect(last.State).To(Equal(extensionsv1alpha1.LastOperationStateError), "last operation: %+v", last)
+		g.Expect(last.Description).To(ContainSubstring("is not taken for lost"))
+		g.Expect(last.Description).To(ContainSubstring("part %d of %d, ConfigMap %s", parts, parts, part))
+		g.Expect(infra.Status.LastError).NotTo(BeNil())
+		g.Expect(infra.Status.LastError.Codes).To(ConsistOf(extensionsv1alpha1.ErrorRetryableInfraDependencies))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	g.Expect(realObjects(g, s)).To(Equal(uids), "nothing was destroyed")
+	g.Expect(storedObjects(g, objects)).To(Equal(before), "the deletion wrote nothing")
 }
