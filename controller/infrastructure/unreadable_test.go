@@ -196,3 +196,28 @@ func TestADeletionAndARollbackRefuseAStateWhosePartIsMissing(t *testing.T) {
 	g.Expect(realObjects(g, s)).To(Equal(uids), "nothing was destroyed")
 	g.Expect(storedObjects(g, objects)).To(Equal(before), "the deletion wrote nothing")
 }
+
+// A state over the bound whose history is gone is not emptied either: the resources only
+// it holds that no import brings back (the zonal provider's zones) would be created a
+// second time.
+func TestAStateOverTheBoundWithoutHistoryCreatesNothingTwice(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredZonalShoot(t)
+	stored, parsed := s.storedState(g)
+	g.Expect(parsed.zoneIDs()).To(HaveLen(1))
+	first.stop()
+	objects := s.runObjects()
+	history := objects.Storage.Object()
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: objects.HistoryName()}, history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+	before := storedObjects(g, objects)
+
+	bound := len(stored) / 2
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, boundedTo(bound))
+	refusedReconcile(t, s, fmt.Sprintf("more than %d bytes", bound))
+	g.Expect(storedObjects(g, objects)).To(Equal(before), "the state is not replaced by an empty one")
+	after, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after).To(Equal(stored), "no zone was created a second time")
+}
