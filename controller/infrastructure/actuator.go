@@ -40,6 +40,9 @@ const (
 	reasonTerraformFailed        = "TerraformFailed"
 	reasonRunInProgress          = "RunInProgress"
 	reasonStateTooLarge          = "StateTooLarge"
+	// reasonStateUnreadable: the stored state cannot be read now (a part missing, the API
+	// server not answering); it is not lost, and the operation is retried.
+	reasonStateUnreadable = "StateUnreadable"
 	// reasonStateLost stops a deletion whose state lost resources that no history holds.
 	reasonStateLost = "StateLost"
 )

@@ -75,7 +75,7 @@ func (op *operation) findStateToDestroy(ctx context.Context, s *deleteScope) err
 func (op *operation) stateToDestroy(ctx context.Context, s *deleteScope) (bool, error) {
 	state, err := op.objects().ReadState(ctx, op.actuator.Client)
 	if err != nil && !errors.Is(err, tfstate.ErrCorrupt) {
-		return false, fmt.Errorf("reading the state: %w", err)
+		return false, op.stateNotReadNow(err)
 	}
 	if state != nil && err == nil {
 		return true, nil

@@ -74,9 +74,11 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 		return 0, err
 	}
 	store := objects.Store(c)
+	// A live state that cannot be read now is not lost: a rollback over it would forget
+	// what it holds.
 	live, err := store.Inspect(ctx)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("reading the live state: %w; nothing is written", err)
 	}
 	if live.Lineage != "" && live.Lineage != entry.Lineage {
 		return 0, fmt.Errorf("%w: the live state is of lineage %s, serial %d of the history of lineage %s", tfstate.ErrLineageMismatch, live.Lineage, serial, entry.Lineage)

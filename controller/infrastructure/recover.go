@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -65,7 +66,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	store := objects.Store(op.actuator.Client)
 	stored, err := store.Inspect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, op.stateNotReadNow(err)
 	}
 	index := newestIndex(stored.Index, statusIndex(op.infra.Status.State))
 	cause := lostStateCause(stored, index)
@@ -114,8 +115,30 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	return r, nil
 }
 
-// lostStateCause says how the stored state was lost: missing, unreadable, empty or older
-// than its index says; empty when it was not.
+// stateNotReadNow is the error of an operation that found its stored state unreadable now
+// rather than lost: nothing replaces it, nothing is written. A state over the bound waits
+// for the operator to raise it; one whose parts or object the API server did not give is
+// retried.
+func (op *operation) stateNotReadNow(err error) error {
+	objects := op.objects()
+	err = fmt.Errorf("the state in %s %s is not taken for lost, and nothing replaces it: %w", objects.Storage.Kind(), objects.StateName(), err)
+	if errors.Is(err, tfstate.ErrOverBound) {
+		return &extension.Error{
+			Reason: reasonStateTooLarge, Terminal: true,
+			Codes: []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem},
+			Err:   fmt.Errorf("%w; raise the controller's memory limit or --max-state-size (chart value maxStateSize)", err),
+		}
+	}
+	return &extension.Error{
+		Reason: reasonStateUnreadable,
+		Codes:  []extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorRetryableInfraDependencies},
+		Err:    err,
+	}
+}
+
+// lostStateCause says how the stored state was lost: missing, invalid, empty or older
+// than its index says; empty when it was not. A state that cannot be read now is not
+// lost (see stateNotReadNow).
 func lostStateCause(stored *tfstate.Stored, index *imports.Index) string {
 	switch {
 	case !stored.Exists:

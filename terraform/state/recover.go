@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,12 +13,13 @@ import (
 )
 
 // Stored is the state object as found: whether it exists, its state or why that
-// cannot be read, and the index kept with it.
+// is invalid, and the index kept with it.
 type Stored struct {
 	Exists bool
-	// State is the decoded state; nil when the object holds none or it cannot be read.
+	// State is the decoded state; nil when the object holds none or it is invalid.
 	State []byte
-	// Unreadable says why the state cannot be read (corrupt, truncated, not a state).
+	// Unreadable says why the state is invalid: not a terraform state, corrupt (a digest
+	// mismatch, broken gzip), never one that could not be read now.
 	Unreadable error
 	Index      *imports.Index
 	// Serial and Lineage are the state's; empty when it has none.
@@ -25,8 +27,11 @@ type Stored struct {
 	Lineage string
 }
 
-// Inspect reads the stored state as it is, for a caller that decides whether it is lost;
-// only a failure to reach the API server is an error.
+// Inspect reads the stored state as it is, for a caller that decides whether it is lost:
+// absent, empty, invalid (Stored.Unreadable) or older than its index. A state that cannot
+// be read now is none of these, and is an error: the API server does not answer
+// (ErrNotReadNow), a part is missing even when the object and its parts are read again
+// (ErrNotReadNow), or the state expands beyond what this store decodes (ErrOverBound).
 func (s *Store) Inspect(ctx context.Context) (*Stored, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -35,14 +40,22 @@ func (s *Store) Inspect(ctx context.Context) (*Stored, error) {
 		return &Stored{}, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s %s: %w", ErrNotReadNow, s.storage().Kind(), s.Objects.StateName(), err)
+	}
+	cm, state, err := s.decodeAgain(ctx, cm, s.get)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOverBound):
+		return nil, err
+	case errors.Is(err, errTooLarge):
+		return nil, fmt.Errorf("%w: %s %s: the state expands to more than %d bytes (%d MiB), the most a state may take",
+			ErrOverBound, s.storage().Kind(), s.Objects.StateName(), MaxSize, MaxSize>>20)
+	case errors.Is(err, ErrCorrupt):
+		return &Stored{Exists: true, Index: storedIndex(cm), Unreadable: err}, nil
+	default:
 		return nil, err
 	}
 	found := &Stored{Exists: true, Index: storedIndex(cm)}
-	state, err := s.decode(ctx, cm)
-	if err != nil {
-		found.Unreadable = err
-		return found, nil
-	}
 	if len(bytes.TrimSpace(state)) == 0 {
 		return found, nil
 	}

@@ -66,6 +66,10 @@ var (
 	ErrOverBound = errors.New("the terraform state exceeds what this controller decodes")
 	// ErrCorrupt is returned when the stored parts do not reassemble to the recorded state.
 	ErrCorrupt = errors.New("the stored state is corrupt")
+	// ErrNotReadNow is returned for a stored state whose parts cannot be read now: one is
+	// missing however often it is read, or the API server does not answer for it. The
+	// state is not corrupt, and not lost.
+	ErrNotReadNow = errors.New("the stored state cannot be read now")
 	// errTooLarge is returned for a state larger than MaxSize, decoded.
 	errTooLarge = fmt.Errorf("the terraform state exceeds %d bytes (%d MiB), the most a state may take", MaxSize, MaxSize>>20)
 )
@@ -135,7 +139,12 @@ func (s *Store) Load(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.read(ctx, cm)
+	cm, state, err := s.decodeAgain(ctx, cm, s.getEither)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(cm, state)
+	return state, nil
 }
 
 // read decodes the state of cm and remembers it as the newest known.
@@ -144,10 +153,38 @@ func (s *Store) read(ctx context.Context, cm *object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.remember(cm, state)
+	return state, nil
+}
+
+// remember takes the state decoded of cm for the newest known.
+func (s *Store) remember(cm *object, state []byte) {
 	if m, err := parseStateMeta(state); err == nil && cm.storage == s.storage() {
 		s.known, s.knownVersion = m, cm.GetResourceVersion()
 	}
-	return state, nil
+}
+
+// decodeAgain decodes the state of cm and, when one of its parts is missing, reads the
+// object (with get) and its parts once more: a save under way may have switched the
+// state to the other generation's parts in between. It returns the object it decoded. A
+// part still missing, or one the API server does not answer for, is ErrNotReadNow naming
+// the part; the state is not taken for corrupt, nor for lost.
+func (s *Store) decodeAgain(ctx context.Context, cm *object, get func(context.Context) (*object, error)) (*object, []byte, error) {
+	state, err := s.decode(ctx, cm)
+	if missingPart(err) {
+		again, getErr := get(ctx)
+		if getErr != nil {
+			return nil, nil, fmt.Errorf("%s %s: %w; reading it again: %w", cm.kind(), cm.GetName(), err, getErr)
+		}
+		cm = again
+		if state, err = s.decode(ctx, cm); missingPart(err) {
+			err = fmt.Errorf("%w (the object and its parts read twice)", err)
+		}
+	}
+	if _, ok := errors.AsType[*partError](err); ok {
+		return nil, nil, fmt.Errorf("%s %s: %w", cm.kind(), cm.GetName(), err)
+	}
+	return cm, state, err
 }
 
 // Save stores state unless the store already holds the same or a newer snapshot of it.
@@ -425,11 +462,32 @@ func (r *partsReader) Read(p []byte) (int, error) {
 		name := r.store.partName(r.generation, r.next)
 		part, err := r.storage.get(r.ctx, r.store.Client, r.store.Objects.key(name))
 		if err != nil {
-			r.err = fmt.Errorf("reading state part %s: %w", name, err)
+			r.err = &partError{kind: r.storage.Kind(), name: name, part: r.next + 1, parts: r.parts, err: err}
 			return 0, r.err
 		}
 		r.current, r.next = bytes.NewReader(part.binary(Key)), r.next+1
 	}
+}
+
+// partError is a part of a split state that could not be read.
+type partError struct {
+	kind, name  string
+	part, parts int
+	err         error
+}
+
+func (e *partError) Error() string {
+	return fmt.Sprintf("reading part %d of %d, %s %s: %v", e.part, e.parts, e.kind, e.name, e.err)
+}
+
+func (e *partError) Unwrap() []error { return []error{ErrNotReadNow, e.err} }
+
+// missingPart says whether err is a part of a split state that was not found: a save
+// under way may have switched the state to the other generation's parts since the main
+// object was read.
+func missingPart(err error) bool {
+	var part *partError
+	return errors.As(err, &part) && apierrors.IsNotFound(part.err)
 }
 
 // errOverLimit is gunzip's: the state expands beyond its limit.

@@ -156,7 +156,6 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 		ReportFile:       o.reportFile,
 		Stdout:           stdout,
 		Stderr:           stderr,
-		StateFallback:    stdout,
 		FinalSaveTimeout: o.finalSaveTimeout,
 	}, nil
 }

@@ -45,8 +45,6 @@ type Runner struct {
 	Settings Settings
 	// Stdout and Stderr receive terraform's output.
 	Stdout, Stderr io.Writer
-	// StateFallback receives the state when it cannot be saved to the API server.
-	StateFallback io.Writer
 	// FinalSaveTimeout bounds the last save; DefaultFinalSaveTimeout when zero.
 	FinalSaveTimeout time.Duration
 	// ProtectedTypes are resource types an apply must not destroy or replace unless

@@ -71,8 +71,12 @@ func holdsResources(state []byte) bool {
 	return json.Unmarshal(state, &s) == nil && len(s.Resources) > 0
 }
 
-// finalSave writes the state once more after terraform exited, retrying until the
-// deadline; if that fails the state goes to StateFallback so that it is not lost.
+// finalSave writes the state once more after terraform exited, retrying for as long as
+// FinalSaveTimeout allows. A save that still fails fails the run naming its error, and
+// nothing of the state is written anywhere else: a run's output goes to the seed's
+// logging stack, and a state holds secrets. The state stays in the working directory,
+// where the next run of a working directory that outlives this one takes it from, and the
+// stored state with its index and history covers what it held otherwise.
 func (r *Runner) finalSave(ctx context.Context) error {
 	saved, err := os.ReadFile(r.statePath())
 	if errors.Is(err, os.ErrNotExist) {
@@ -88,11 +92,12 @@ func (r *Runner) finalSave(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var lastErr error
+	attempts := 0
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 10 * time.Second}
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		attempts++
 		_, lastErr = r.store.Save(ctx, saved)
-		// A newer stored state stays newer: the run fails naming it, its state kept in
-		// StateFallback.
+		// A newer stored state stays newer: the run fails naming it.
 		if errors.Is(lastErr, state.ErrInvalid) || errors.Is(lastErr, state.ErrLineageMismatch) || errors.Is(lastErr, state.ErrStale) {
 			return false, lastErr
 		}
@@ -104,17 +109,10 @@ func (r *Runner) finalSave(ctx context.Context) error {
 	if lastErr == nil {
 		lastErr = err
 	}
-	if r.StateFallback != nil {
-		fmt.Fprintf(r.StateFallback, "%s\n%s\n%s\n", stateFallbackBegin, saved, stateFallbackEnd)
-	}
-	return fmt.Errorf("%w: %w", errStateNotSaved, lastErr)
+	// Only that the save failed and why: never the state.
+	logf.FromContext(ctx).Info("finalSaveFailed", "attempts", attempts, "timeout", timeout.String(), "stateFile", r.statePath(), "stateBytes", len(saved), "reason", lastErr.Error())
+	return fmt.Errorf("%w: retried for the final save timeout of %s: %w", errStateNotSaved, timeout, lastErr)
 }
-
-// The state printed when it cannot be saved is framed by these lines.
-const (
-	stateFallbackBegin = "----- BEGIN TERRAFORM STATE -----"
-	stateFallbackEnd   = "----- END TERRAFORM STATE -----"
-)
 
 // stateWatcher writes the state file back to the store while terraform runs. terraform
 // rewrites the file in place after every resource, and every such state is saved as it is
