@@ -48,6 +48,8 @@ type applyScope struct {
 	result *run.Result
 	// status is the provider's status of the run's outputs that are not sensitive.
 	status *templates.Status
+	// recovered says that the apply ended a recovery of a lost state.
+	recovered bool
 }
 
 // apply makes the infrastructure the Infrastructure describes exist: it renders the
@@ -287,7 +289,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 			return err
 		}
 	}
-	op.recovered()
+	s.recovered = op.recovered()
 	return op.adopted(ctx)
 }
 
@@ -307,7 +309,7 @@ func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
 	infra.Status.NodesCIDR = s.status.NodesCIDR
 	infra.Status.EgressCIDRs = s.status.EgressCIDRs
 	index := op.indexOf(s.result.State)
-	op.keepHistory(ctx, s.result.State, index)
+	op.keepHistory(ctx, s.result.State, index, s.recovered || s.restore)
 	return op.keepStateInStatus(s.result.State, index)
 }
 

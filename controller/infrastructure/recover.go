@@ -196,11 +196,12 @@ func (op *operation) recovering(ctx context.Context, message string) error {
 	return op.req.PatchStatus(ctx)
 }
 
-// recovered marks a recovery done once its apply succeeded, and says so in an event.
-func (op *operation) recovered() {
+// recovered marks a recovery done once its apply succeeded, and says so in an event. It
+// reports whether the apply ended a recovery.
+func (op *operation) recovered() bool {
 	c := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionStateRecovered)
 	if c == nil || c.Reason != reasonRecovering {
-		return
+		return false
 	}
 	now := metav1.Now()
 	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
@@ -210,6 +211,7 @@ func (op *operation) recovered() {
 	if op.actuator.Recorder != nil {
 		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
 	}
+	return true
 }
 
 // newestIndex is the index of the later serial.

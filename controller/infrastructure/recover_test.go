@@ -344,3 +344,69 @@ func TestDeletionWithItsStateLostBeyondTheHistoryStopsAndNamesWhatWouldBeLeft(t 
 	s.waitGone(t)
 	g.Expect(realObjects(g, s)).To(Equal(before), "a force deletion leaves them")
 }
+
+// A state recovered by imports, its history lost with it, is kept in the history, also
+// where the run wrote back the state it had kept itself, which the status names already:
+// a second loss is recovered from the history instead of by imports again.
+func TestStateRecoveredByImportsIsInTheHistory(t *testing.T) {
+	cutOff := func(g Gomega, s *shoot) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), keyOf(s.namespace, s.runObjects().StateName()), cm)).To(Succeed())
+		cm.Data[state.Key] = `{"version":4,"serial":` // cut off
+		g.Expect(env.Client.Update(context.Background(), cm)).To(Succeed())
+	}
+	deleted := func(g Gomega, s *shoot) { s.deleteState(g) }
+	t.Run("deleted, the controller running", func(t *testing.T) { testRecoveredStateIsInTheHistory(t, deleted, false) })
+	t.Run("cut off, the controller running", func(t *testing.T) { testRecoveredStateIsInTheHistory(t, cutOff, false) })
+	t.Run("deleted, the controller restarted", func(t *testing.T) { testRecoveredStateIsInTheHistory(t, deleted, true) })
+}
+
+func testRecoveredStateIsInTheHistory(t *testing.T, lose func(Gomega, *shoot), restart bool) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+
+	if restart {
+		first.stop()
+	}
+	lose(g, s)
+	history := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, s.runObjects().HistoryName()), history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+	if restart {
+		startController(t, s.namespace, workDir(t))
+	}
+	infra := s.reconciled(t)
+
+	// The apply that recovered the state kept it: no later apply is needed for that.
+	_, live := s.storedState(g)
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).NotTo(BeEmpty(), "the recovered state is in the history")
+	g.Expect(entries[0]).To(And(HaveField("Serial", live.Serial), HaveField("Lineage", live.Lineage), HaveField("Resources", localResources)))
+	assertRecovered(t, s, infra, uids, addresses, "4 imported")
+
+	s.deleteState(g)
+	infra = s.reconciled(t)
+	assertRecovered(t, s, infra, uids, addresses, "was missing", fmt.Sprintf("4 from history serial %d", live.Serial), "0 imported")
+}
+
+// A restored state is kept in the history of the Infrastructure it is restored to.
+func TestRestoredStateIsInTheHistory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, _ := recoveredShoot(t)
+	created := s.get(g)
+	s.migrateAndRecreate(t, created.Spec)
+	annotate(g, s, extension.OperationRestore)
+	s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
+
+	_, live := s.storedState(g)
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).NotTo(BeEmpty(), "the restored state is in the history")
+	g.Expect(entries[0]).To(And(HaveField("Serial", live.Serial), HaveField("Lineage", live.Lineage)))
+	assertInSync(t, s)
+}

@@ -79,13 +79,17 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 
 // keepHistory keeps the state of a successful apply in the history, unless it is the
 // state the status held already (an apply that changed nothing): at most one write per
-// apply, none for most. A history that cannot be written fails nothing.
-func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index) {
+// apply, none for most. An apply that started from a state written back (a recovery, a
+// restore) keeps it in any case: its state can be the one the status held (a restored
+// one, or the one a run kept itself and wrote back) while the history lost it or was
+// never written on this seed, and the next loss needs it there. A history that cannot
+// be written fails nothing.
+func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index, writtenBack bool) {
 	depth := op.actuator.State.History()
 	if depth == 0 || len(state) == 0 {
 		return
 	}
-	if prior := statusIndex(op.infra.Status.State); prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+	if prior := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
 		return
 	}
 	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
