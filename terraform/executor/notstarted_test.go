@@ -120,17 +120,26 @@ func TestAnUnschedulableRunPodIsWithdrawnSoThatNoMorePodsRunThanSlots(t *testing
 		runs = append(runs, f)
 	}
 	e := runs[0].podExecutor()
-	// runPods counts the run pods and the credentials Secrets of the three runs.
+	// runPods counts the run pods and the credentials Secrets of the three runs, each kind
+	// in one list: one snapshot of the API server, not one per namespace taken while the
+	// runs hand the slot on.
 	runPods := func(g Gomega) (pods, secrets int) {
+		ours := map[string]string{}
 		for _, f := range runs {
-			list := &corev1.PodList{}
-			g.Expect(env.Client.List(ctx, list, client.InNamespace(f.Namespace), client.HasLabels{labelCommand})).To(Succeed())
-			pods += len(list.Items)
-			err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, &corev1.Secret{})
-			if err == nil {
+			ours[f.Namespace] = f.Objects.ID.EnvSecretName()
+		}
+		podList := &corev1.PodList{}
+		g.Expect(env.Client.List(ctx, podList, client.HasLabels{labelCommand})).To(Succeed())
+		for _, pod := range podList.Items {
+			if _, ok := ours[pod.Namespace]; ok {
+				pods++
+			}
+		}
+		secretList := &corev1.SecretList{}
+		g.Expect(env.Client.List(ctx, secretList)).To(Succeed())
+		for _, secret := range secretList.Items {
+			if name, ok := ours[secret.Namespace]; ok && secret.Name == name {
 				secrets++
-			} else {
-				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 			}
 		}
 		return pods, secrets
