@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -37,16 +34,7 @@ func TestRunHelpShowsTheExtensionClasses(t *testing.T) {
 // --extension-class=garden instead, it serves the garden one.
 func TestTwoExtensionClasses(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	if errors.Is(err, testenv.ErrAssetsMissing) {
-		t.Skip(err)
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig, err := env.AdminKubeconfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	env, kubeconfigPath := startAPIServer(t)
 
 	ctx := context.Background()
 	class := func(c extensionsv1alpha1.ExtensionClass) *extensionsv1alpha1.ExtensionClass { return &c }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,16 +23,7 @@ import (
 // manager writes first once the flags are good, do not exist.
 func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start()
-	if errors.Is(err, testenv.ErrAssetsMissing) {
-		t.Skip(err)
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig, err := env.AdminKubeconfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	env, kubeconfigPath := startAPIServer(t)
 	// KUBECONFIG is what --kubeconfig sets; restored after the test.
 	t.Setenv("KUBECONFIG", "")
 
@@ -104,4 +94,21 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Logf("the manager stopped with: %v", err)
 	}
+}
+
+// startAPIServer starts a kube-apiserver and etcd with the CRDs installed, stopped when
+// the test ends, and writes its admin kubeconfig to a file for the command's --kubeconfig.
+// The control-plane binaries are required: without them the test fails, naming how to
+// set them up.
+func startAPIServer(t *testing.T) (*testenv.Environment, string) {
+	t.Helper()
+	g := NewWithT(t)
+	env, err := testenv.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig, err := env.AdminKubeconfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	return env, path
 }
