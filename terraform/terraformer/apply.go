@@ -3,7 +3,6 @@ package terraformer
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -80,23 +79,10 @@ func applyArgs(parallelism int, plan string) []string {
 // the protected types; allowed is the digest of the plan that was allowed, if any, which
 // is not this one.
 func protectedError(summary *plan.Summary, allowed string, protected []string) *run.Error {
-	hits := summary.Destroys(protected)
-	described := make([]string, len(hits))
-	for i, h := range hits {
-		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
-	}
 	digest := summary.Digest
-	message := fmt.Sprintf("%s: %s; nothing was changed", run.ErrDestroyProtected, listed(described, 20))
+	message := fmt.Sprintf("%s: %s; nothing was changed", run.ErrDestroyProtected, summary.DestroysListed(protected, 20))
 	if allowed != "" {
 		message = fmt.Sprintf("%s; the plan allowed was %s, this plan is %s: its configuration or its changes differ", message, allowed, digest)
 	}
 	return &run.Error{Command: string(run.Apply), Message: message, Protected: true, PlanDigest: digest, Err: run.ErrDestroyProtected}
-}
-
-// listed names at most limit of names, and how many more there are.
-func listed(names []string, limit int) string {
-	if len(names) <= limit {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:limit], ", ") + fmt.Sprintf(" and %d more", len(names)-limit)
 }

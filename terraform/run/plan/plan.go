@@ -133,6 +133,17 @@ func (p *Summary) DriftSummary(limit int) string {
 }
 
 // listed joins at most limit names, saying how many more there are.
+// DestroysListed names at most limit of the changes that destroy or replace resources of
+// the given types, each with its action, and how many more there are.
+func (p *Summary) DestroysListed(types []string, limit int) string {
+	hits := p.Destroys(types)
+	described := make([]string, len(hits))
+	for i, h := range hits {
+		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
+	}
+	return listed(described, limit)
+}
+
 func listed(names []string, limit int) string {
 	if len(names) <= limit {
 		return strings.Join(names, ", ")

@@ -90,7 +90,7 @@ func Write(path string, phases run.Phases, record *Record, runErr error) error {
 		case len(data) <= terminationMessageLimit:
 			return os.WriteFile(path, data, 0o644)
 		case len(msg.Message) >= 64:
-			msg.Message = truncate(msg.Message[:len(msg.Message)/2], len(msg.Message)/2)
+			msg.Message = msg.Message[:len(msg.Message)/2]
 		case len(msg.Blocks) > 1:
 			// The first blocks say most: terraform stops at its first errors.
 			msg.Blocks = msg.Blocks[:len(msg.Blocks)-1]
@@ -190,14 +190,6 @@ func (msg terminationMessage) runError() (*run.Error, bool) {
 		cause = run.ErrDestroyProtected
 	}
 	return &run.Error{Command: msg.Command, Blocks: msg.Blocks, Message: msg.Message, Invalid: msg.Invalid, Protected: msg.Protected, PlanDigest: msg.PlanDigest, Phases: msg.phases(), Err: cause}, true
-}
-
-// truncate cuts s to n bytes, marking the cut, as run's errors are cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // messageOf is the message run's errors make of blocks.
