@@ -81,7 +81,6 @@ func gardenerInfrastructure() *gardenextensionsv1alpha1.Infrastructure {
 func gardenerControlPlane() *gardenextensionsv1alpha1.ControlPlane {
 	now := metav1.NewTime(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
 	class := gardenextensionsv1alpha1.ExtensionClassShoot
-	purpose := gardenextensionsv1alpha1.Normal
 	return &gardenextensionsv1alpha1.ControlPlane{
 		TypeMeta: metav1.TypeMeta{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "ControlPlane"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -94,7 +93,6 @@ func gardenerControlPlane() *gardenextensionsv1alpha1.ControlPlane {
 				Class:          &class,
 				ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"ControlPlaneConfig","cloudControllerManager":{"featureGates":{"SomeGate":true}}}`)},
 			},
-			Purpose:                      &purpose,
 			InfrastructureProviderStatus: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"aws.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus","vpc":{"id":"vpc-0815","subnets":[{"id":"subnet-1","purpose":"nodes","zone":"eu-west-1a"}]}}`)},
 			Region:                       "eu-west-1",
 			SecretRef:                    corev1.SecretReference{Name: "cloudprovider", Namespace: "shoot--foobar--aws"},
@@ -134,7 +132,7 @@ func gardenerCluster() *gardenextensionsv1alpha1.Cluster {
 		ObjectMeta: metav1.ObjectMeta{Name: "shoot--foobar--aws"},
 		Spec: gardenextensionsv1alpha1.ClusterSpec{
 			CloudProfile: runtime.RawExtension{Raw: []byte(`{"kind":"CloudProfile"}`)},
-			Seed:         runtime.RawExtension{Raw: []byte(`{"kind":"Seed"}`)},
+			Seed:         &runtime.RawExtension{Raw: []byte(`{"kind":"Seed"}`)},
 			Shoot:        runtime.RawExtension{Raw: []byte(`{"kind":"Shoot","spec":{"networking":{"pods":"100.96.0.0/11"}}}`)},
 		},
 	}
@@ -173,6 +171,30 @@ func TestClusterIsWireCompatible(t *testing.T) {
 	theirs := gardenerCluster()
 	g.Expect(unsetFields(reflect.ValueOf(theirs.Spec), "Cluster.spec")).To(BeEmpty())
 	roundTrip(g, theirs, &extensionsv1alpha1.Cluster{}, &gardenextensionsv1alpha1.Cluster{})
+}
+
+// Gardener v1.117.0's wire objects, encoded from this package's fixtures at that version
+// (every field set, ControlPlane's purpose and Cluster's required seed included): terraseed
+// still decodes each strictly and encodes it unchanged, so a seed of that Gardener works.
+func TestGardenerV1117ObjectsAreWireCompatible(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		ours any
+	}{
+		{"infrastructure.json", &extensionsv1alpha1.Infrastructure{}},
+		{"controlplane.json", &extensionsv1alpha1.ControlPlane{}},
+		{"cluster.json", &extensionsv1alpha1.Cluster{}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			g := NewWithT(t)
+			wire, err := os.ReadFile(filepath.Join("testdata", "gardener-v1.117.0", c.file))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strictDecode(wire, c.ours)).To(Succeed(), "Gardener v1.117.0's JSON decodes into terraseed's types")
+			back, err := json.Marshal(c.ours)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(back).To(MatchJSON(wire), "terraseed encodes the same JSON")
+		})
+	}
 }
 
 func strictDecode(data []byte, into any) error {

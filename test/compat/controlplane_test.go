@@ -3,11 +3,12 @@ package compat_test
 import (
 	"testing"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	v1beta1helper "github.com/gardener/gardener/pkg/apis/core/v1beta1/helper"
 	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/controlplane"
 	healthchecker "github.com/gardener/gardener/pkg/utils/kubernetes/health/checker"
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,9 +22,9 @@ import (
 
 // These tests drive terraseed's ControlPlane controller with Gardener's ControlPlane
 // component (pkg/component/extensions/controlplane) at the version this module requires,
-// configured as gardenlet's botanist configures it (DefaultControlPlane with purpose normal,
-// DeployControlPlane with the Infrastructure's providerStatus), with Gardener's own
-// intervals and timeouts.
+// configured as gardenlet's botanist configures it (DefaultControlPlane, which sets no
+// purpose since v1.123; DeployControlPlane with the Infrastructure's providerStatus), with
+// Gardener's own intervals and timeouts.
 
 const (
 	ccmName         = "cloud-controller-manager"
@@ -37,7 +38,6 @@ func (sh *shootInSeed) controlPlane(providerConfig string) controlplane.Interfac
 	cp := controlplane.New(testr.New(sh.t), sh.seed.client, &controlplane.Values{
 		Name:           sh.shoot.Name,
 		Namespace:      sh.namespace,
-		Purpose:        gardenextensionsv1alpha1.Normal,
 		Type:           sh.shoot.Spec.Provider.Type,
 		ProviderConfig: &runtime.RawExtension{Raw: []byte(providerConfig)},
 		Region:         sh.shoot.Spec.Region,
@@ -137,7 +137,7 @@ func shootControlPlaneHealthy(cp *gardenextensionsv1alpha1.ControlPlane) *garden
 			})
 		}
 	}
-	checker := healthchecker.NewHealthChecker(nil, clock.RealClock{}, nil, nil)
+	checker := healthchecker.NewHealthChecker(logr.Discard(), nil, clock.RealClock{})
 	initial := v1beta1helper.InitConditionWithClock(clock.RealClock{}, gardencorev1beta1.ShootControlPlaneHealthy)
 	return checker.CheckExtensionCondition(initial, reported, nil)
 }
@@ -205,9 +205,9 @@ func TestGardenletDeploysMigratesRestoresAndDestroysTheControlPlane(t *testing.T
 	// The ShootState, computed by gardenlet's code from the seed, carries what the
 	// ControlPlane keeps in its status.
 	shootState := sh.persistShootState(g)
-	purpose := string(gardenextensionsv1alpha1.Normal)
+	// Since v1.123 a ControlPlane has no purpose, and its entry none either.
 	entries := v1beta1helper.ExtensionResourceStateList(shootState.Spec.Extensions)
-	entry := entries.Get(gardenextensionsv1alpha1.ControlPlaneResource, &migrated.Name, &purpose)
+	entry := entries.Get(gardenextensionsv1alpha1.ControlPlaneResource, &migrated.Name, nil)
 	if migrated.Status.State == nil && len(migrated.Status.Resources) == 0 {
 		t.Log("the migrated ControlPlane keeps no state")
 		g.Expect(entry).To(BeNil(), "the ShootState has no entry for the ControlPlane: %s", toJSON(shootState.Spec.Extensions))

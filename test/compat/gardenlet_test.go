@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	v1beta1helper "github.com/gardener/gardener/pkg/apis/core/v1beta1/helper"
 	"github.com/gardener/gardener/pkg/utils/gardener/shootstate"
 	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
 	. "github.com/onsi/gomega"
@@ -28,7 +28,7 @@ import (
 // gardenlet's migrate flow does, into a garden cluster of its own, and returns it.
 func (sh *shootInSeed) persistShootState(g Gomega) *gardencorev1beta1.ShootState {
 	garden := fake.NewClientBuilder().WithScheme(gardenScheme()).Build()
-	g.Expect(shootstate.Deploy(sh.ctx, clock.RealClock{}, garden, sh.seed.client, sh.shoot, false)).To(Succeed())
+	g.Expect(shootstate.Deploy(sh.ctx, clock.RealClock{}, garden, sh.seed.client, sh.shoot, sh.namespace, false)).To(Succeed())
 	shootState := &gardencorev1beta1.ShootState{}
 	g.Expect(garden.Get(sh.ctx, client.ObjectKeyFromObject(sh.shoot), shootState)).To(Succeed())
 	return shootState
@@ -234,7 +234,7 @@ func TestGardenletShootStateAfterAReconcileHoldsTheTerraformState(t *testing.T) 
 	g.Expect(infra.Wait(ctx)).To(Succeed(), sh.describe)
 	reconciled := sh.expectHealthy(g)
 
-	// gardenlet v1.117.0 persists the ShootState before it migrates the Infrastructure:
+	// gardenlet persists the ShootState before it migrates the Infrastructure:
 	// the state must be in the Infrastructure's status after every reconcile.
 	shootState := sh.persistShootState(g)
 	entry := infrastructureEntry(shootState, sh.shoot.Name)

@@ -178,7 +178,7 @@ func crdPaths() ([]string, error) {
 	gardener := strings.TrimSpace(string(out))
 	ours := filepath.Join(repoRoot(), "charts", "terraseed", "crds")
 	paths := []string{ours}
-	for _, plural := range []string{"backupentries", "containerruntimes", "controlplanes", "dnsrecords", "extensions", "networks", "operatingsystemconfigs", "workers"} {
+	for _, plural := range []string{"backupentries", "containerruntimes", "controlplanes", "dnsrecords", "extensions", "networks", "operatingsystemconfigs", "selfhostedshootexposures", "workers"} {
 		if _, err := os.Stat(filepath.Join(ours, "extensions.gardener.cloud_"+plural+".yaml")); err == nil {
 			continue
 		}
