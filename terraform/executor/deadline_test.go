@@ -11,8 +11,8 @@ import (
 )
 
 // A local run that outlives the run timeout is stopped as a shutdown stops it: terraform
-// is interrupted, what it created is saved, the run fails naming the deadline, and its
-// working directory is free for the next run.
+// is interrupted, what it created is saved, the run fails naming the deadline and what it
+// was doing then, and its working directory is free for the next run.
 func TestALocalRunOverItsTimeoutIsStoppedWithItsStateSaved(t *testing.T) {
 	g := NewWithT(t)
 	f, gate := heldApply(t)
@@ -20,11 +20,15 @@ func TestALocalRunOverItsTimeoutIsStoppedWithItsStateSaved(t *testing.T) {
 	f.executor.Settings.StopTimeout = time.Minute
 
 	started := time.Now()
-	_, err := f.run(run.Apply)
+	req := f.request(run.Apply)
+	req.Progress = func(run.Progress) {}
+	_, err := f.executor.Run(t.Context(), req)
 	g.Expect(err).To(MatchError(ErrRunDeadline))
 	var runErr *run.Error
 	g.Expect(errors.As(err, &runErr)).To(BeTrue())
 	g.Expect(runErr.Message).To(ContainSubstring("running for more than 5s"))
+	// Gardener's wait shows the message when it gives up: it says how far the apply got.
+	g.Expect(runErr.Message).To(MatchRegexp(`; when stopped it was applying \d+/\d+: creating \S+`))
 	g.Expect(time.Since(started)).To(BeNumerically("<", time.Minute), "the gate holds the run forever: only the timeout ended it")
 	created, listed := f.ExpectNoLostStateEntry(g)
 	g.Expect(created).To(Equal(2), "the run got to its gate")

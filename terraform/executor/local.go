@@ -86,12 +86,13 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	}
 	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
 	result, err := r.Run(runCtx)
-	stopProgress()
+	last := stopProgress()
 	if err != nil {
 		re := termination.ErrorOf(r.Phases(), err)
 		if ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrRunDeadline) {
 			re.Message = fmt.Sprintf("%s: running for more than %s; it was stopped and its state saved", ErrRunDeadline, e.RunTimeout)
 			re.Err = errors.Join(ErrRunDeadline, re.Err)
+			addProgressAtDeadline(re, last)
 		}
 		fmt.Fprintln(output, "run failed:", re.Error())
 		return nil, re

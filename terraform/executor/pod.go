@@ -165,8 +165,9 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 	}
 	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
 	result, err := e.wait(ctx, pods, req, pod, created)
-	stopProgress()
+	last := stopProgress()
 	if err != nil {
+		addProgressAtDeadline(err, last)
 		return nil, err
 	}
 	return withPlan(ctx, report, req, result)

@@ -495,9 +495,12 @@ func TestPodExecutorDeadlines(t *testing.T) {
 		e := f.podExecutor()
 		e.Settings.Parallelism = 1
 		e.RunTimeout = 2 * time.Second
-		_, err := e.Run(context.Background(), f.request(run.Apply))
+		req := f.request(run.Apply)
+		req.Progress = func(run.Progress) {}
+		_, err := e.Run(context.Background(), req)
 		g.Expect(err).To(MatchError(ErrRunDeadline))
 		re := tftest.ExpectRunError(g, err)
+		g.Expect(re.Message).To(MatchRegexp(`; when stopped it was applying \d+/\d+: creating \S+`), "what the run was doing")
 		g.Expect(errorcodes.Retryable(tftest.CodesOf(re))).To(BeTrue())
 		// Stopped by SIGTERM at the deadline, the run saved what it had created: every
 		// object is in the state, or (the create in flight when the kubectl provider was

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,21 +14,22 @@ import (
 const defaultProgressPollInterval = 2 * time.Second
 
 // followProgress hands every new progress of the run to report until the returned stop
-// is called; stop returns once report is no longer called.
-func followProgress(ctx context.Context, report report.Transport, req run.Request, interval time.Duration) (stop func()) {
+// is called; stop returns once report is no longer called, with the last progress handed
+// on (nil when there was none).
+func followProgress(ctx context.Context, report report.Transport, req run.Request, interval time.Duration) (stop func() *run.Progress) {
 	if req.Progress == nil {
-		return func() {}
+		return func() *run.Progress { return nil }
 	}
 	if interval <= 0 {
 		interval = defaultProgressPollInterval
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	var last *run.Progress
 	go func() {
 		defer close(done)
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
-		var last run.Progress
 		for {
 			select {
 			case <-ctx.Done():
@@ -37,17 +39,30 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 			// A failed read is tried again at the next tick: progress is a courtesy.
 			reported, err := report.Read(ctx)
 			progress := reported.Progress
-			if err != nil || progress == nil || *progress == last || progress.Command != string(req.Command) {
+			if err != nil || progress == nil || (last != nil && *progress == *last) || progress.Command != string(req.Command) {
 				continue
 			}
-			last = *progress
+			last = progress
 			req.Progress(*progress)
 		}
 	}()
-	return func() {
+	return func() *run.Progress {
 		cancel()
 		<-done
+		return last
 	}
+}
+
+// addProgressAtDeadline adds to the error of a run stopped at its timeout what the run was
+// doing then, as it last reported it while running (the report a stopped run leaves counts
+// the change it was stopped in as done): Gardener's wait, when it gives up, shows only the
+// Infrastructure's lastError, and a run timeout alone says nothing of how far the apply got.
+func addProgressAtDeadline(err error, last *run.Progress) {
+	var runErr *run.Error
+	if last == nil || !errors.Is(err, ErrRunDeadline) || !errors.As(err, &runErr) {
+		return
+	}
+	runErr.Message += "; when stopped it was " + last.Description()
 }
 
 // withPlan adds the plan the run reported to its result.
