@@ -121,7 +121,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "terraseed"), "working directories of local runs")
 	flags.StringVar(&o.terraformerImage, "terraformer-image", "", "image of terraformer pods (pod executor)")
 	flags.StringVar(&o.terraformerAccount, "terraformer-service-account", "terraseed-terraformer", "ServiceAccount of terraformer pods (pod executor)")
-	flags.DurationVar(&o.runTimeout, "run-timeout", time.Hour, "how long one terraform run may take: then it is stopped, its state saved, and it fails (either executor)")
+	flags.DurationVar(&o.runTimeout, "run-timeout", defaultRunTimeout, "how long one terraform run may take: then it is stopped, its state saved, and it fails naming how far it got (either executor); the default fits inside the 10 minutes Gardener waits for an Infrastructure")
 	flags.DurationVar(&o.podCreationTimeout, "pod-creation-timeout", 10*time.Minute, "how long a terraformer pod may stay pending (pod executor)")
 	flags.BoolVar(&o.openTofu, "opentofu", false, "run OpenTofu "+terraformer.OpenTofuVersion+" instead of terraform; --terraform names its binary (in the terraformer image with the pod executor)")
 	flags.DurationVar(&o.driftInterval, "drift-interval", time.Hour, "how often an up-to-date Infrastructure is planned, without an apply, to report drift in its InfrastructureInSync condition; 0 disables it")
@@ -139,6 +139,12 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
 }
+
+// defaultRunTimeout fits a run inside the 10 minutes gardenlet waits for an Infrastructure
+// (Gardener's infrastructure.DefaultTimeout): a run stopped at 8 minutes, with the moments
+// terraform takes to stop and the final save, fails before that wait ends, so that the error
+// gardenlet reports is the run's, naming how far it got, rather than its own timeout.
+const defaultRunTimeout = 8 * time.Minute
 
 // resolvedOptions are the options parsed and checked: what the manager is built from.
 type resolvedOptions struct {

@@ -223,7 +223,8 @@ var alertCases = []alertCase{
 // The chart's alerts fire on what they describe and stay quiet otherwise; each has a case
 // of both.
 func TestAlertRules(t *testing.T) {
-	rendered := chartRules(t, render(t, "garden-terraseed", monitoringValues...))
+	// The cases of TerraseedRunPastDeadline are minutes of a runTimeout of an hour.
+	rendered := chartRules(t, render(t, "garden-terraseed", append(monitoringValues, "--set", "runTimeout=1h")...))
 	byName := map[string]rule{}
 	for _, r := range rendered {
 		byName[r.Alert] = r

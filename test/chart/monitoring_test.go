@@ -257,7 +257,7 @@ func TestMonitoringRenders(t *testing.T) {
 		t.Fatalf("no alert %s", name)
 		return rule{}
 	}
-	g.Expect(byName(rules, "TerraseedRunPastDeadline").Expr).To(ContainSubstring("[1h]"))
+	g.Expect(byName(rules, "TerraseedRunPastDeadline").Expr).To(ContainSubstring("[8m]"))
 	g.Expect(byName(rules, "TerraseedNoHeartbeat").Expr).To(ContainSubstring("leader_election_master_status"))
 
 	// The alerts follow the values: the run deadline, the workers, leader election, the webhook.
