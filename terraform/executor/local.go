@@ -84,7 +84,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
 		defer cancel()
 	}
-	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
+	stopProgress := followProgress(ctx, report, req, time.Now(), e.Settings.ProgressInterval)
 	result, err := r.Run(runCtx)
 	last := stopProgress()
 	if err != nil {

@@ -163,7 +163,8 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 		}
 		log.Info("runPodCreated")
 	}
-	stopProgress := followProgress(ctx, report, req, e.Settings.ProgressInterval)
+	// An adopted pod's run started with the pod, before this process followed it.
+	stopProgress := followProgress(ctx, report, req, pod.CreationTimestamp.Time, e.Settings.ProgressInterval)
 	result, err := e.wait(ctx, pods, req, pod, created)
 	last := stopProgress()
 	if err != nil {

@@ -13,15 +13,18 @@ import (
 // defaultProgressPollInterval is how often a run's report is read for its progress.
 const defaultProgressPollInterval = 2 * time.Second
 
-// followProgress hands every new progress of the run to report until the returned stop
-// is called; stop returns once report is no longer called, with the last progress handed
-// on (nil when there was none).
-func followProgress(ctx context.Context, report report.Transport, req run.Request, interval time.Duration) (stop func() *run.Progress) {
+// followProgress hands every new progress of the run, started at started, to report until
+// the returned stop is called; stop returns once report is no longer called, with the last
+// progress handed on (nil when there was none).
+func followProgress(ctx context.Context, report report.Transport, req run.Request, started time.Time, interval time.Duration) (stop func() *run.Progress) {
 	if req.Progress == nil {
 		return func() *run.Progress { return nil }
 	}
 	if interval <= 0 {
 		interval = defaultProgressPollInterval
+	}
+	if started.IsZero() {
+		started = time.Now()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -43,7 +46,9 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 				continue
 			}
 			last = progress
-			req.Progress(*progress)
+			handed := *progress
+			handed.Elapsed = time.Since(started)
+			req.Progress(handed)
 		}
 	}()
 	return func() *run.Progress {

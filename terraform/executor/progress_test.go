@@ -84,7 +84,7 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 				}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 				p := log.last(g)
 				t.Logf("at the gate before pair %d: %s (%d%%)", gate.Index, p.Description(), p.Percent())
-				g.Expect(p.Description()).To(MatchRegexp(`^applying \d+/14`))
+				g.Expect(p.Description()).To(MatchRegexp(`^applying \d+/14: .* \(\d+s into the run\)$`), "how far, and when in the run")
 				atGate = append(atGate, p.Done)
 				gate.Open()
 			}

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"time"
 )
 
 // Progress is how far a run got.
@@ -14,9 +15,14 @@ type Progress struct {
 	Total int `json:"total"`
 	// Current is the change under way, e.g. "creating aws_nat_gateway.natgw_z1".
 	Current string `json:"current,omitempty"`
+	// Elapsed is how long the run had been under way when it reported this progress: the
+	// executor that follows the run sets it; the run's report does not carry it.
+	Elapsed time.Duration `json:"-"`
 }
 
-// Description reads like "applying 12/40: creating aws_nat_gateway.natgw_z1".
+// Description reads like "applying 12/40: creating aws_nat_gateway.natgw_z1", followed by
+// "(4m10s into the run)" when Elapsed is known: a change that takes long shows in
+// lastOperation as the time of its report against the run's.
 func (p Progress) Description() string {
 	s := p.Phase
 	if p.Total > 0 {
@@ -24,6 +30,9 @@ func (p Progress) Description() string {
 	}
 	if p.Current != "" {
 		s += ": " + p.Current
+	}
+	if p.Elapsed > 0 {
+		s += fmt.Sprintf(" (%s into the run)", p.Elapsed.Round(time.Second))
 	}
 	return s
 }
