@@ -89,7 +89,7 @@ func (op *operation) keepHistory(ctx context.Context, state []byte, index *impor
 	if depth == 0 || len(state) == 0 {
 		return
 	}
-	if prior := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+	if prior, _ := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
 		return
 	}
 	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
@@ -199,14 +199,33 @@ func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
 	return state, nil
 }
 
-// statusIndex is the index kept in .status.state; nil when there is none or it cannot be read.
-func statusIndex(raw *runtime.RawExtension) *imports.Index {
+// maxIndexEntries bounds the resources an index of .status.state is read with: far more
+// than a state under the bound holds (a resource instance takes hundreds of bytes of
+// state), so that only an index written by another hand reaches it, and is refused.
+const maxIndexEntries = 100_000
+
+// statusIndex is the index kept in .status.state, the one a recovery trusts: the
+// controller wrote it, from a state it decoded under its bound. nil when there is none or
+// the status holds none; an index larger than the controller writes is refused rather
+// than read in part, naming the figure.
+func statusIndex(raw *runtime.RawExtension) (*imports.Index, error) {
 	if raw == nil || len(raw.Raw) == 0 {
-		return nil
+		return nil, nil
+	}
+	// The status holds at most what keepStateInStatus puts there; one larger was not
+	// written by this controller, and is not decoded.
+	if len(raw.Raw) > maxStatusState {
+		return nil, fmt.Errorf("status.state: %d bytes, more than the %d this controller writes there; its index is not read", len(raw.Raw), maxStatusState)
 	}
 	var kept migratedState
 	if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
-		return nil
+		return nil, nil
 	}
-	return kept.Index
+	if kept.Index == nil {
+		return nil, nil
+	}
+	if n := len(kept.Index.IDs) + len(kept.Index.Unimportable); n > maxIndexEntries {
+		return nil, fmt.Errorf("status.state.index: %d resources, more than the %d an index is read with", n, maxIndexEntries)
+	}
+	return kept.Index, nil
 }

@@ -1,0 +1,52 @@
+package infrastructure_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/terraseed/terraseed/terraform/imports"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// The index kept on the state object is written by whoever may update that object, a
+// run among them: a recovery never imports what it names, only what the controller's own
+// index (.status.state) does. An index naming another object, at a serial above the
+// status's, takes nothing.
+func TestRecoveryImportsNothingTheStateObjectsIndexNames(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+	_, stored := s.storedState(g)
+	// An object of someone else's, which a hostile index names as this Infrastructure's zone.
+	victim := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "victim"}}
+	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
+
+	first.stop()
+	hostile, err := imports.Encode(&imports.Index{Serial: stored.Serial + 100, Lineage: stored.Lineage, IDs: map[string]string{
+		"kubectl_manifest.zone_0": "networking.k8s.io/v1//NetworkPolicy//victim//" + s.namespace,
+	}})
+	g.Expect(err).NotTo(HaveOccurred())
+	objects := s.runObjects()
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.StateName()), cm)).To(Succeed())
+	cm.Annotations[state.AnnotationIndex] = hostile
+	cm.Data[state.Key] = `{"version":4,"serial":` // cut off
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	history := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), history)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, history)).To(Succeed())
+
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	assertRecovered(t, s, infra, uids, addresses, "was unreadable", "4 imported")
+	after := &networkingv1.NetworkPolicy{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, "victim"), after)).To(Succeed())
+	g.Expect(after.UID).To(Equal(victim.UID), "the object the annotation named is untouched")
+}
