@@ -90,3 +90,80 @@ func TestAdoptionRefusesAnInvalidAnnotation(t *testing.T) {
 	g.Expect(infra.Status.LastError.Description).To(And(
 		ContainSubstring("metadata.annotations[terraseed.gardener.cloud/import]"), ContainSubstring("not a resource instance address")))
 }
+
+// handMade makes the objects of a one-zone local shoot by hand, as an operator would,
+// and returns the import annotation that adopts them.
+func handMade(g Gomega, s *shoot) string {
+	ctx := context.Background()
+	target := s.targetNamespace()
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deny-all"}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "zone-0"}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "ssh-publickey"}})).To(Succeed())
+	return importAnnotation(g, map[string]string{
+		"kubectl_manifest.namespace":      "v1//Namespace//" + target,
+		"kubectl_manifest.deny_all":       "networking.k8s.io/v1//NetworkPolicy//deny-all//" + target,
+		"kubectl_manifest.zone_0":         "networking.k8s.io/v1//NetworkPolicy//zone-0//" + target,
+		"kubectl_manifest.ssh_public_key": "v1//Secret//ssh-publickey//" + target,
+	})
+}
+
+// An import annotation set while the apply waits for a run slot is not used up by that
+// run, which was prepared without it: the run is replaced by one that imports, and the
+// annotation goes only once that one imported.
+func TestAdoptionSetWhileTheApplyWaitsIsImportedByTheNextRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy := slowLocalShoot(t, 1, 20)
+	s := newShootIn(busy.namespace, "adopting", "10.250.0.0/19")
+	startControllerWith(t, busy.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.Pipeline.MaxRuns = 1 })
+	g.Expect(env.Client.Create(ctx, busy.infra)).To(Succeed())
+	busy.waitForRunStart(t)
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		last := s.get(g).Status.LastOperation
+		g.Expect(last).NotTo(BeNil())
+		return last.Description
+	}).WithTimeout(time.Minute).Should(ContainSubstring("waiting for a run slot"))
+
+	adopt := handMade(g, s)
+	uids := s.liveUIDs(g)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) {
+		i.Annotations = map[string]string{infrastructure.AnnotationImport: adopt}
+	})
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(appliedPlan("0 to add, 4 to change"), ContainSubstring("4 to import")))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids))
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.get(g).Annotations).NotTo(HaveKey(infrastructure.AnnotationImport), "the apply that imported used it up")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// An import annotation set while an apply is under way is not taken for that apply's: its
+// outcome does not end the operation, and the annotation goes only once an apply found
+// the state holding what it names under the ID it names.
+func TestAdoptionSetWhileAnApplyIsUnderWayOutlivesIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := slowLocalShoot(t, 2, 8)
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitForStep(t, 0)
+
+	step := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.targetNamespace(), Name: "step-1"}}
+	g.Expect(env.Client.Create(ctx, step)).To(Succeed())
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) {
+		i.Annotations = map[string]string{infrastructure.AnnotationImport: importAnnotation(g, map[string]string{
+			"kubectl_manifest.step_1": "v1//ConfigMap//step-1//" + s.targetNamespace(),
+		})}
+	})
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	// The apply under way made step-1 its own; the operation ended with the apply after it.
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(appliedPlanExactly("0 to add, 0 to change, 0 to replace, 0 to destroy"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.get(g).Annotations).NotTo(HaveKey(infrastructure.AnnotationImport))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	after := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.targetNamespace(), "step-1"), after)).To(Succeed())
+	g.Expect(after.UID).To(Equal(step.UID))
+}
