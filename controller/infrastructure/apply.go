@@ -91,7 +91,7 @@ func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
 	return op.checkLocalNamespace(ctx)
 }
 
-func (op *operation) render(_ context.Context, s *applyScope) error {
+func (op *operation) render(ctx context.Context, s *applyScope) error {
 	var err error
 	if s.rendered, err = s.provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster}); err != nil {
 		return err
@@ -100,6 +100,9 @@ func (op *operation) render(_ context.Context, s *applyScope) error {
 		return err
 	}
 	if s.adoptions, err = op.adoptions(); err != nil {
+		return err
+	}
+	if err := op.adoptsNoOthers(ctx, s.adoptions); err != nil {
 		return err
 	}
 	// The run indexes every state it saves with the provider's import IDs.
@@ -128,6 +131,44 @@ func (op *operation) adoptions() (map[string]string, error) {
 		}
 	}
 	return imports, nil
+}
+
+// adoptsNoOthers refuses an adoption of an ID that the index of another Infrastructure
+// holds: adopting it would make one object two Infrastructures', and the adopting apply
+// could change or replace what the other one's shoot runs on. The indexes asked are those
+// this controller wrote into each Infrastructure's status, never one a run wrote.
+func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]string) error {
+	if len(adoptions) == 0 {
+		return nil
+	}
+	infras := &extensionsv1alpha1.InfrastructureList{}
+	if err := op.actuator.Client.List(ctx, infras); err != nil {
+		return fmt.Errorf("listing the Infrastructures whose indexes an adoption must not take from: %w", err)
+	}
+	type holder struct{ infra, address string }
+	held := map[string]holder{}
+	for i := range infras.Items {
+		other := &infras.Items[i]
+		if other.UID == op.infra.UID {
+			continue
+		}
+		index, err := statusIndex(other.Status.State)
+		if err != nil || index == nil {
+			continue
+		}
+		for address, id := range index.IDs {
+			held[id] = holder{infra: other.Namespace + "/" + other.Name, address: address}
+		}
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
+	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
+		if h, ok := held[adoptions[address]]; ok {
+			return extension.InvalidInput(ReasonInvalidConfiguration,
+				"%s: %s: the ID %q is Infrastructure %s's (its %s): an adoption never takes what another Infrastructure's state holds",
+				field, address, adoptions[address], h.infra, h.address)
+		}
+	}
+	return nil
 }
 
 // request is the apply of this operation: with the provider's protected types, allowed
