@@ -192,6 +192,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 func (op *operation) runOrWaitApply(ctx context.Context, s *applyScope) error {
 	result, err := op.runOrWait(ctx, s.request, op.priority(), func(ctx context.Context) error { return op.prepare(ctx, s) })
 	if err != nil {
+		op.keepFailedState(ctx, err)
 		return throttledError(s.provider, op.refused(err))
 	}
 	s.result = result
@@ -343,7 +344,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 // the annotation was set) keeps the annotation, and an event names it: that resource and
 // the one named are two, and which to keep is the operator's call.
 func (op *operation) adopted(ctx context.Context, s *applyScope) error {
-	if _, ok := op.infra.Annotations[AnnotationImport]; !ok || len(s.adoptions) == 0 {
+	if _, ok := op.infra.Annotations[AnnotationImport]; !ok {
 		return nil
 	}
 	held := map[string]string{}

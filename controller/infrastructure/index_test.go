@@ -3,12 +3,15 @@ package infrastructure_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/state"
 )
@@ -49,4 +52,34 @@ func TestRecoveryImportsNothingTheStateObjectsIndexNames(t *testing.T) {
 	after := &networkingv1.NetworkPolicy{}
 	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, "victim"), after)).To(Succeed())
 	g.Expect(after.UID).To(Equal(victim.UID), "the object the annotation named is untouched")
+}
+
+// The state a failed apply left is in the history: what it created is in no index the
+// controller trusts, and is found again from the history should the state be lost before
+// an apply succeeds, rather than created a second time.
+func TestStateAFailedApplyLeftIsInTheHistory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredZonalShoot(t)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, true) })
+	var failed storedState
+	g.Eventually(func(g Gomega) {
+		last := s.get(g).Status.LastOperation
+		g.Expect(last.State).To(Equal(extensionsv1alpha1.LastOperationStateError))
+		g.Expect(last.Description).To(ContainSubstring("QuotaExceeded"))
+		_, failed = s.storedState(g)
+		g.Expect(failed.zoneIDs()).To(HaveLen(2))
+		entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(entries[0]).To(And(HaveField("Serial", failed.Serial), HaveField("Lineage", failed.Lineage)))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+	first.stop()
+	s.deleteState(g)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	g.Expect(condition(infra, infrastructure.ConditionStateRecovered).Message).To(ContainSubstring("from history serial %d", failed.Serial))
+	_, after := s.storedState(g)
+	g.Expect(after.zoneIDs()).To(Equal(failed.zoneIDs()), "the zone the failed apply created is not created again")
 }

@@ -97,6 +97,28 @@ func (op *operation) keepHistory(ctx context.Context, state []byte, index *impor
 	}
 }
 
+// keepFailedState keeps the state an apply that failed left in the history: the
+// resources it created are in no index (the status's is written by a successful apply,
+// and the one a run writes is not trusted), so that the history is where they are found
+// again should the state be lost before an apply succeeds. The state is read as any is,
+// within the bound; one that cannot be read, or a history that cannot be written, fails
+// nothing.
+func (op *operation) keepFailedState(ctx context.Context, err error) {
+	var pending *runPendingError
+	depth := op.actuator.State.History()
+	if depth == 0 || errors.As(err, &pending) {
+		return
+	}
+	objects := op.objects()
+	stored, readErr := objects.Store(op.actuator.Client).Inspect(ctx)
+	if readErr != nil || stored.State == nil {
+		return
+	}
+	if _, err := objects.AppendHistory(ctx, op.actuator.Client, stored.State, depth, metav1.Now()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+	}
+}
+
 // indexOf indexes state with the import IDs of the Infrastructure's provider; nil when
 // either is unknown, so that an unindexed state never blocks what keeps it.
 func (op *operation) indexOf(state []byte) *imports.Index {
