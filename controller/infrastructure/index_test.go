@@ -2,6 +2,9 @@ package infrastructure_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +85,33 @@ func TestStateAFailedApplyLeftIsInTheHistory(t *testing.T) {
 	g.Expect(condition(infra, infrastructure.ConditionStateRecovered).Message).To(ContainSubstring("from history serial %d", failed.Serial))
 	_, after := s.storedState(g)
 	g.Expect(after.zoneIDs()).To(Equal(failed.zoneIDs()), "the zone the failed apply created is not created again")
+}
+
+// A state of the history that expands beyond the controller's bound is not passed over
+// for an older one, which holds less: the apply that would recover from it fails naming
+// the bound, and writes neither the state nor its history.
+func TestAHistoryStateOverTheBoundIsNotPassedOver(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredShoot(t)
+	raw, stored := s.storedState(g)
+	uids := realObjects(g, s)
+	var fields map[string]any
+	g.Expect(json.Unmarshal(raw, &fields)).To(Succeed())
+	fields["serial"] = stored.Serial + 1
+	fields["check_results"] = strings.Repeat("a", 4<<20)
+	large, err := json.Marshal(fields)
+	g.Expect(err).NotTo(HaveOccurred())
+	objects := s.runObjects()
+	_, err = objects.AppendHistory(ctx, env.Client, large, 5, metav1.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+
+	first.stop()
+	s.deleteState(g)
+	before := storedObjects(g, objects)
+	bound := 1 << 20
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, boundedTo(bound))
+	refusedReconcile(t, s, "is not taken for lost", "the state history", objects.HistoryName(), fmt.Sprintf("more than %d bytes", bound))
+	g.Expect(storedObjects(g, objects)).To(Equal(before), "neither the state nor its history is written")
+	g.Expect(realObjects(g, s)).To(Equal(uids), "nothing was created again")
 }
