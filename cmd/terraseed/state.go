@@ -19,7 +19,9 @@ import (
 
 const stateUsage = `usage: terraseed state <command> [--kubeconfig file] NAMESPACE/NAME
   history NAMESPACE/NAME          list the states kept of the Infrastructure: serial, lineage, time, resources
-  rollback NAMESPACE/NAME SERIAL  make the kept state of SERIAL the live one, as a new serial of the same lineage
+  rollback NAMESPACE/NAME SERIAL  make the kept state of SERIAL the live one, as a new serial of the same lineage;
+                                  what the live state holds and SERIAL lacks is imported by the next apply
+                                  (refused where its import ID is not known)
 `
 
 // runState serves the state commands, against the seed of the kubeconfig.
@@ -76,6 +78,7 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "the state of %s is now serial %d, the state of serial %d; the next reconcile applies it\n", key, next, serial)
+	fmt.Fprintf(stdout, "the state of %s is now serial %d, the state of serial %d; the next reconcile applies it, importing what the live state held and serial %d lacks (annotation %s)\n",
+		key, next, serial, serial, infrastructure.AnnotationImport)
 	return nil
 }

@@ -26,7 +26,10 @@ import (
 
 // AnnotationImport adopts existing infrastructure into an Infrastructure: a JSON object
 // of resource addresses to the IDs `terraform import` takes for them. The next apply
-// imports them instead of creating them; the annotation is removed once it succeeded.
+// imports them instead of creating them. It is part of the run's digest, so that a run
+// waiting or under way when it was set is not taken for the apply that imports, and it is
+// removed only once an apply left every address it names in the state under the ID it
+// names.
 const AnnotationImport = run.LabelPrefix + "import"
 
 // applyScope is what the phases of one apply read and write.
@@ -88,7 +91,7 @@ func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
 	return op.checkLocalNamespace(ctx)
 }
 
-func (op *operation) render(_ context.Context, s *applyScope) error {
+func (op *operation) render(ctx context.Context, s *applyScope) error {
 	var err error
 	if s.rendered, err = s.provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster}); err != nil {
 		return err
@@ -97,6 +100,9 @@ func (op *operation) render(_ context.Context, s *applyScope) error {
 		return err
 	}
 	if s.adoptions, err = op.adoptions(); err != nil {
+		return err
+	}
+	if err := op.adoptsNoOthers(ctx, s.adoptions); err != nil {
 		return err
 	}
 	// The run indexes every state it saves with the provider's import IDs.
@@ -127,6 +133,44 @@ func (op *operation) adoptions() (map[string]string, error) {
 	return imports, nil
 }
 
+// adoptsNoOthers refuses an adoption of an ID that the index of another Infrastructure
+// holds: adopting it would make one object two Infrastructures', and the adopting apply
+// could change or replace what the other one's shoot runs on. The indexes asked are those
+// this controller wrote into each Infrastructure's status, never one a run wrote.
+func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]string) error {
+	if len(adoptions) == 0 {
+		return nil
+	}
+	infras := &extensionsv1alpha1.InfrastructureList{}
+	if err := op.actuator.Client.List(ctx, infras); err != nil {
+		return fmt.Errorf("listing the Infrastructures whose indexes an adoption must not take from: %w", err)
+	}
+	type holder struct{ infra, address string }
+	held := map[string]holder{}
+	for i := range infras.Items {
+		other := &infras.Items[i]
+		if other.UID == op.infra.UID {
+			continue
+		}
+		index, err := statusIndex(other.Status.State)
+		if err != nil || index == nil {
+			continue
+		}
+		for address, id := range index.IDs {
+			held[id] = holder{infra: other.Namespace + "/" + other.Name, address: address}
+		}
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
+	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
+		if h, ok := held[adoptions[address]]; ok {
+			return extension.InvalidInput(ReasonInvalidConfiguration,
+				"%s: %s: the ID %q is Infrastructure %s's (its %s): an adoption never takes what another Infrastructure's state holds",
+				field, address, adoptions[address], h.infra, h.address)
+		}
+	}
+	return nil
+}
+
 // request is the apply of this operation: with the provider's protected types, allowed
 // to destroy them as the annotation says, and what the scheduler shares the runs by.
 func (op *operation) request(_ context.Context, s *applyScope) error {
@@ -140,7 +184,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
 	req = op.withFleet(req, s.provider)
-	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req)
+	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req, s.adoptions)
 	s.request = req
 	return nil
 }
@@ -148,6 +192,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 func (op *operation) runOrWaitApply(ctx context.Context, s *applyScope) error {
 	result, err := op.runOrWait(ctx, s.request, op.priority(), func(ctx context.Context) error { return op.prepare(ctx, s) })
 	if err != nil {
+		op.keepFailedState(ctx, err)
 		return throttledError(s.provider, op.refused(err))
 	}
 	s.result = result
@@ -177,8 +222,8 @@ func (op *operation) writeConfig(ctx context.Context, s *applyScope) error {
 }
 
 // withImports adds to files the import blocks of the resources a lost state held and of
-// those the operator adopts. They stay out of the run's digest: the run that imports is
-// the apply of the configuration as rendered.
+// those the operator adopts. The adoptions are in the run's digest (see configDigest);
+// a recovery's imports are not: they follow from the state the run starts from.
 func (op *operation) withImports(ctx context.Context, files map[string]string, adoptions map[string]string) (map[string]string, error) {
 	r, err := op.recoverState(ctx, files)
 	if err != nil {
@@ -290,16 +335,45 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 		}
 	}
 	s.recovered = op.recovered()
-	return op.adopted(ctx)
+	return op.adopted(ctx, s)
 }
 
-// adopted removes the import annotation once the apply that imported it succeeded.
-func (op *operation) adopted(ctx context.Context) error {
+// adopted removes the import annotation once the apply that succeeded left every address
+// it names in the state under the ID it names: imported by its plan, or held already.
+// An address the state holds under another ID (created by a run that was under way when
+// the annotation was set) keeps the annotation, and an event names it: that resource and
+// the one named are two, and which to keep is the operator's call.
+func (op *operation) adopted(ctx context.Context, s *applyScope) error {
 	if _, ok := op.infra.Annotations[AnnotationImport]; !ok {
+		return nil
+	}
+	held := map[string]string{}
+	if index := op.indexOf(s.result.State); index != nil {
+		held = index.IDs
+	}
+	imported := map[string]bool{}
+	for _, address := range s.result.Plan.Imports() {
+		imported[address] = true
+	}
+	var differ []string
+	for _, address := range slices.Sorted(maps.Keys(s.adoptions)) {
+		if id := s.adoptions[address]; !imported[address] && held[address] != id {
+			differ = append(differ, fmt.Sprintf("%s: %q named, the state holds %q", address, id, held[address]))
+		}
+	}
+	if len(differ) > 0 {
+		if op.actuator.Recorder != nil {
+			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, reasonAdoptionIncomplete, "Reconcile",
+				"%s is kept: the state does not hold what it names (%s); remove the resource the state holds from it, or the address from the annotation",
+				AnnotationImport, strings.Join(differ, "; "))
+		}
 		return nil
 	}
 	return op.req.RemoveAnnotation(ctx, AnnotationImport)
 }
+
+// reasonAdoptionIncomplete is the event of an apply that left the import annotation.
+const reasonAdoptionIncomplete = "AdoptionIncomplete"
 
 // writeStatus reports the provider's status, keeps the state in the history, and in
 // .status.state for Gardener's backup of the shoot's state.
@@ -326,9 +400,10 @@ func (op *operation) priority() run.Priority {
 	}
 }
 
-// configDigest identifies what a run works on: the files, the variables and the guard,
-// not the credentials. A run pod of another digest is never adopted as this run.
-func configDigest(files map[string]string, vars []byte, req run.Request) string {
+// configDigest identifies what a run works on: the files, the variables, the guard and
+// the adoptions asked for, not the credentials. A run pod of another digest is never
+// adopted as this run, and a run of another digest never ends this operation.
+func configDigest(files map[string]string, vars []byte, req run.Request, adoptions map[string]string) string {
 	h := sha256.New()
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])
@@ -338,6 +413,10 @@ func configDigest(files map[string]string, vars []byte, req run.Request) string 
 	// Only when set: the digests of runs under way from before plans could be allowed stay.
 	if req.AllowDestroyPlan != "" {
 		fmt.Fprintf(h, "\x00%s", req.AllowDestroyPlan)
+	}
+	// Only when set, as the plan allowed: the digests of runs without adoptions stay.
+	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
+		fmt.Fprintf(h, "\x00import\x00%d\x00%s\x00%d\x00%s", len(address), address, len(adoptions[address]), adoptions[address])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

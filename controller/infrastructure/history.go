@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/imports"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -20,6 +25,10 @@ var ErrRunUnderWay = errors.New("an operation of the Infrastructure is under way
 
 // ErrNotInHistory is a rollback to a serial the history does not hold.
 var ErrNotInHistory = errors.New("the state history holds no such serial")
+
+// ErrRollbackWouldForget refuses a rollback to a state that lacks resources the live state
+// holds whose import IDs are not known: the next apply would create them a second time.
+var ErrRollbackWouldForget = errors.New("the rollback would forget resources the live state holds")
 
 // StateHistory lists the states kept of the Infrastructure key, newest first.
 func StateHistory(ctx context.Context, c client.Client, key client.ObjectKey) ([]tfstate.HistoryEntry, error) {
@@ -41,7 +50,11 @@ func StateHistory(ctx context.Context, c client.Client, key client.ObjectKey) ([
 // RollbackState makes the state of serial in the history of the Infrastructure key the
 // live one, as a new serial of the same lineage, so that every writer of the state takes
 // it for the newest. It refuses while an operation is under way or a run pod exists, and
-// a state of another lineage than the live one. It returns the new serial.
+// a state of another lineage than the live one. What the live state holds and the older
+// one lacks is not forgotten: it is put into the import annotation first, with the IDs
+// of the controller's index, so that the next apply imports it rather than create it a
+// second time; where an ID is not known, the rollback is refused naming the resources
+// (ErrRollbackWouldForget). The live state is kept in the history. It returns the new serial.
 func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, serial int64) (int64, error) {
 	infra := &extensionsv1alpha1.Infrastructure{}
 	if err := c.Get(ctx, key, infra); err != nil {
@@ -83,6 +96,19 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 	if live.Lineage != "" && live.Lineage != entry.Lineage {
 		return 0, fmt.Errorf("%w: the live state is of lineage %s, serial %d of the history of lineage %s", tfstate.ErrLineageMismatch, live.Lineage, serial, entry.Lineage)
 	}
+	adopt, err := forgottenImports(infra, live, target, serial)
+	if err != nil {
+		return 0, err
+	}
+	if err := addImports(ctx, c, infra, adopt); err != nil {
+		return 0, err
+	}
+	// The live state stays in the history, so that a rollback can be rolled forward.
+	if live.State != nil && len(history.Entries) > 0 {
+		if _, err := objects.AppendHistory(ctx, c, live.State, max(len(history.Entries), tfstate.DefaultHistoryDepth), metav1.Now()); err != nil {
+			return 0, fmt.Errorf("keeping the live state in the history: %w; nothing is rolled back", err)
+		}
+	}
 	next := live.Serial
 	for _, e := range history.Lineage(entry.Lineage) {
 		next = max(next, e.Serial)
@@ -102,6 +128,88 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 		return 0, fmt.Errorf("writing the rolled back state: %w", err)
 	}
 	return next, nil
+}
+
+// forgottenImports are the import IDs of the resources the live state holds and the
+// target state of serial lacks, from the index the controller keeps in the status; it
+// refuses resources that index does not know (another serial, or no import brings them
+// back), naming them.
+func forgottenImports(infra *extensionsv1alpha1.Infrastructure, live *tfstate.Stored, target []byte, serial int64) (map[string]string, error) {
+	if live.State == nil {
+		return nil, nil
+	}
+	held, err := imports.Addresses(live.State)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := imports.Addresses(target)
+	if err != nil {
+		return nil, err
+	}
+	index, err := statusIndex(infra.Status.State)
+	if err != nil {
+		return nil, err
+	}
+	if index != nil && index.Lineage != live.Lineage {
+		index = nil
+	}
+	adopt := map[string]string{}
+	var unknown []string
+	for _, address := range slices.Sorted(maps.Keys(held)) {
+		if kept[address] {
+			continue
+		}
+		if index != nil {
+			if id, ok := index.IDs[address]; ok {
+				adopt[address] = id
+				continue
+			}
+		}
+		unknown = append(unknown, address)
+	}
+	if len(unknown) > 0 {
+		known := "no index"
+		if index != nil {
+			known = fmt.Sprintf("its index (serial %d)", index.Serial)
+		}
+		return nil, fmt.Errorf("%w: the live state (serial %d) holds %d resources that serial %d lacks and whose import IDs %s does not know: %s. "+
+			"The next apply would create them a second time; nothing is written. Apply once so that the index holds them, or remove them first",
+			ErrRollbackWouldForget, live.Serial, len(unknown), serial, known, strings.Join(unknown, ", "))
+	}
+	return adopt, nil
+}
+
+// addImports adds adopt to the Infrastructure's import annotation, refusing an address
+// the annotation names with another ID.
+func addImports(ctx context.Context, c client.Client, infra *extensionsv1alpha1.Infrastructure, adopt map[string]string) error {
+	if len(adopt) == 0 {
+		return nil
+	}
+	wanted := map[string]string{}
+	if raw, ok := infra.Annotations[AnnotationImport]; ok {
+		if err := json.Unmarshal([]byte(raw), &wanted); err != nil {
+			return fmt.Errorf("metadata.annotations[%s]: %w; fix it before a rollback adds to it", AnnotationImport, err)
+		}
+	}
+	for _, address := range slices.Sorted(maps.Keys(adopt)) {
+		if id, ok := wanted[address]; ok && id != adopt[address] {
+			return fmt.Errorf("metadata.annotations[%s]: %s is imported from %q, the live state holds it as %q; nothing is written", AnnotationImport, address, id, adopt[address])
+		}
+		wanted[address] = adopt[address]
+	}
+	raw, err := json.Marshal(wanted)
+	if err != nil {
+		return err
+	}
+	base := infra.DeepCopy()
+	if infra.Annotations == nil {
+		infra.Annotations = map[string]string{}
+	}
+	infra.Annotations[AnnotationImport] = string(raw)
+	if err := c.Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("annotating the Infrastructure with the imports of what the live state holds: %w; nothing is rolled back", err)
+	}
+	return nil
 }
 
 // withSerial is state with its serial set, everything else as it was.

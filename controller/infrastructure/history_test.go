@@ -11,24 +11,37 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/state"
+	"github.com/terraseed/terraseed/test/testenv"
 )
+
+// twoZonesApplied changes the local shoot s from one zone to two, which adds a resource,
+// and returns its stored state before and after.
+func twoZonesApplied(t *testing.T, s *shoot) (one, two storedState) {
+	t.Helper()
+	g := NewWithT(t)
+	_, one = s.storedState(g)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) {
+		i.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.0.0/19", "10.250.32.0/19")
+	})
+	g.Eventually(func(g Gomega) {
+		current := s.get(g)
+		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
+		_, two = s.storedState(g)
+		g.Expect(two.Serial).To(BeNumerically(">", one.Serial))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	return one, two
+}
 
 // A state rolled back to an older serial becomes the live one as a newer serial of the
 // same lineage, and can be rolled forward again the same way.
 func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := createdZonalShoot(t)
-	_, one := s.storedState(g)
-	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
-	g.Eventually(func(g Gomega) {
-		_, two := s.storedState(g)
-		g.Expect(two.zoneIDs()).To(HaveLen(2))
-		current := s.get(g)
-		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
-		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
-	}).WithTimeout(3 * time.Minute).Should(Succeed())
-	_, two := s.storedState(g)
+	s := createdShoot(t, "10.250.0.0/19")
+	oneAddresses := s.stateAddresses(g)
+	one, two := twoZonesApplied(t, s)
+	twoAddresses := s.stateAddresses(g)
 
 	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -44,13 +57,12 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	_, live := s.storedState(g)
 	g.Expect(live.Serial).To(Equal(back))
 	g.Expect(live.Lineage).To(Equal(one.Lineage))
-	g.Expect(live.zoneIDs()).To(Equal(one.zoneIDs()))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(oneAddresses))
 
 	forth, err := infrastructure.RollbackState(ctx, env.Client, s.key(), two.Serial)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(forth).To(Equal(back + 1))
-	_, live = s.storedState(g)
-	g.Expect(live.zoneIDs()).To(Equal(two.zoneIDs()))
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(twoAddresses))
 
 	_, err = infrastructure.RollbackState(ctx, env.Client, s.key(), 999)
 	g.Expect(err).To(MatchError(infrastructure.ErrNotInHistory))
@@ -68,6 +80,56 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("another-lineage")))
 	after, _ := s.storedState(g)
 	g.Expect(after).To(Equal(otherRaw))
+}
+
+// A rollback forgets nothing: what the live state held and the older state lacks is
+// imported by the next apply, never created a second time, and stays the object it was.
+func TestRollbackImportsWhatTheLiveStateHeld(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := createdShoot(t, "10.250.0.0/19")
+	one, _ := twoZonesApplied(t, s)
+	uids := s.liveUIDs(g)
+	addresses := s.stateAddresses(g)
+
+	_, err := infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.get(g).Annotations).To(HaveKeyWithValue(infrastructure.AnnotationImport,
+		`{"kubectl_manifest.zone_1":"networking.k8s.io/v1//NetworkPolicy//zone-1//`+s.targetNamespace()+`"}`))
+	infra := s.reconciled(t)
+	g.Expect(condition(infra, infrastructure.ConditionLastPlan).Message).To(And(appliedPlan("0 to add"), ContainSubstring("1 to import (kubectl_manifest.zone_1)")))
+	g.Expect(s.liveUIDs(g)).To(Equal(uids), "no object was made again")
+	g.Expect(s.stateAddresses(g)).To(ConsistOf(addresses))
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.get(g).Annotations).NotTo(HaveKey(infrastructure.AnnotationImport), "the apply that imported used it up")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	assertInSync(t, s)
+}
+
+// A rollback to a state that lacks a resource the live state holds and no import brings
+// back (terraform_data) is refused, naming it, and writes nothing: the next apply would
+// create it a second time.
+func TestRollbackRefusesToForgetWhatNoImportBringsBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := createdZonalShoot(t)
+	_, one := s.storedState(g)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
+	g.Eventually(func(g Gomega) {
+		_, two := s.storedState(g)
+		g.Expect(two.zoneIDs()).To(HaveLen(2))
+		current := s.get(g)
+		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
+		g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	before := storedObjects(g, s.runObjects())
+
+	_, err := infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	g.Expect(err).To(MatchError(infrastructure.ErrRollbackWouldForget))
+	g.Expect(err).To(MatchError(ContainSubstring("terraform_data.zone[1]")))
+	g.Expect(err).To(MatchError(ContainSubstring("nothing is written")))
+	g.Expect(storedObjects(g, s.runObjects())).To(Equal(before))
+	g.Expect(s.get(g).Annotations).NotTo(HaveKey(infrastructure.AnnotationImport))
 }
 
 // No rollback while a run may write the state.

@@ -68,7 +68,12 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	if err != nil {
 		return nil, op.stateNotReadNow(err)
 	}
-	index := newestIndex(stored.Index, statusIndex(op.infra.Status.State))
+	// The index trusted is the one this controller wrote into the status; the one kept
+	// with the state is written by the runs, and is not read.
+	index, err := statusIndex(op.infra.Status.State)
+	if err != nil {
+		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
+	}
 	cause := lostStateCause(stored, index)
 	// A first apply finds no state and knows nothing: no history to ask.
 	if cause == "" || index.Empty() && op.req.FirstRun {
@@ -82,7 +87,10 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	if err != nil {
 		return nil, err
 	}
-	recovered, from := newestReadable(history, lineage)
+	recovered, from, err := newestReadable(history, lineage)
+	if err != nil {
+		return nil, op.stateNotReadNow(err)
+	}
 	if index.Empty() && recovered == nil {
 		return nil, nil
 	}
@@ -155,13 +163,19 @@ func lostStateCause(stored *tfstate.Stored, index *imports.Index) string {
 }
 
 // newestReadable is the newest state of the lineage the history holds that can be read.
-func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.HistoryEntry) {
+// A corrupt entry is passed over; one over the bound is not, and is an error: an older
+// entry would forget what it holds.
+func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.HistoryEntry, error) {
 	for _, entry := range history.Lineage(lineage) {
-		if state, err := history.State(entry); err == nil {
-			return state, entry
+		state, err := history.State(entry)
+		if err == nil {
+			return state, entry, nil
+		}
+		if errors.Is(err, tfstate.ErrOverBound) {
+			return nil, tfstate.HistoryEntry{}, fmt.Errorf("the state history: %w", err)
 		}
 	}
-	return nil, tfstate.HistoryEntry{}
+	return nil, tfstate.HistoryEntry{}, nil
 }
 
 // indexedImports are the import IDs of the indexed resources a recovered state lacks that
@@ -212,14 +226,6 @@ func (op *operation) recovered() bool {
 		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
 	}
 	return true
-}
-
-// newestIndex is the index of the later serial.
-func newestIndex(a, b *imports.Index) *imports.Index {
-	if b.Newer(a) {
-		return b
-	}
-	return a
 }
 
 // resourceBlock finds the resources a rendered configuration declares in its root module.

@@ -89,10 +89,32 @@ func (op *operation) keepHistory(ctx context.Context, state []byte, index *impor
 	if depth == 0 || len(state) == 0 {
 		return
 	}
-	if prior := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+	if prior, _ := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
 		return
 	}
 	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+	}
+}
+
+// keepFailedState keeps the state an apply that failed left in the history: the
+// resources it created are in no index (the status's is written by a successful apply,
+// and the one a run writes is not trusted), so that the history is where they are found
+// again should the state be lost before an apply succeeds. The state is read as any is,
+// within the bound; one that cannot be read, or a history that cannot be written, fails
+// nothing.
+func (op *operation) keepFailedState(ctx context.Context, err error) {
+	var pending *runPendingError
+	depth := op.actuator.State.History()
+	if depth == 0 || errors.As(err, &pending) {
+		return
+	}
+	objects := op.objects()
+	stored, readErr := objects.Store(op.actuator.Client).Inspect(ctx)
+	if readErr != nil || stored.State == nil {
+		return
+	}
+	if _, err := objects.AppendHistory(ctx, op.actuator.Client, stored.State, depth, metav1.Now()); err != nil {
 		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
 	}
 }
@@ -199,14 +221,33 @@ func decodeState(raw *runtime.RawExtension, maxSize int) ([]byte, error) {
 	return state, nil
 }
 
-// statusIndex is the index kept in .status.state; nil when there is none or it cannot be read.
-func statusIndex(raw *runtime.RawExtension) *imports.Index {
+// maxIndexEntries bounds the resources an index of .status.state is read with: far more
+// than a state under the bound holds (a resource instance takes hundreds of bytes of
+// state), so that only an index written by another hand reaches it, and is refused.
+const maxIndexEntries = 100_000
+
+// statusIndex is the index kept in .status.state, the one a recovery trusts: the
+// controller wrote it, from a state it decoded under its bound. nil when there is none or
+// the status holds none; an index larger than the controller writes is refused rather
+// than read in part, naming the figure.
+func statusIndex(raw *runtime.RawExtension) (*imports.Index, error) {
 	if raw == nil || len(raw.Raw) == 0 {
-		return nil
+		return nil, nil
+	}
+	// The status holds at most what keepStateInStatus puts there; one larger was not
+	// written by this controller, and is not decoded.
+	if len(raw.Raw) > maxStatusState {
+		return nil, fmt.Errorf("status.state: %d bytes, more than the %d this controller writes there; its index is not read", len(raw.Raw), maxStatusState)
 	}
 	var kept migratedState
 	if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
-		return nil
+		return nil, nil
 	}
-	return kept.Index
+	if kept.Index == nil {
+		return nil, nil
+	}
+	if n := len(kept.Index.IDs) + len(kept.Index.Unimportable); n > maxIndexEntries {
+		return nil, fmt.Errorf("status.state.index: %d resources, more than the %d an index is read with", n, maxIndexEntries)
+	}
+	return kept.Index, nil
 }

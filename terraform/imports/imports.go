@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -35,10 +34,6 @@ const (
 	// would be replaced right after: it is never imported.
 	builtinNotImportable = "terraform_data"
 )
-
-// maxDecoded bounds an index decoded from its compressed form: an index is far smaller
-// than its state, and no state takes more (state.MaxSize).
-const maxDecoded = 64 << 20
 
 // ErrInvalid is returned for bytes that are not a complete terraform state.
 var ErrInvalid = errors.New("not a complete terraform state")
@@ -209,7 +204,8 @@ func Addresses(state []byte) (map[string]bool, error) {
 }
 
 // Encode is the index as kept in an annotation: compact JSON, gzipped and base64
-// encoded behind a prefix when large.
+// encoded behind a prefix when large. Nothing decodes it: an annotation is written by
+// whoever may update its object, and a recovery trusts no index but its own.
 func Encode(index *Index) (string, error) {
 	raw, err := json.Marshal(index)
 	if err != nil {
@@ -227,31 +223,4 @@ func Encode(index *Index) (string, error) {
 		return "", err
 	}
 	return indexCompressedPrefix + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
-
-// Decode reads an index Encode wrote; nil for an empty value.
-func Decode(value string) (*Index, error) {
-	if value == "" {
-		return nil, nil
-	}
-	raw := []byte(value)
-	if rest, ok := strings.CutPrefix(value, indexCompressedPrefix); ok {
-		compressed, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return nil, fmt.Errorf("decoding the state index: %w", err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(compressed))
-		if err != nil {
-			return nil, fmt.Errorf("decoding the state index: %w", err)
-		}
-		// An index is far smaller than its state: the bound of a state bounds it too.
-		if raw, err = io.ReadAll(io.LimitReader(zr, maxDecoded)); err != nil {
-			return nil, fmt.Errorf("decoding the state index: %w", err)
-		}
-	}
-	index := &Index{}
-	if err := json.Unmarshal(raw, index); err != nil {
-		return nil, fmt.Errorf("decoding the state index: %w", err)
-	}
-	return index, nil
 }

@@ -56,5 +56,5 @@ type Result struct {
 type Phases map[string]time.Duration
 
 // ErrDestroyProtected is returned when an apply would destroy or replace a resource of a
-// protected type without being allowed to.
+// protected type, or one it imports, without being allowed to.
 var ErrDestroyProtected = errors.New("the plan destroys or replaces protected resources")

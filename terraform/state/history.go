@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,6 +22,10 @@ const (
 	DefaultHistoryDepth = 5
 	// annotationHistory lists the entries of a state history, newest first.
 	annotationHistory = run.LabelPrefix + "state-history"
+	// maxHistoryEntries bounds the entries a history is read with: far more than one
+	// object of compressed states holds, so that only a list written by another hand
+	// reaches it, and is refused.
+	maxHistoryEntries = 1000
 )
 
 // HistoryEntry describes one state kept in the history; the state itself is gzipped
@@ -39,6 +44,8 @@ func (e HistoryEntry) Key() string { return e.Lineage + "." + strconv.FormatInt(
 type History struct {
 	Entries []HistoryEntry
 	object  *object
+	// maxSize is the most bytes a state of the history is decoded to (Options.MaxSize).
+	maxSize int
 }
 
 // HistoryName is the object keeping the last states.
@@ -60,18 +67,24 @@ func (o RunObjects) ReadHistory(ctx context.Context, c client.Reader) (*History,
 		break
 	}
 	if kept == nil {
-		return &History{}, nil
+		return &History{maxSize: o.MaxSize}, nil
 	}
-	h := &History{object: kept}
+	h := &History{object: kept, maxSize: o.MaxSize}
 	if raw := kept.GetAnnotations()[annotationHistory]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &h.Entries); err != nil {
 			return nil, fmt.Errorf("%w: %s %s annotation %s: %v", ErrCorrupt, kept.kind(), kept.GetName(), annotationHistory, err)
 		}
 	}
+	if len(h.Entries) > maxHistoryEntries {
+		return nil, fmt.Errorf("%w: %s %s annotation %s lists %d states, more than the %d a history is read with",
+			ErrCorrupt, kept.kind(), kept.GetName(), annotationHistory, len(h.Entries), maxHistoryEntries)
+	}
 	return h, nil
 }
 
-// State returns the state of an entry, checked to be the entry's serial and lineage.
+// State returns the state of an entry, checked to be the entry's serial and lineage, and
+// decoded to at most the bound states are (Options.MaxSize): one that expands beyond it
+// is ErrOverBound, naming the figure, never cut short.
 func (h *History) State(e HistoryEntry) ([]byte, error) {
 	if h.object == nil {
 		return nil, fmt.Errorf("%w: no state history", ErrCorrupt)
@@ -80,7 +93,10 @@ func (h *History) State(e HistoryEntry) ([]byte, error) {
 	if compressed == nil {
 		return nil, fmt.Errorf("%w: %s %s holds no key %s", ErrCorrupt, h.object.kind(), h.object.GetName(), e.Key())
 	}
-	state, err := Gunzip(bytes.NewReader(compressed))
+	state, err := GunzipAtMost(bytes.NewReader(compressed), h.maxSize)
+	if errors.Is(err, ErrOverBound) {
+		return nil, fmt.Errorf("%s %s key %s: %w", h.object.kind(), h.object.GetName(), e.Key(), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s %s key %s: %w", ErrCorrupt, h.object.kind(), h.object.GetName(), e.Key(), err)
 	}

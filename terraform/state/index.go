@@ -1,14 +1,15 @@
 package state
 
 import (
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// AnnotationIndex holds the imports.Index of the state in the state object: written with
-// the state, so that keeping it costs no request of its own.
+// AnnotationIndex holds the imports.Index of the state in the state object, written with
+// the state by whoever writes it, a run among them. It is for an operator to read, and
+// no controller reads it back: whoever may update the state object may write it, so a
+// recovery trusts only the index the controller wrote itself (the Infrastructure's
+// .status.state) and the states it decodes under its bound.
 const AnnotationIndex = run.LabelPrefix + "state-index"
 
 // SetImportIDs has the store index every state it writes from now on.
@@ -33,14 +34,4 @@ func (s *Store) annotateIndex(annotations map[string]string, state []byte) {
 	if encoded, err := imports.Encode(index); err == nil {
 		annotations[AnnotationIndex] = encoded
 	}
-}
-
-// storedIndex is the index kept with the state in cm; nil when there is none or it cannot
-// be read.
-func storedIndex(obj client.Object) *imports.Index {
-	index, err := imports.Decode(obj.GetAnnotations()[AnnotationIndex])
-	if err != nil {
-		return nil
-	}
-	return index
 }

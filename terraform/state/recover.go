@@ -8,12 +8,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/terraseed/terraseed/terraform/imports"
 )
 
-// Stored is the state object as found: whether it exists, its state or why that
-// is invalid, and the index kept with it.
+// Stored is the state object as found: whether it exists, and its state or why that is
+// invalid. It carries no index: the one kept with the state (AnnotationIndex) is
+// written by the runs, and never trusted.
 type Stored struct {
 	Exists bool
 	// State is the decoded state; nil when the object holds none or it is invalid.
@@ -21,7 +20,6 @@ type Stored struct {
 	// Unreadable says why the state is invalid: not a terraform state, corrupt (a digest
 	// mismatch, broken gzip), never one that could not be read now.
 	Unreadable error
-	Index      *imports.Index
 	// Serial and Lineage are the state's; empty when it has none.
 	Serial  int64
 	Lineage string
@@ -51,11 +49,11 @@ func (s *Store) Inspect(ctx context.Context) (*Stored, error) {
 		return nil, fmt.Errorf("%w: %s %s: the state expands to more than %d bytes (%d MiB), the most a state may take",
 			ErrOverBound, s.storage().Kind(), s.Objects.StateName(), MaxSize, MaxSize>>20)
 	case errors.Is(err, ErrCorrupt):
-		return &Stored{Exists: true, Index: storedIndex(cm), Unreadable: err}, nil
+		return &Stored{Exists: true, Unreadable: err}, nil
 	default:
 		return nil, err
 	}
-	found := &Stored{Exists: true, Index: storedIndex(cm)}
+	found := &Stored{Exists: true}
 	if len(bytes.TrimSpace(state)) == 0 {
 		return found, nil
 	}

@@ -11,12 +11,12 @@ import (
 )
 
 // guarded says whether an apply must check its plan before applying it: when its state
-// holds or its configuration imports resources that it could destroy and some of them may
-// be of a protected type. Over a state holding no resource, importing none, nothing can
-// be destroyed, and without protected types (or with leave to destroy them) there is
-// nothing to refuse.
+// holds resources of which some may be of a protected type, or its configuration imports
+// resources, which it must not destroy whatever their type. Over a state holding no
+// resource, importing none, nothing can be destroyed, and without protected types or
+// imports (or with leave to destroy) there is nothing to refuse.
 func (r *Runner) guarded() bool {
-	return (r.priorResources || r.imports) && len(r.ProtectedTypes) > 0 && !r.AllowDestroy
+	return !r.AllowDestroy && (r.imports || r.priorResources && len(r.ProtectedTypes) > 0)
 }
 
 // apply applies the configuration. A guarded one plans, publishes the plan, refuses one

@@ -86,14 +86,16 @@ func (p *Summary) Addresses(actions ...string) []string {
 	return addresses
 }
 
-// Destroys returns the changes that destroy one of types, as replaced or deleted.
+// Destroys returns the changes that destroy, as replaced or deleted, a resource of one of
+// types, or one they import of any type: an import names an object that exists already,
+// perhaps what something else runs on, and is guarded as a protected resource is.
 func (p *Summary) Destroys(types []string) []Change {
 	if p == nil {
 		return nil
 	}
 	var hits []Change
 	for _, c := range p.Changes {
-		if (c.Action == "delete" || c.Action == "replace") && slices.Contains(types, c.Type) {
+		if (c.Action == "delete" || c.Action == "replace") && (c.Importing || slices.Contains(types, c.Type)) {
 			hits = append(hits, c)
 		}
 	}
@@ -140,6 +142,9 @@ func (p *Summary) DestroysListed(types []string, limit int) string {
 	described := make([]string, len(hits))
 	for i, h := range hits {
 		described[i] = fmt.Sprintf("%s (%s)", h.Address, h.Action)
+		if h.Importing {
+			described[i] = fmt.Sprintf("%s (import, %s)", h.Address, h.Action)
+		}
 	}
 	return listed(described, limit)
 }
