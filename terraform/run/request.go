@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/terraseed/terraseed/terraform/run/plan"
 )
@@ -19,6 +20,11 @@ type Request struct {
 	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
 	// terraform's environment and nothing else.
 	Env map[string]string
+	// Files are credentials a run reads from files, such as a workload identity's token,
+	// which gardenlet renews in its Secret at about half its lifetime while a run may
+	// outlive it: the executor keeps each file as fresh as its Secret, and gives terraform
+	// its path, never its content.
+	Files []CredentialFile
 	// ProtectedTypes are resource types an apply must not destroy or replace, unless
 	// AllowDestroy is set (see ErrDestroyProtected).
 	ProtectedTypes []string
@@ -50,8 +56,20 @@ type Request struct {
 	Throttled func(error) bool
 }
 
+// CredentialFile is a key of a Secret that a run reads as a file.
+type CredentialFile struct {
+	// Env is the environment variable that gets the file's path.
+	Env string
+	// Secret holds the file's content under Key. A run pod mounts it, so it must be in
+	// the run's namespace for the pod executor.
+	Secret types.NamespacedName
+	Key    string
+}
+
 var (
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// secretKey is a key of a Secret's data.
+	secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// A digest becomes a label value.
 	digestValue = regexp.MustCompile(`^[0-9a-f]{1,63}$`)
 )
@@ -84,6 +102,18 @@ func (r Request) Validate() error {
 	for k := range r.Env {
 		if !envName.MatchString(k) {
 			return InvalidInput(fmt.Sprintf("env[%q]", k), "is not an environment variable name")
+		}
+	}
+	for i, f := range r.Files {
+		switch _, inEnv := r.Env[f.Env]; {
+		case !envName.MatchString(f.Env):
+			return InvalidInput(fmt.Sprintf("files[%d].env", i), fmt.Sprintf("%q is not an environment variable name", f.Env))
+		case inEnv:
+			return InvalidInput(fmt.Sprintf("files[%d].env", i), fmt.Sprintf("%q is set in env too", f.Env))
+		case f.Secret.Name == "":
+			return InvalidInput(fmt.Sprintf("files[%d].secret", i), "must name a Secret")
+		case !secretKey.MatchString(f.Key):
+			return InvalidInput(fmt.Sprintf("files[%d].key", i), fmt.Sprintf("%q is not a key of a Secret", f.Key))
 		}
 	}
 	return nil
