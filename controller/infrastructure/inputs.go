@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -21,6 +23,23 @@ import (
 // annotationSourceVersion records, on the stored credentials, the resourceVersion of the
 // secret they were taken from: a changed secret means the infrastructure is not up to date.
 const annotationSourceVersion = run.LabelPrefix + "source-resource-version"
+
+// annotationWorkloadIdentity marks stored credentials taken from a workload identity's
+// Secret: they hold its other values, never its token, which the runs read from the
+// Secret itself (run.Request.Files).
+const annotationWorkloadIdentity = run.LabelPrefix + "workload-identity"
+
+// credentialFiles are the credentials of secret that a run reads as files, from the
+// Secret itself: a workload identity's token, which gardenlet renews while a run may
+// outlive it, reaches the run as the Secret has it, and no copy of it is kept.
+func credentialFiles(provider *templates.Provider, secret *corev1.Secret) []run.CredentialFile {
+	files := provider.CredentialFiles(secret)
+	list := make([]run.CredentialFile, 0, len(files))
+	for _, env := range slices.Sorted(maps.Keys(files)) {
+		list = append(list, run.CredentialFile{Env: env, Secret: types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}, Key: files[env]})
+	}
+	return list
+}
 
 func (op *operation) objects() state.RunObjects {
 	return op.actuator.State.Objects(runIDOf(op.infra))
@@ -107,7 +126,18 @@ func (op *operation) upToDate(ctx context.Context) (bool, error) {
 	if err != nil || stored == nil {
 		return false, err
 	}
-	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion, nil
+	if templates.IsWorkloadIdentity(secret) {
+		// gardenlet renews the token at about half its lifetime, a change of the Secret
+		// that needs no apply: the runs read the token from the Secret. Its other values
+		// must be the stored ones.
+		provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+		if err != nil {
+			return false, nil
+		}
+		env, err := provider.Credentials(secret)
+		return err == nil && stored.Annotations[annotationWorkloadIdentity] == "true" && maps.Equal(env, envOf(stored)), nil
+	}
+	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion && stored.Annotations[annotationWorkloadIdentity] == "", nil
 }
 
 // localType is the embedded provider that creates a namespace of the name
