@@ -163,3 +163,30 @@ func expectNoToken(g Gomega, s *shoot, c *controllerUnderTest, logs *testenv.Syn
 	}
 	g.Expect(logs.String()).To(ContainSubstring("runStarting"), "the log was captured")
 }
+
+// A workload identity's token is never stored, so a deletion whose Secret is gone cannot
+// fall back on the last run's credentials: it says to recreate the Secret, and goes on
+// once it is back.
+func TestDeletingAWorkloadIdentityInfrastructureNeedsItsSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19")
+	w := newWorkloadIdentity(t, s.namespace)
+	secret := w.secret(g, w.token(g))
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+
+	g.Expect(env.Client.Delete(ctx, secret)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		infra := s.get(g)
+		g.Expect(infra.Status.LastError).NotTo(BeNil())
+		g.Expect(infra.Status.LastError.Description).To(ContainSubstring("the runs read a workload identity's token from it, which is never stored: recreate the secret"))
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	secret = w.secret(g, w.token(g))
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	s.waitGone(t)
+}
