@@ -137,7 +137,7 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 // destroyCredentials prefers the referenced secret and falls back to the credentials of
 // the last run, so that a deletion never waits on a secret deleted first; a workload
 // identity's token is never stored, so its Secret must be there.
-func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, []run.CredentialFile, error) {
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, map[string]corev1.SecretKeySelector, error) {
 	provider, secret, err := op.inputs(ctx)
 	var opErr *extension.Error
 	switch {

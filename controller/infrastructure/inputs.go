@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -32,13 +30,12 @@ const annotationWorkloadIdentity = run.LabelPrefix + "workload-identity"
 // credentialFiles are the credentials of secret that a run reads as files, from the
 // Secret itself: a workload identity's token, which gardenlet renews while a run may
 // outlive it, reaches the run as the Secret has it, and no copy of it is kept.
-func credentialFiles(provider *templates.Provider, secret *corev1.Secret) []run.CredentialFile {
-	files := provider.CredentialFiles(secret)
-	list := make([]run.CredentialFile, 0, len(files))
-	for _, env := range slices.Sorted(maps.Keys(files)) {
-		list = append(list, run.CredentialFile{Env: env, Secret: types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}, Key: files[env]})
+func credentialFiles(provider *templates.Provider, secret *corev1.Secret) map[string]corev1.SecretKeySelector {
+	files := map[string]corev1.SecretKeySelector{}
+	for env, key := range provider.CredentialFiles(secret) {
+		files[env] = corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}, Key: key}
 	}
-	return list
+	return files
 }
 
 func (op *operation) objects() state.RunObjects {
@@ -99,6 +96,10 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 	if secret == nil {
 		key := secretKeyOf(op.infra)
 		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
+	}
+	if len(provider.CredentialFiles(secret)) > 0 && secret.Namespace != op.infra.Namespace {
+		return nil, nil, credentialsUnavailable("spec.secretRef.namespace: the runs read files of secret %s/%s, a workload identity's token, from the Secret itself, which must be in the Infrastructure's namespace %q: a run pod mounts Secrets of its own namespace only",
+			secret.Namespace, secret.Name, op.infra.Namespace)
 	}
 	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
 		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/terraseed/terraseed/api/scheme"
@@ -65,6 +64,31 @@ func TestTheRunBudgetIsTheAccountsForBothKindsOfCredentials(t *testing.T) {
 	g.Expect(static.Env).To(HaveKeyWithValue("AWS_ACCESS_KEY_ID", "AKIA1"))
 	g.Expect(static.Files).To(BeEmpty())
 	g.Expect(identity.Env).To(Equal(map[string]string{"TF_VAR_role_arn": "arn:aws:iam::123456789012:role/r"}))
-	g.Expect(identity.Files).To(Equal([]run.CredentialFile{{Env: "TF_VAR_web_identity_token_file", Secret: types.NamespacedName{Namespace: "shoot--dev--b", Name: "cloudprovider"}, Key: "token"}}))
+	g.Expect(identity.Files).To(Equal(map[string]corev1.SecretKeySelector{"TF_VAR_web_identity_token_file": {LocalObjectReference: corev1.LocalObjectReference{Name: "cloudprovider"}, Key: "token"}}))
 	g.Expect(identity.Digest).NotTo(Equal(static.Digest), "another configuration: the role is assumed")
+}
+
+// A workload identity's Secret in another namespace, which the operator's
+// --allow-cross-namespace-secret-refs lets spec.secretRef name, is refused naming the
+// field: no run pod can mount it.
+func TestAWorkloadIdentitySecretOfAnotherNamespaceIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shoot--dev--a", Name: "infra", UID: "uid-1"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "aws"},
+			Region:      "eu-west-1",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: "garden-dev"},
+		},
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "garden-dev", Name: "cloudprovider", Labels: map[string]string{"security.gardener.cloud/purpose": "workload-identity-token-requestor"}},
+		Data:       map[string][]byte{"token": []byte("t"), "config": []byte(`{"roleARN":"arn:aws:iam::1:role/r"}`)},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(secret).Build()
+	providers, err := templates.NewRegistry()
+	g.Expect(err).NotTo(HaveOccurred())
+	a := &Actuator{Client: c, APIReader: c, Providers: providers, Runs: newFakeRuns(), AllowCrossNamespaceSecretRefs: true}
+	_, _, err = a.operation(request{Object: infra}).inputs(context.Background())
+	g.Expect(err).To(MatchError(ContainSubstring(`spec.secretRef.namespace: the runs read files of secret garden-dev/cloudprovider, a workload identity's token, from the Secret itself, which must be in the Infrastructure's namespace "shoot--dev--a"`)))
 }

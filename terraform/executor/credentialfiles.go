@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,18 +26,6 @@ const podCredentialsDir = "/credentials"
 // files again; the kubelet refreshes a run pod's mounted Secret within about a minute.
 const defaultCredentialRefresh = 30 * time.Second
 
-// checkCredentialFiles refuses a credential file whose Secret is in another namespace than
-// the run pod: a pod mounts Secrets of its own namespace only.
-func checkCredentialFiles(req run.Request) error {
-	for i, f := range req.Files {
-		if f.Secret.Namespace != req.ID.Namespace {
-			return run.InvalidInput(fmt.Sprintf("files[%d].secret", i),
-				fmt.Sprintf("%s: a run pod mounts it, so it must be in the run's namespace %q", f.Secret, req.ID.Namespace))
-		}
-	}
-	return nil
-}
-
 // credentialVolumes mounts each credential file of req from its Secret into the run pod,
 // whole (no subPath), so that the kubelet refreshes it when the Secret changes: gardenlet
 // renews a workload identity's token while a run may still need it.
@@ -43,16 +33,17 @@ func credentialVolumes(req run.Request) ([]corev1.Volume, []corev1.VolumeMount, 
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
 	var env []corev1.EnvVar
-	for i, f := range req.Files {
-		name := "credentials-" + strconv.Itoa(i)
+	for i, name := range slices.Sorted(maps.Keys(req.Files)) {
+		f := req.Files[name]
+		volume := "credentials-" + strconv.Itoa(i)
 		dir := filepath.Join(podCredentialsDir, strconv.Itoa(i))
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName:  f.Secret.Name,
+		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  f.Name,
 			Items:       []corev1.KeyToPath{{Key: f.Key, Path: f.Key}},
 			DefaultMode: ptr.To(int32(0o440)),
 		}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
-		env = append(env, corev1.EnvVar{Name: f.Env, Value: filepath.Join(dir, f.Key)})
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
+		env = append(env, corev1.EnvVar{Name: name, Value: filepath.Join(dir, f.Key)})
 	}
 	return volumes, mounts, env
 }
@@ -62,20 +53,27 @@ func credentialVolumes(req run.Request) ([]corev1.Volume, []corev1.VolumeMount, 
 // as the kubelet does for a run pod, so that a run outliving a workload identity's token
 // reads the renewed one. A file is replaced whole (written beside it, then renamed), so
 // that terraform never reads half a token. It returns the environment giving the paths.
-func credentialFiles(ctx context.Context, c client.Reader, dir string, files []run.CredentialFile, interval time.Duration) (map[string]string, func(), error) {
+func credentialFiles(ctx context.Context, c client.Reader, namespace, dir string, files map[string]corev1.SecretKeySelector, interval time.Duration) (map[string]string, func(), error) {
 	env := map[string]string{}
-	paths := make([]string, len(files))
-	for i, f := range files {
-		paths[i] = filepath.Join(dir, "credentials", strconv.Itoa(i), f.Key)
-		if err := os.MkdirAll(filepath.Dir(paths[i]), 0o700); err != nil {
+	type file struct {
+		secret client.ObjectKey
+		key    string
+		path   string
+	}
+	var list []file
+	for i, name := range slices.Sorted(maps.Keys(files)) {
+		f := file{secret: client.ObjectKey{Namespace: namespace, Name: files[name].Name}, key: files[name].Key}
+		f.path = filepath.Join(dir, "credentials", strconv.Itoa(i), f.key)
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("creating the directory of a credential file: %w", err)
 		}
-		if _, err := refreshCredentialFile(ctx, c, f, paths[i]); err != nil {
+		if _, err := refreshCredentialFile(ctx, c, f.secret, f.key, f.path); err != nil {
 			return nil, nil, err
 		}
-		env[f.Env] = paths[i]
+		env[name] = f.path
+		list = append(list, f)
 	}
-	if len(files) == 0 {
+	if len(list) == 0 {
 		return env, func() {}, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -91,14 +89,14 @@ func credentialFiles(ctx context.Context, c client.Reader, dir string, files []r
 				return
 			case <-ticker.C:
 			}
-			for i, f := range files {
-				changed, err := refreshCredentialFile(ctx, c, f, paths[i])
+			for _, f := range list {
+				changed, err := refreshCredentialFile(ctx, c, f.secret, f.key, f.path)
 				switch {
 				case err != nil && ctx.Err() == nil:
 					// The file keeps its content: a token read a moment ago is still valid.
-					log.Info("credentialFileNotRefreshed", "secret", f.Secret, "key", f.Key, "error", err.Error())
+					log.Info("credentialFileNotRefreshed", "secret", f.secret, "key", f.key, "error", err.Error())
 				case changed:
-					log.V(1).Info("credentialFileRefreshed", "secret", f.Secret, "key", f.Key)
+					log.V(1).Info("credentialFileRefreshed", "secret", f.secret, "key", f.key)
 				}
 			}
 		}
@@ -106,16 +104,16 @@ func credentialFiles(ctx context.Context, c client.Reader, dir string, files []r
 	return env, func() { cancel(); <-done }, nil
 }
 
-// refreshCredentialFile writes f's key of its Secret to path when it differs from the
-// file's content, and says whether it did.
-func refreshCredentialFile(ctx context.Context, c client.Reader, f run.CredentialFile, path string) (bool, error) {
+// refreshCredentialFile writes key of the Secret to path when it differs from the file's
+// content, and says whether it did.
+func refreshCredentialFile(ctx context.Context, c client.Reader, secretKey client.ObjectKey, key, path string) (bool, error) {
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, f.Secret, secret); err != nil {
-		return false, fmt.Errorf("reading the Secret %s of a credential file: %w", f.Secret, err)
+	if err := c.Get(ctx, secretKey, secret); err != nil {
+		return false, fmt.Errorf("reading the Secret %s of a credential file: %w", secretKey, err)
 	}
-	value, ok := secret.Data[f.Key]
+	value, ok := secret.Data[key]
 	if !ok {
-		return false, fmt.Errorf("the Secret %s holds no key %q for a credential file", f.Secret, f.Key)
+		return false, fmt.Errorf("the Secret %s holds no key %q for a credential file", secretKey, key)
 	}
 	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, value) {
 		return false, nil

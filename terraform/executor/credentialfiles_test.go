@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/terraseed/terraseed/terraform/run"
 )
@@ -51,8 +50,8 @@ resource "terraform_data" "reader" {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Objects.WriteVars(ctx, env.Client, vars)).To(Succeed())
 
-	req := run.Request{ID: f.Objects.ID, Command: run.Apply, Files: []run.CredentialFile{
-		{Env: "TOKEN_FILE", Secret: types.NamespacedName{Namespace: f.Namespace, Name: "cloudprovider"}, Key: "token"},
+	req := run.Request{ID: f.Objects.ID, Command: run.Apply, Files: map[string]corev1.SecretKeySelector{
+		"TOKEN_FILE": {LocalObjectReference: corev1.LocalObjectReference{Name: "cloudprovider"}, Key: "token"},
 	}}
 	done := make(chan error, 1)
 	go func() {
@@ -75,16 +74,14 @@ resource "terraform_data" "reader" {
 }
 
 // A run pod mounts each credential file from its Secret whole, which the kubelet keeps
-// fresh, gets its path in the environment, never its content, and refuses a Secret of
-// another namespace, which no pod can mount.
+// fresh, and gets its path in the environment, never its content.
 func TestARunPodMountsItsCredentialFilesFromTheirSecrets(t *testing.T) {
 	g := NewWithT(t)
 	e := &PodExecutor{Image: "terraformer"}
 	req := run.Request{ID: run.ID{Namespace: "shoot--a--b", Name: "infra", Purpose: run.PurposeInfra}, Command: run.Apply,
 		Env:   map[string]string{"TF_VAR_role_arn": "arn:aws:iam::1:role/r"},
-		Files: []run.CredentialFile{{Env: "TF_VAR_web_identity_token_file", Secret: types.NamespacedName{Namespace: "shoot--a--b", Name: "cloudprovider"}, Key: "token"}}}
+		Files: map[string]corev1.SecretKeySelector{"TF_VAR_web_identity_token_file": {LocalObjectReference: corev1.LocalObjectReference{Name: "cloudprovider"}, Key: "token"}}}
 	g.Expect(req.Validate()).To(Succeed())
-	g.Expect(checkCredentialFiles(req)).To(Succeed())
 	pod := e.podFor(req, req.ID.Labels(), nil)
 	container := pod.Spec.Containers[0]
 	g.Expect(container.Env).To(Equal([]corev1.EnvVar{{Name: "TF_VAR_web_identity_token_file", Value: "/credentials/0/token"}}))
@@ -102,8 +99,6 @@ func TestARunPodMountsItsCredentialFilesFromTheirSecrets(t *testing.T) {
 	g.Expect(volume.Secret.SecretName).To(Equal("cloudprovider"))
 	g.Expect(volume.Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "token", Path: "token"}}), "the token alone, not the config")
 
-	req.Files[0].Secret.Namespace = "garden-a"
-	g.Expect(checkCredentialFiles(req)).To(MatchError(And(ContainSubstring("files[0].secret"), ContainSubstring(`must be in the run's namespace "shoot--a--b"`))))
-	req.Files[0].Env = "TF_VAR_role_arn"
-	g.Expect(req.Validate()).To(MatchError(ContainSubstring(`files[0].env: "TF_VAR_role_arn" is set in env too`)))
+	req.Files["TF_VAR_role_arn"] = req.Files["TF_VAR_web_identity_token_file"]
+	g.Expect(req.Validate()).To(MatchError(ContainSubstring(`files["TF_VAR_role_arn"]: is set in env too`)))
 }

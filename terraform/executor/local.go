@@ -80,7 +80,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	}
 	// In the run's temporary directory, gone with it: a token is kept no longer than it
 	// is used.
-	files, stopRefreshing, err := credentialFiles(ctx, e.Client, tmp, req.Files, e.CredentialRefresh)
+	files, stopRefreshing, err := credentialFiles(ctx, e.Client, req.ID.Namespace, tmp, req.Files, e.CredentialRefresh)
 	if err != nil {
 		return nil, err
 	}

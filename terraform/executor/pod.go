@@ -289,9 +289,6 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 	if req.Owner != nil {
 		owners = []metav1.OwnerReference{*req.Owner}
 	}
-	if err := checkCredentialFiles(req); err != nil {
-		return nil, err
-	}
 	if e.ManageServiceAccount {
 		if err := e.EnsureServiceAccount(ctx, req.ID); err != nil {
 			return nil, err

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"regexp"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/terraseed/terraseed/terraform/run/plan"
 )
@@ -22,9 +22,11 @@ type Request struct {
 	Env map[string]string
 	// Files are credentials a run reads from files, such as a workload identity's token,
 	// which gardenlet renews in its Secret at about half its lifetime while a run may
-	// outlive it: the executor keeps each file as fresh as its Secret, and gives terraform
-	// its path, never its content.
-	Files []CredentialFile
+	// outlive it: by the environment variable that gets the file's path, the key of a
+	// Secret in the run's namespace (a run pod mounts Secrets of its own namespace only).
+	// The executor keeps each file as fresh as its Secret, and gives terraform its path,
+	// never its content.
+	Files map[string]corev1.SecretKeySelector
 	// ProtectedTypes are resource types an apply must not destroy or replace, unless
 	// AllowDestroy is set (see ErrDestroyProtected).
 	ProtectedTypes []string
@@ -54,16 +56,6 @@ type Request struct {
 	Project string
 	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
 	Throttled func(error) bool
-}
-
-// CredentialFile is a key of a Secret that a run reads as a file.
-type CredentialFile struct {
-	// Env is the environment variable that gets the file's path.
-	Env string
-	// Secret holds the file's content under Key. A run pod mounts it, so it must be in
-	// the run's namespace for the pod executor.
-	Secret types.NamespacedName
-	Key    string
 }
 
 var (
@@ -104,16 +96,16 @@ func (r Request) Validate() error {
 			return InvalidInput(fmt.Sprintf("env[%q]", k), "is not an environment variable name")
 		}
 	}
-	for i, f := range r.Files {
-		switch _, inEnv := r.Env[f.Env]; {
-		case !envName.MatchString(f.Env):
-			return InvalidInput(fmt.Sprintf("files[%d].env", i), fmt.Sprintf("%q is not an environment variable name", f.Env))
+	for name, f := range r.Files {
+		switch _, inEnv := r.Env[name]; {
+		case !envName.MatchString(name):
+			return InvalidInput(fmt.Sprintf("files[%q]", name), "is not an environment variable name")
 		case inEnv:
-			return InvalidInput(fmt.Sprintf("files[%d].env", i), fmt.Sprintf("%q is set in env too", f.Env))
-		case f.Secret.Name == "":
-			return InvalidInput(fmt.Sprintf("files[%d].secret", i), "must name a Secret")
+			return InvalidInput(fmt.Sprintf("files[%q]", name), "is set in env too")
+		case f.Name == "":
+			return InvalidInput(fmt.Sprintf("files[%q].name", name), "must name a Secret")
 		case !secretKey.MatchString(f.Key):
-			return InvalidInput(fmt.Sprintf("files[%d].key", i), fmt.Sprintf("%q is not a key of a Secret", f.Key))
+			return InvalidInput(fmt.Sprintf("files[%q].key", name), fmt.Sprintf("%q is not a key of a Secret", f.Key))
 		}
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +53,7 @@ func TestARunPodsTokenFileFollowsTheSecret(t *testing.T) {
 
 	e := &executor.PodExecutor{Client: c, Clientset: n.Clientset, Image: PauseImage, Command: []string{"/pause"}, ManageServiceAccount: true}
 	req := runpkg.Request{ID: runpkg.ID{Namespace: ns.Name, Name: "infra", Purpose: runpkg.PurposeInfra}, Command: runpkg.Apply,
-		Files: []runpkg.CredentialFile{{Env: "TF_VAR_web_identity_token_file", Secret: types.NamespacedName{Namespace: ns.Name, Name: "cloudprovider"}, Key: "token"}}}
+		Files: map[string]corev1.SecretKeySelector{"TF_VAR_web_identity_token_file": {LocalObjectReference: corev1.LocalObjectReference{Name: "cloudprovider"}, Key: "token"}}}
 	runCtx, stopWaiting := context.WithCancel(ctx)
 	ended := make(chan error, 1)
 	go func() {
