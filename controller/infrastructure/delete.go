@@ -186,11 +186,9 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 		return err
 	}
 	// The configuration of the Secret's kind of credentials: a workload identity's renders
-	// other provider settings.
-	secret, err := op.sourceSecret(ctx)
-	if err != nil {
-		return err
-	}
+	// other provider settings. A Secret that cannot be read (gone, or of a namespace not
+	// allowed) leaves the static keys' configuration, as the credentials of the last run are.
+	secret, _ := op.sourceSecret(ctx)
 	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(secret)})
 	if err != nil {
 		return err
