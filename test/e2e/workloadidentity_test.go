@@ -60,5 +60,9 @@ func TestWorkloadIdentityInfrastructureThroughRunPods(t *testing.T) {
 
 	g.Expect(kube.Delete(ctx, s.infra)).To(Succeed())
 	s.waitGone(t)
-	g.Expect(s.runPods()).To(HaveLen(2), "create, delete")
+	pods = s.runPods()
+	g.Expect(pods).To(ContainElement(HaveField("Labels", HaveKeyWithValue("terraseed.gardener.cloud/command", "destroy"))), "the destroy ran in a pod")
+	for _, pod := range pods {
+		g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "cloudprovider")), "every run reads the token from the Secret: %s", pod.Labels)
+	}
 }
