@@ -17,8 +17,9 @@ func (m *Manifest) checkAccount() error {
 		return fmt.Errorf("account.credentials: name at least one key of credentials that identifies the account")
 	}
 	for i, key := range m.Account.Credentials {
-		if !slices.ContainsFunc(m.Credentials, func(c Credential) bool { return c.Key == key }) {
-			return fmt.Errorf("account.credentials[%d]: %q is not a key declared in credentials", i, key)
+		declared := func(c Credential) bool { return c.name() == key }
+		if !slices.ContainsFunc(m.Credentials, declared) && (m.WorkloadIdentity == nil || !slices.ContainsFunc(m.WorkloadIdentity.Credentials, declared)) {
+			return fmt.Errorf("account.credentials[%d]: %q is not a key declared in credentials or workloadIdentity.credentials (a key, or key.field for a field)", i, key)
 		}
 		if slices.Index(m.Account.Credentials, key) < i {
 			return fmt.Errorf("account.credentials[%d]: %q is named twice", i, key)

@@ -1,12 +1,17 @@
 package templates_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/terraseed/terraseed/templates"
 )
 
 // TestGolden renders every case and compares it with testdata/golden; `go test -update`
@@ -21,6 +26,9 @@ func TestGolden(t *testing.T) {
 				files := map[string]string{"terraform.tfvars.json": string(out.TFVarsJSON)}
 				for name, content := range out.Files {
 					files[name] = content
+				}
+				if secret := c.secret(t); secret != nil {
+					files["environment"] = environment(t, r, c, secret)
 				}
 				dir := filepath.Join("testdata", "golden", provider, c.name)
 				if *update {
@@ -50,4 +58,28 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	}
+}
+
+// environment is what a run of the case's secret gets in its environment, one variable a
+// line: the values of the credentials, and for a file its key (the executor gives the
+// path).
+func environment(t testing.TB, r *templates.Registry, c renderCase, secret *corev1.Secret) string {
+	t.Helper()
+	p, err := r.Provider(c.provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := p.Credentials(secret)
+	if err != nil {
+		t.Fatalf("%s/%s: %v", c.provider, c.name, err)
+	}
+	lines := make([]string, 0, len(env))
+	for name, value := range env {
+		lines = append(lines, name+"="+value)
+	}
+	for name, key := range p.CredentialFiles(secret) {
+		lines = append(lines, fmt.Sprintf("%s=<the path of a file holding key %q>", name, key))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -16,7 +17,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // renderCase is one directory under testdata/cases/<provider>/: infrastructure.yaml and,
-// optionally, cluster.yaml.
+// optionally, cluster.yaml and the credentials secret.yaml (its kind chooses the
+// provider's credentials).
 type renderCase struct {
 	provider, name, dir string
 }
@@ -43,7 +45,25 @@ func (c renderCase) input(t testing.TB) templates.Input {
 		in.Cluster = &extensionsv1alpha1.Cluster{}
 		readYAML(t, filepath.Join(c.dir, "cluster.yaml"), in.Cluster)
 	}
+	in.WorkloadIdentity = templates.IsWorkloadIdentity(c.secret(t))
 	return in
+}
+
+// secret is the case's credentials secret; nil when it has none.
+func (c renderCase) secret(t testing.TB) *corev1.Secret {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(c.dir, "secret.yaml")); err != nil {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	readYAML(t, filepath.Join(c.dir, "secret.yaml"), secret)
+	for key, value := range secret.StringData {
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[key] = []byte(value)
+	}
+	return secret
 }
 
 func readYAML(t testing.TB, path string, into any) {

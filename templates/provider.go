@@ -32,6 +32,10 @@ type Manifest struct {
 	Description string `json:"description,omitempty"`
 	// Credentials maps keys of the secret referenced by spec.secretRef to environment variables.
 	Credentials []Credential `json:"credentials,omitempty"`
+	// WorkloadIdentity are the credentials of a Secret gardenlet fills for a
+	// WorkloadIdentity instead of static keys (IsWorkloadIdentity); none: the provider
+	// refuses such a Secret.
+	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
 	// Networks names the CIDR fields of the input for the checks every provider needs.
 	Networks NetworkChecks `json:"networks,omitempty"`
 	// Resources lists the terraform resource and data source types the templates may declare.
@@ -66,6 +70,12 @@ type Account struct {
 	Credentials []string `json:"credentials"`
 }
 
+// WorkloadIdentity declares the credentials of a workload identity's Secret: its token
+// (key token) as a file, values of its config (key config), such as a role to assume.
+type WorkloadIdentity struct {
+	Credentials []Credential `json:"credentials"`
+}
+
 // maxParallelism bounds provider.yaml's parallelism: more concurrent calls per run only
 // spend an account's API budget faster.
 const maxParallelism = 100
@@ -88,6 +98,13 @@ type Credential struct {
 	// that flow into Gardener and the control plane) to the URL it names, are refused in a
 	// secret unless the operator allows them.
 	OperatorOnly bool `json:"operatorOnly,omitempty"`
+	// File makes the value a file whose path, not the value, Env or Variable gets: a
+	// workload identity's token, which gardenlet renews in the Secret while a run may
+	// still need it, and which the executors keep as fresh as the Secret.
+	File bool `json:"file,omitempty"`
+	// Field is the name of a field of the key's value, a YAML or JSON object (a workload
+	// identity's config), whose string the credential is, such as aws's roleARN.
+	Field string `json:"field,omitempty"`
 }
 
 // EnvName is the environment variable that carries the credential.
@@ -252,16 +269,15 @@ func (m *Manifest) check() error {
 	if m.Type == "" {
 		return fmt.Errorf("type is required")
 	}
-	for i, c := range m.Credentials {
-		switch {
-		case c.Key == "":
-			return fmt.Errorf("credentials[%d].key is required", i)
-		case (c.Env == "") == (c.Variable == ""):
-			return fmt.Errorf("credentials[%d]: set exactly one of env and variable", i)
-		case c.Variable != "" && !variableName.MatchString(c.Variable):
-			return fmt.Errorf("credentials[%d].variable %q is not a terraform identifier", i, c.Variable)
-		case c.Env != "" && !envName.MatchString(c.Env):
-			return fmt.Errorf("credentials[%d].env %q is not an environment variable name", i, c.Env)
+	if err := checkCredentials("credentials", m.Credentials); err != nil {
+		return err
+	}
+	if m.WorkloadIdentity != nil {
+		if len(m.WorkloadIdentity.Credentials) == 0 {
+			return fmt.Errorf("workloadIdentity.credentials: declare at least the token")
+		}
+		if err := checkCredentials("workloadIdentity.credentials", m.WorkloadIdentity.Credentials); err != nil {
+			return err
 		}
 	}
 	for _, p := range m.Networks.all() {
@@ -284,6 +300,49 @@ func (m *Manifest) check() error {
 		}
 	}
 	return nil
+}
+
+// checkCredentials checks one set of credentials, named by path in messages.
+func checkCredentials(path string, credentials []Credential) error {
+	whole := map[string]bool{}
+	seen := map[string]bool{}
+	for i, c := range credentials {
+		switch {
+		case c.Key == "":
+			return fmt.Errorf("%s[%d].key is required", path, i)
+		case (c.Env == "") == (c.Variable == ""):
+			return fmt.Errorf("%s[%d]: set exactly one of env and variable", path, i)
+		case c.Variable != "" && !variableName.MatchString(c.Variable):
+			return fmt.Errorf("%s[%d].variable %q is not a terraform identifier", path, i, c.Variable)
+		case c.Env != "" && !envName.MatchString(c.Env):
+			return fmt.Errorf("%s[%d].env %q is not an environment variable name", path, i, c.Env)
+		case c.File && c.Field != "":
+			return fmt.Errorf("%s[%d]: a file holds the whole key %q: set file or field, not both", path, i, c.Key)
+		case c.Field != "" && !variableName.MatchString(c.Field):
+			return fmt.Errorf("%s[%d].field %q is not a field name", path, i, c.Field)
+		case seen[c.Key+"."+c.Field]:
+			return fmt.Errorf("%s[%d]: key %q (field %q) is declared twice", path, i, c.Key, c.Field)
+		case c.Field == "" && seen[c.Key+".*"] || c.Field != "" && whole[c.Key]:
+			// Templates read a key whole as .credentials.<key>, a field as
+			// .credentials.<key>.<field>: one key cannot be both.
+			return fmt.Errorf("%s[%d]: key %q is declared whole and by field: declare its fields only", path, i, c.Key)
+		}
+		seen[c.Key+"."+c.Field] = true
+		if c.Field == "" {
+			whole[c.Key] = true
+		} else {
+			seen[c.Key+".*"] = true
+		}
+	}
+	return nil
+}
+
+// name is how account.credentials names the credential: its key, or key.field.
+func (c Credential) name() string {
+	if c.Field == "" {
+		return c.Key
+	}
+	return c.Key + "." + c.Field
 }
 
 func (n NetworkChecks) all() []string {

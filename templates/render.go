@@ -32,6 +32,9 @@ type Input struct {
 	// Cluster may be nil; templates then see empty shoot, seed and cloudProfile objects.
 	// A Cluster without a seed (a self-hosted shoot's) gives them no .cluster.seed.
 	Cluster *extensionsv1alpha1.Cluster
+	// WorkloadIdentity renders for the provider's workloadIdentity credentials, for a
+	// Secret of a workload identity (IsWorkloadIdentity), instead of its static ones.
+	WorkloadIdentity bool
 }
 
 // Rendered is a terraform configuration ready to run.
@@ -131,6 +134,9 @@ type input struct {
 	infrastructure map[string]any
 	providerConfig any
 	cluster        map[string]any
+	// credentials are the provider's credentials of the secret's kind.
+	credentials      []Credential
+	workloadIdentity bool
 }
 
 func (p *Provider) decode(in Input) (*input, error) {
@@ -146,7 +152,17 @@ func (p *Provider) decode(in Input) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
+	credentials := p.Manifest.Credentials
+	if in.WorkloadIdentity {
+		if p.Manifest.WorkloadIdentity == nil {
+			return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Invalid(field.NewPath("spec", "secretRef"), infra.Spec.SecretRef.Name,
+				fmt.Sprintf("the credentials secret holds a workload identity's token, and provider %q declares no workloadIdentity credentials in provider.yaml", p.Manifest.Type))}}
+		}
+		credentials = p.Manifest.WorkloadIdentity.Credentials
+	}
 	return &input{
+		credentials:      credentials,
+		workloadIdentity: in.WorkloadIdentity,
 		infrastructure: map[string]any{
 			"name":           infra.Name,
 			"namespace":      infra.Namespace,
@@ -184,9 +200,10 @@ func (p *Provider) validate(doc *input) error {
 func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 	var err error
 	data := map[string]any{
-		"infrastructure": doc.infrastructure,
-		"cluster":        doc.cluster,
-		"credentials":    p.credentialReferences(),
+		"infrastructure":   doc.infrastructure,
+		"cluster":          doc.cluster,
+		"credentials":      credentialReferences(doc.credentials),
+		"workloadIdentity": doc.workloadIdentity,
 	}
 	out := &Rendered{Files: map[string]string{}}
 	for _, file := range p.Templates() {
@@ -196,7 +213,7 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 		}
 		out.Files[file] = text
 	}
-	out.Files[variablesFile] = p.variablesTF(state.vars)
+	out.Files[variablesFile] = variablesTF(state.vars, doc.credentials)
 	if out.TFVarsJSON, err = json.MarshalIndent(state.vars, "", "  "); err != nil {
 		return nil, &RenderError{Type: p.Manifest.Type, File: "terraform.tfvars.json", Err: err}
 	}
@@ -218,27 +235,37 @@ func (p *Provider) execute(file string, data any, state *renderState) (string, e
 }
 
 // credentialReferences tells templates how to reach each credential: a terraform variable
-// reference, or the name of the environment variable the plugin reads.
-func (p *Provider) credentialReferences() map[string]any {
+// reference, or the name of the environment variable the plugin reads (for a file, its
+// path); a key read by field is an object of its fields' references.
+func credentialReferences(credentials []Credential) map[string]any {
 	refs := map[string]any{}
-	for _, c := range p.Manifest.Credentials {
+	for _, c := range credentials {
+		ref := c.Env
 		if c.Variable != "" {
-			refs[c.Key] = "var." + c.Variable
-		} else {
-			refs[c.Key] = c.Env
+			ref = "var." + c.Variable
 		}
+		if c.Field == "" {
+			refs[c.Key] = ref
+			continue
+		}
+		fields, _ := refs[c.Key].(map[string]any)
+		if fields == nil {
+			fields = map[string]any{}
+			refs[c.Key] = fields
+		}
+		fields[c.Field] = ref
 	}
 	return refs
 }
 
 // variablesTF declares the tfvars and the credential variables.
-func (p *Provider) variablesTF(vars map[string]any) string {
+func variablesTF(vars map[string]any, credentials []Credential) string {
 	var b strings.Builder
 	b.WriteString("# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.\n")
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		fmt.Fprintf(&b, "\nvariable %q {\n  type = %s\n}\n", name, terraformType(vars[name]))
 	}
-	for _, c := range p.Manifest.Credentials {
+	for _, c := range credentials {
 		if c.Variable == "" {
 			continue
 		}

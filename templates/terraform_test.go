@@ -72,7 +72,11 @@ func TestAWSConfig(t *testing.T) {
 			var tfvars map[string]any
 			g.Expect(json.Unmarshal(out.TFVarsJSON, &tfvars)).To(Succeed())
 			wantVars := sortedKeys(tfvars)
-			for _, cred := range p.Manifest.Credentials {
+			credentials := p.Manifest.Credentials
+			if c.input(t).WorkloadIdentity {
+				credentials = p.Manifest.WorkloadIdentity.Credentials
+			}
+			for _, cred := range credentials {
 				if cred.Variable != "" {
 					wantVars = append(wantVars, cred.Variable)
 				}

@@ -45,7 +45,7 @@ const (
 // controller against it with the local executor, creates a sample `local` Infrastructure
 // and keeps everything up until ctx ends.
 func runLocal(ctx context.Context, args []string) error {
-	o, assets, noSample, err := parseLocalFlags(args)
+	o, assets, sample, err := parseLocalFlags(args)
 	if err != nil {
 		return err
 	}
@@ -81,8 +81,8 @@ func runLocal(ctx context.Context, args []string) error {
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
 	fmt.Printf("terraseed is running with the local executor; its log: %s\n", logPath)
-	if !noSample {
-		if err := runSample(ctx, cfg, kubeconfig, managerDone); err != nil {
+	if !sample.none {
+		if err := runSample(ctx, cfg, kubeconfig, sample.workloadIdentity, managerDone); err != nil {
 			return err
 		}
 		printNextSteps(kubeconfigPath)
@@ -98,26 +98,32 @@ func runLocal(ctx context.Context, args []string) error {
 
 // parseLocalFlags reads the manager's flags with the defaults of a local run, and the
 // local run's own.
-func parseLocalFlags(args []string) (o managerOptions, assets string, noSample bool, err error) {
+func parseLocalFlags(args []string) (o managerOptions, assets string, sample sampleOptions, err error) {
 	flags := flag.NewFlagSet("local", flag.ContinueOnError)
 	setUsage(flags, "terraseed local [flags]")
 	flags.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory holding kube-apiserver and etcd (make run sets it)")
-	flags.BoolVar(&noSample, "no-sample", false, "do not create the sample Infrastructure")
+	flags.BoolVar(&sample.none, "no-sample", false, "do not create the sample Infrastructure")
+	flags.BoolVar(&sample.workloadIdentity, "workload-identity", false, "the sample's credentials are a workload identity's: a ServiceAccount token, renewed at half its lifetime as gardenlet does")
 	o.bind(flags)
 	for name, value := range map[string]string{"executor": "local", "metrics-bind-address": "127.0.0.1:8080", "metrics-secure": "false", "health-probe-bind-address": "127.0.0.1:8081",
 		// The local API server calls the control-plane webhook on this machine.
 		"webhook-mode": "url", "webhook-namespace": "default"} {
 		if err := flags.Set(name, value); err != nil {
-			return o, "", false, err
+			return o, "", sample, err
 		}
 	}
 	if err := flags.Parse(args); err != nil {
-		return o, "", false, err
+		return o, "", sample, err
 	}
 	if assets == "" {
-		return o, "", false, errors.New("--assets (or KUBEBUILDER_ASSETS) is required: start with `make run`, which builds the control plane binaries")
+		return o, "", sample, errors.New("--assets (or KUBEBUILDER_ASSETS) is required: start with `make run`, which builds the control plane binaries")
 	}
-	return o, assets, noSample, nil
+	return o, assets, sample, nil
+}
+
+// sampleOptions say which sample `terraseed local` creates.
+type sampleOptions struct {
+	none, workloadIdentity bool
 }
 
 // logToFile sends the controller's log to a file in dir: the terminal shows progress.
@@ -136,12 +142,21 @@ func logToFile(dir string) (path string, closeLog func(), err error) {
 
 // runSample creates the sample Infrastructure and, once it succeeded, the sample
 // ControlPlane, following each until it settles.
-func runSample(ctx context.Context, cfg *rest.Config, kubeconfig []byte, managerDone <-chan error) error {
+func runSample(ctx context.Context, cfg *rest.Config, kubeconfig []byte, workloadIdentity bool, managerDone <-chan error) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
-	if err := createSample(ctx, c, kubeconfig); err != nil {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleSecret},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+	if workloadIdentity {
+		if secret, err = sampleWorkloadIdentity(ctx, cfg, c); err != nil {
+			return err
+		}
+	}
+	if err := createSample(ctx, c, secret); err != nil {
 		return err
 	}
 	infra := &extensionsv1alpha1.Infrastructure{}
@@ -186,7 +201,7 @@ func writeAdminKubeconfig(env *envtest.Environment, dir string) ([]byte, string,
 
 // createSample creates a shoot namespace with the kubeconfig Secret, its Cluster and a
 // `local` Infrastructure whose resources land in this same control plane.
-func createSample(ctx context.Context, c client.Client, kubeconfig []byte) error {
+func createSample(ctx context.Context, c client.Client, secret *corev1.Secret) error {
 	shoot, _ := json.Marshal(map[string]any{
 		"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
 		"metadata": map[string]any{"name": "dev", "namespace": "garden-local"},
@@ -206,10 +221,7 @@ func createSample(ctx context.Context, c client.Client, kubeconfig []byte) error
 	})
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sampleNamespace}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleSecret},
-			Data:       map[string][]byte{"kubeconfig": kubeconfig},
-		},
+		secret,
 		&extensionsv1alpha1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: sampleNamespace},
 			Spec: extensionsv1alpha1.ClusterSpec{

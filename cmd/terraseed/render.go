@@ -27,6 +27,7 @@ func runRender(args []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("render", flag.ContinueOnError)
 	infraFile := flags.String("f", "", "the Infrastructure or ControlPlane to render (YAML or JSON)")
 	clusterFile := flags.String("cluster", "", "the Cluster of the shoot (optional)")
+	workloadIdentity := flags.Bool("workload-identity", false, "render for a workload identity's credentials Secret (a token and its config) instead of static keys")
 	var providerDirs stringList
 	flags.Var(&providerDirs, "providers", "a directory of providers that adds to or overrides the embedded ones (repeatable)")
 	if err := flags.Parse(args); err != nil {
@@ -46,7 +47,7 @@ func runRender(args []string, stdout io.Writer) error {
 	if kind == "ControlPlane" {
 		return renderControlPlane(registry, *infraFile, cluster, stdout)
 	}
-	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster}
+	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster, WorkloadIdentity: *workloadIdentity}
 	if err := readObject(*infraFile, in.Infrastructure); err != nil {
 		return err
 	}
@@ -73,12 +74,24 @@ func runRender(args []string, stdout io.Writer) error {
 		secretNamespace = in.Infrastructure.Namespace
 	}
 	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", secretNamespace, in.Infrastructure.Spec.SecretRef.Name)
-	for _, c := range provider.Manifest.Credentials {
+	credentials := provider.Manifest.Credentials
+	if *workloadIdentity {
+		// Render refused a provider without them.
+		credentials = provider.Manifest.WorkloadIdentity.Credentials
+	}
+	for _, c := range credentials {
 		optional := ""
 		if c.Optional {
 			optional = " (optional)"
 		}
-		fmt.Fprintf(stdout, "# %s=<redacted: key %q>%s\n", c.EnvName(), c.Key, optional)
+		value := fmt.Sprintf("<redacted: key %q>", c.Key)
+		switch {
+		case c.File:
+			value = fmt.Sprintf("<the path of a file holding key %q>", c.Key)
+		case c.Field != "":
+			value = fmt.Sprintf("<redacted: field %q of key %q>", c.Field, c.Key)
+		}
+		fmt.Fprintf(stdout, "# %s=%s%s\n", c.EnvName(), value, optional)
 	}
 	return nil
 }

@@ -28,6 +28,26 @@ func TestRender(t *testing.T) {
 	g.Expect(out.String()).To(ContainSubstring(`# TF_VAR_endpoint=<redacted: key "endpoint"> (optional)`))
 }
 
+// TestRenderWorkloadIdentity prints the golden rendering of a workload identity's
+// Secret: the role ARN and the token file, and no static key.
+func TestRenderWorkloadIdentity(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	dir := filepath.Join(cases, "aws", "workload-identity")
+	g.Expect(runRender([]string{"-f", filepath.Join(dir, "infrastructure.yaml"), "--workload-identity"}, &out)).To(Succeed())
+	golden := filepath.Join("..", "..", "templates", "testdata", "golden", "aws", "workload-identity")
+	for _, name := range []string{"main.tf", "variables.tf", "terraform.tfvars.json"} {
+		want, err := os.ReadFile(filepath.Join(golden, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.String()).To(ContainSubstring("# ---- " + name + "\n" + string(want)))
+	}
+	g.Expect(out.String()).To(ContainSubstring(`# TF_VAR_web_identity_token_file=<the path of a file holding key "token">`))
+	g.Expect(out.String()).To(ContainSubstring(`# TF_VAR_role_arn=<redacted: field "roleARN" of key "config">`))
+	g.Expect(out.String()).NotTo(ContainSubstring("# AWS_ACCESS_KEY_ID="))
+
+	g.Expect(runRender([]string{"-f", filepath.Join(cases, "local", "one-zone", "infrastructure.yaml"), "--workload-identity", "--providers", "../../templates/testdata/providers"}, &bytes.Buffer{})).To(Succeed(), "local takes a token too")
+}
+
 func TestRenderErrors(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(runRender(nil, &bytes.Buffer{})).To(MatchError(ContainSubstring("-f is required")))

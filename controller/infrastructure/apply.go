@@ -93,7 +93,8 @@ func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
 
 func (op *operation) render(ctx context.Context, s *applyScope) error {
 	var err error
-	if s.rendered, err = s.provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster}); err != nil {
+	in := templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(s.secret)}
+	if s.rendered, err = s.provider.Render(in); err != nil {
 		return err
 	}
 	if s.env, err = s.provider.Credentials(s.secret); err != nil {
@@ -179,7 +180,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 		return err
 	}
 	req := run.Request{
-		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: s.env,
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: s.env, Files: credentialFiles(s.provider, s.secret),
 		ProtectedTypes: s.provider.Manifest.ProtectedResources, AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
@@ -205,6 +206,9 @@ func (op *operation) ensureFinalizer(ctx context.Context, _ *applyScope) error {
 
 func (op *operation) storeCredentials(ctx context.Context, s *applyScope) error {
 	annotations := map[string]string{annotationSourceVersion: s.secret.ResourceVersion}
+	if templates.IsWorkloadIdentity(s.secret) {
+		annotations[annotationWorkloadIdentity] = "true"
+	}
 	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.infra, annotations, s.env, state.CreateFirst(op.req.FirstRun))
 }
 

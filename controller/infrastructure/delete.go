@@ -117,12 +117,12 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 	if s.nothingToDestroy {
 		return nil
 	}
-	env, err := op.destroyCredentials(ctx)
+	env, files, err := op.destroyCredentials(ctx)
 	if err != nil {
 		return err
 	}
 	req := run.Request{
-		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env,
+		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env, Files: files,
 		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
 	}
 	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
@@ -135,25 +135,30 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 }
 
 // destroyCredentials prefers the referenced secret and falls back to the credentials of
-// the last run, so that a deletion never waits on a secret deleted first.
-func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, error) {
+// the last run, so that a deletion never waits on a secret deleted first; a workload
+// identity's token is never stored, so its Secret must be there.
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, map[string]corev1.SecretKeySelector, error) {
 	provider, secret, err := op.inputs(ctx)
 	var opErr *extension.Error
 	switch {
 	case err == nil:
-		return provider.Credentials(secret)
+		env, err := provider.Credentials(secret)
+		return env, credentialFiles(provider, secret), err
 	case errors.As(err, &opErr) && opErr.Reason == reasonCredentialsUnavailable:
 		stored, storedErr := op.storedCredentials(ctx)
 		if storedErr != nil {
-			return nil, storedErr
+			return nil, nil, storedErr
 		}
+		key := secretKeyOf(op.infra)
 		if stored == nil {
-			key := secretKeyOf(op.infra)
-			return nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+			return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
 		}
-		return envOf(stored), nil
+		if stored.Annotations[annotationWorkloadIdentity] == "true" {
+			return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found, and the runs read a workload identity's token from it, which is never stored: recreate the secret (its CredentialsBinding) to destroy the infrastructure", key.Namespace, key.Name)
+		}
+		return envOf(stored), nil, nil
 	default:
-		return nil, err
+		return nil, nil, err
 	}
 }
 
@@ -180,7 +185,11 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	if err != nil {
 		return err
 	}
-	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster})
+	// The configuration of the Secret's kind of credentials: a workload identity's renders
+	// other provider settings. A Secret that cannot be read (gone, or of a namespace not
+	// allowed) leaves the static keys' configuration, as the credentials of the last run are.
+	secret, _ := op.sourceSecret(ctx)
+	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(secret)})
 	if err != nil {
 		return err
 	}

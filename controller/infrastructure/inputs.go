@@ -22,6 +22,22 @@ import (
 // secret they were taken from: a changed secret means the infrastructure is not up to date.
 const annotationSourceVersion = run.LabelPrefix + "source-resource-version"
 
+// annotationWorkloadIdentity marks stored credentials taken from a workload identity's
+// Secret: they hold its other values, never its token, which the runs read from the
+// Secret itself (run.Request.Files).
+const annotationWorkloadIdentity = run.LabelPrefix + "workload-identity"
+
+// credentialFiles are the credentials of secret that a run reads as files, from the
+// Secret itself: a workload identity's token, which gardenlet renews while a run may
+// outlive it, reaches the run as the Secret has it, and no copy of it is kept.
+func credentialFiles(provider *templates.Provider, secret *corev1.Secret) map[string]corev1.SecretKeySelector {
+	files := map[string]corev1.SecretKeySelector{}
+	for env, key := range provider.CredentialFiles(secret) {
+		files[env] = corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}, Key: key}
+	}
+	return files
+}
+
 func (op *operation) objects() state.RunObjects {
 	return op.actuator.State.Objects(runIDOf(op.infra))
 }
@@ -81,6 +97,10 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 		key := secretKeyOf(op.infra)
 		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
 	}
+	if len(provider.CredentialFiles(secret)) > 0 && secret.Namespace != op.infra.Namespace {
+		return nil, nil, credentialsUnavailable("spec.secretRef.namespace: the runs read files of secret %s/%s, a workload identity's token, from the Secret itself, which must be in the Infrastructure's namespace %q: a run pod mounts Secrets of its own namespace only",
+			secret.Namespace, secret.Name, op.infra.Namespace)
+	}
 	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
 		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
 			keys[0], secret.Namespace, secret.Name)
@@ -107,7 +127,18 @@ func (op *operation) upToDate(ctx context.Context) (bool, error) {
 	if err != nil || stored == nil {
 		return false, err
 	}
-	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion, nil
+	if templates.IsWorkloadIdentity(secret) {
+		// gardenlet renews the token at about half its lifetime, a change of the Secret
+		// that needs no apply: the runs read the token from the Secret. Its other values
+		// must be the stored ones.
+		provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+		if err != nil {
+			return false, nil
+		}
+		env, err := provider.Credentials(secret)
+		return err == nil && stored.Annotations[annotationWorkloadIdentity] == "true" && maps.Equal(env, envOf(stored)), nil
+	}
+	return stored.Annotations[annotationSourceVersion] == secret.ResourceVersion && stored.Annotations[annotationWorkloadIdentity] == "", nil
 }
 
 // localType is the embedded provider that creates a namespace of the name

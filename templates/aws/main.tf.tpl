@@ -11,8 +11,10 @@ terraform {
   }
 }
 
-# Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. An endpoint (LocalStack)
-# replaces every service endpoint and skips the checks only real AWS can answer.
+# Static credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; a workload
+# identity assumes its role with the token in a file, which the AWS SDK reads again each
+# time it renews the role's credentials. An endpoint (LocalStack) replaces every service
+# endpoint and skips the checks only real AWS can answer.
 provider "aws" {
   region                      = {{ tfvar "region" .infrastructure.region }}
   skip_credentials_validation = {{ .credentials.endpoint }} != ""
@@ -27,6 +29,13 @@ provider "aws" {
       sts = endpoints.value
     }
   }
+{{- if .workloadIdentity }}
+
+  assume_role_with_web_identity {
+    role_arn                = {{ .credentials.config.roleARN }}
+    web_identity_token_file = {{ .credentials.token }}
+  }
+{{- end }}
 {{- if $ignoreTags }}
 
   ignore_tags {

@@ -14,6 +14,12 @@ terraform {
   }
 }
 
+{{ if .workloadIdentity -}}
+# A workload identity: a ServiceAccount token of the cluster, read from its file (which the
+# run keeps as fresh as the Secret) by each terraform command; the server and its CA come
+# from the identity's config.
+locals {
+{{ else -}}
 # The kubeconfig arrives as a sensitive variable; the machine's own ~/.kube/config is never read.
 locals {
   kubeconfig = yamldecode({{ .credentials.kubeconfig }})
@@ -21,6 +27,7 @@ locals {
   cluster    = one([for c in local.kubeconfig.clusters : c.cluster if c.name == local.context.cluster])
   user       = one([for u in local.kubeconfig.users : u.user if u.name == local.context.user])
 
+{{ end -}}
   namespace = {{ tfvar "namespace" $namespace }}
   labels = {
     "app.kubernetes.io/managed-by"      = "terraseed"
@@ -28,7 +35,14 @@ locals {
     "infrastructure.terraseed.io/shoot" = {{ tfvar "shoot_namespace" .infrastructure.namespace }}
   }
 }
-
+{{ if .workloadIdentity }}
+provider "kubectl" {
+  load_config_file       = false
+  host                   = {{ .credentials.config.server }}
+  cluster_ca_certificate = {{ .credentials.config.certificateAuthorityData }} == "" ? null : base64decode({{ .credentials.config.certificateAuthorityData }})
+  token                  = sensitive(trimspace(file({{ .credentials.token }})))
+}
+{{ else }}
 provider "kubectl" {
   load_config_file       = false
   host                   = local.cluster.server
@@ -37,7 +51,7 @@ provider "kubectl" {
   client_key             = try(base64decode(local.user["client-key-data"]), null)
   token                  = try(local.user.token, null)
 }
-
+{{ end }}
 resource "kubectl_manifest" "namespace" {
   yaml_body = yamlencode({
     apiVersion = "v1"

@@ -44,6 +44,9 @@ type LocalExecutor struct {
 	RunTimeout time.Duration
 	// State is how the runs keep their states.
 	State state.Options
+	// CredentialRefresh is how often a run reads the Secrets of its credential files
+	// (run.Request.Files) again, to write what changed; defaultCredentialRefresh when zero.
+	CredentialRefresh time.Duration
 
 	guard runGuard
 }
@@ -75,8 +78,18 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	if err := report.Clear(ctx); err != nil {
 		return nil, err
 	}
+	// In the run's temporary directory, gone with it: a token is kept no longer than it
+	// is used.
+	files, stopRefreshing, err := credentialFiles(ctx, e.Client, req.ID.Namespace, tmp, req.Files, e.CredentialRefresh)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRefreshing()
 	output := &syncWriter{w: cmp.Or[io.Writer](e.Output, io.Discard)}
 	r := e.runner(req, dir, tmp, output)
+	for name, path := range files {
+		r.Env = append(r.Env, name+"="+path)
+	}
 	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
 	runCtx := ctx
 	if e.RunTimeout > 0 {

@@ -336,6 +336,7 @@ func (e *PodExecutor) objects(id run.ID) state.RunObjects {
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
 func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
+	files, fileMounts, fileEnv := credentialVolumes(req)
 	command := e.Command
 	if len(command) == 0 {
 		command = []string{"/terraformer"}
@@ -380,7 +381,9 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 				Command: command,
 				Args:    args,
 				// Credentials come from the Secret, so they appear in no object but it.
-				EnvFrom:                  []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: req.ID.EnvSecretName()}}}},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: req.ID.EnvSecretName()}}}},
+				// The paths of the credential files, mounted from their Secrets.
+				Env:                      fileEnv,
 				Resources:                e.Resources,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
@@ -388,12 +391,12 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 					ReadOnlyRootFilesystem:   ptr.To(true),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
+				VolumeMounts: append([]corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}}, fileMounts...),
 			}},
-			Volumes: []corev1.Volume{
+			Volumes: append([]corev1.Volume{
 				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
-			},
+			}, files...),
 		},
 	}
 	e.Placement.apply(&pod.Spec)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/terraseed/terraseed/terraform/run/plan"
@@ -19,6 +20,13 @@ type Request struct {
 	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
 	// terraform's environment and nothing else.
 	Env map[string]string
+	// Files are credentials a run reads from files, such as a workload identity's token,
+	// which gardenlet renews in its Secret at about half its lifetime while a run may
+	// outlive it: by the environment variable that gets the file's path, the key of a
+	// Secret in the run's namespace (a run pod mounts Secrets of its own namespace only).
+	// The executor keeps each file as fresh as its Secret, and gives terraform its path,
+	// never its content.
+	Files map[string]corev1.SecretKeySelector
 	// ProtectedTypes are resource types an apply must not destroy or replace, unless
 	// AllowDestroy is set (see ErrDestroyProtected).
 	ProtectedTypes []string
@@ -51,7 +59,9 @@ type Request struct {
 }
 
 var (
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// secretKey is a key of a Secret's data.
+	secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// A digest becomes a label value.
 	digestValue = regexp.MustCompile(`^[0-9a-f]{1,63}$`)
 )
@@ -84,6 +94,18 @@ func (r Request) Validate() error {
 	for k := range r.Env {
 		if !envName.MatchString(k) {
 			return InvalidInput(fmt.Sprintf("env[%q]", k), "is not an environment variable name")
+		}
+	}
+	for name, f := range r.Files {
+		switch _, inEnv := r.Env[name]; {
+		case !envName.MatchString(name):
+			return InvalidInput(fmt.Sprintf("files[%q]", name), "is not an environment variable name")
+		case inEnv:
+			return InvalidInput(fmt.Sprintf("files[%q]", name), "is set in env too")
+		case f.Name == "":
+			return InvalidInput(fmt.Sprintf("files[%q].name", name), "must name a Secret")
+		case !secretKey.MatchString(f.Key):
+			return InvalidInput(fmt.Sprintf("files[%q].key", name), fmt.Sprintf("%q is not a key of a Secret", f.Key))
 		}
 	}
 	return nil

@@ -8,8 +8,10 @@ terraform {
   }
 }
 
-# Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. An endpoint (LocalStack)
-# replaces every service endpoint and skips the checks only real AWS can answer.
+# Static credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; a workload
+# identity assumes its role with the token in a file, which the AWS SDK reads again each
+# time it renews the role's credentials. An endpoint (LocalStack) replaces every service
+# endpoint and skips the checks only real AWS can answer.
 provider "aws" {
   region                      = var.region
   skip_credentials_validation = var.endpoint != ""

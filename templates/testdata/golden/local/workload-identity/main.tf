@@ -1,0 +1,75 @@
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    kubectl = {
+      source  = "gavinbunney/kubectl"
+      version = "1.19.0"
+    }
+  }
+}
+
+# A workload identity: a ServiceAccount token of the cluster, read from its file (which the
+# run keeps as fresh as the Secret) by each terraform command; the server and its CA come
+# from the identity's config.
+locals {
+  namespace = var.namespace
+  labels = {
+    "app.kubernetes.io/managed-by"      = "terraseed"
+    "infrastructure.terraseed.io/name"  = var.infrastructure_name
+    "infrastructure.terraseed.io/shoot" = var.shoot_namespace
+  }
+}
+
+provider "kubectl" {
+  load_config_file       = false
+  host                   = var.server
+  cluster_ca_certificate = var.certificate_authority_data == "" ? null : base64decode(var.certificate_authority_data)
+  token                  = sensitive(trimspace(file(var.token_file)))
+}
+
+resource "kubectl_manifest" "namespace" {
+  yaml_body = yamlencode({
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata   = { name = local.namespace, labels = local.labels }
+  })
+}
+
+# Nothing flows unless a policy below allows it.
+resource "kubectl_manifest" "deny_all" {
+  depends_on = [kubectl_manifest.namespace]
+  yaml_body = yamlencode({
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = { name = "deny-all", namespace = local.namespace, labels = local.labels }
+    spec       = { podSelector = {}, policyTypes = ["Ingress", "Egress"] }
+  })
+}
+
+# Zone 0: pods in the zone talk to the zone's worker network.
+resource "kubectl_manifest" "zone_0" {
+  depends_on = [kubectl_manifest.namespace]
+  yaml_body = yamlencode({
+    apiVersion = "networking.k8s.io/v1"
+    kind       = "NetworkPolicy"
+    metadata   = { name = "zone-0", namespace = local.namespace, labels = local.labels }
+    spec = {
+      podSelector = { matchLabels = { "topology.kubernetes.io/zone" = var.zone_0_name } }
+      policyTypes = ["Ingress", "Egress"]
+      ingress     = [{ from = [{ ipBlock = { cidr = var.zone_0_workers } }] }]
+      egress      = [{ to = [{ ipBlock = { cidr = var.zone_0_workers } }] }]
+    }
+  })
+}
+
+
+resource "kubectl_manifest" "ssh_public_key" {
+  depends_on = [kubectl_manifest.namespace]
+  yaml_body = yamlencode({
+    apiVersion = "v1"
+    kind       = "Secret"
+    type       = "Opaque"
+    metadata   = { name = "ssh-publickey", namespace = local.namespace, labels = local.labels }
+    data       = { "id_rsa.pub" = base64encode(var.ssh_public_key) }
+  })
+}

@@ -1,0 +1,45 @@
+# Generated: values come from terraform.tfvars.json, credentials from TF_VAR_ environment variables.
+
+variable "infrastructure_name" {
+  type = string
+}
+
+variable "namespace" {
+  type = string
+}
+
+variable "network_cidr" {
+  type = string
+}
+
+variable "shoot_namespace" {
+  type = string
+}
+
+variable "ssh_public_key" {
+  type = string
+}
+
+variable "zone_0_name" {
+  type = string
+}
+
+variable "zone_0_workers" {
+  type = string
+}
+
+variable "token_file" {
+  type      = string
+  sensitive = false
+}
+
+variable "server" {
+  type      = string
+  sensitive = false
+}
+
+variable "certificate_authority_data" {
+  type      = string
+  sensitive = false
+  default   = ""
+}
