@@ -208,7 +208,7 @@ func TestProgressRisesInTheStatusDuringASlowApply(t *testing.T) {
 		g.Expect(last.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
 	}).WithTimeout(3 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 	t.Logf("progress seen: %v %q", progress, descriptions)
-	g.Expect(descriptions).To(ContainElement(MatchRegexp(`^applying [1-5]/6: creating terraform_data\.step\[\d\]$`)))
+	g.Expect(descriptions).To(ContainElement(MatchRegexp(`^applying [1-5]/6: creating terraform_data\.step\[\d\] \(\d+s into the run\)$`)))
 	g.Expect(slices.IsSorted(progress)).To(BeTrue(), "progress never falls: %v", progress)
 	g.Expect(len(slices.Compact(slices.Clone(progress)))).To(BeNumerically(">=", 3), "progress rose during the apply: %v", progress)
 	g.Expect(s.get(g).Status.LastOperation.Progress).To(BeEquivalentTo(100))
