@@ -45,7 +45,8 @@ type LocalExecutor struct {
 	// State is how the runs keep their states.
 	State state.Options
 
-	guard runGuard
+	guard     runGuard
+	lifecycle lifecycle
 }
 
 var _ Executor = (*LocalExecutor)(nil)
@@ -59,6 +60,10 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	if e.Client == nil {
 		return nil, run.InvalidInput("client", "must be set")
 	}
+	if err := e.lifecycle.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer e.lifecycle.leave()
 	release, err := e.guard.acquire(req)
 	if err != nil {
 		return nil, err
