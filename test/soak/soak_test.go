@@ -36,7 +36,9 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 // local executor against envtest and, while Infrastructures of the "soak" provider are
 // created, have their zones changed and are deleted (and created again under the same
 // name), SIGKILLs at random either a terraform process of a run or the controller itself
-// (started again at once). Then it lets everything settle and checks every object: a live
+// (started again at once), or deletes the state object of a live Infrastructure with its
+// parts and its history, for good (finalizers removed), and asks for a reconcile as
+// gardenlet does. Then it lets everything settle and checks every object: a live
 // Infrastructure succeeded with its last spec and has exactly one ConfigMap per zone, each
 // listed in its stored state; a deleted one left no ConfigMap, no run object and no run
 // directory.
@@ -55,17 +57,20 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	wg.Go(func() { s.actions(stop) })
 	for time.Now().Before(chaosEnds) || s.killCount() < wantKills {
 		time.Sleep(time.Duration(1500+s.rng.IntN(2500)) * time.Millisecond)
-		if s.rng.IntN(4) == 0 {
+		switch r := s.rng.IntN(8); {
+		case r < 2:
 			s.killController()
-		} else {
+		case r < 4:
+			s.deleteState()
+		default:
 			s.killTerraform()
 		}
 	}
 	close(stop)
 	wg.Wait()
 	s.ensureRunning()
-	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller",
-		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills)
+	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller; %d states deleted with their history",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills, s.stateDeletions)
 
 	started := time.Now()
 	g.Eventually(func(g Gomega) {
@@ -77,6 +82,13 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	for i := range n {
 		s.expectExact(g, i)
 	}
+	namespaces := make([]string, n)
+	for i := range n {
+		namespaces[i] = s.namespace(i)
+	}
+	recovered, err := testenv.Recoveries(context.Background(), env.Client, namespaces)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("soak: recovered: %s", recovered)
 }
 
 type soak struct {
@@ -99,7 +111,12 @@ type soak struct {
 	targets                         []string
 	created, changes, deletions     int
 	terraformKills, controllerKills int
-	controllerExited                chan struct{}
+	stateDeletions                  int
+	// lost is whether the state of each object was deleted and not yet saved again: a
+	// deletion then would find only the index, and stop rather than leave resources
+	// behind (docs/operating.md, "A lost state"), which is no loss of the controller's.
+	lost             []bool
+	controllerExited chan struct{}
 }
 
 func newSoak(t *testing.T, n int) *soak {
@@ -108,7 +125,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]bool, n)}
 	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -246,7 +263,7 @@ func (s *soak) actions(stop chan struct{}) {
 			s.t.Error(err)
 			return
 		case infra.DeletionTimestamp != nil:
-		case s.rng.IntN(10) < 7:
+		case s.rng.IntN(10) < 7 || s.stateLost(i):
 			s.change(i, infra)
 		default:
 			s.delete(i, infra)
@@ -320,6 +337,51 @@ func (s *soak) delete(i int, infra *extensionsv1alpha1.Infrastructure) {
 	s.deletions++
 }
 
+// deleteState deletes for good the stored state of a live Infrastructure, its parts and
+// its history, as a lost state is lost, and asks for a reconcile, as gardenlet does.
+func (s *soak) deleteState() {
+	ctx := context.Background()
+	i := s.rng.IntN(len(s.desired))
+	infra := &extensionsv1alpha1.Infrastructure{}
+	if err := env.Client.Get(ctx, s.key(i), infra); err != nil || infra.DeletionTimestamp != nil {
+		return
+	}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	s.mu.Lock()
+	// Marked before the deletion: the actions delete no Infrastructure whose state is lost.
+	s.lost[i] = true
+	s.mu.Unlock()
+	deleted, err := testenv.LoseState(ctx, env.Client, s.namespace(i), []string{objects.StateName(), objects.HistoryName()}, map[string]string{state.LabelPartOf: objects.StateName()})
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	if !deleted {
+		return
+	}
+	patch := client.MergeFrom(infra.DeepCopy())
+	metav1.SetMetaDataAnnotation(&infra.ObjectMeta, "gardener.cloud/operation", "reconcile")
+	if err := env.Client.Patch(ctx, infra, patch); err != nil && !apierrors.IsNotFound(err) {
+		s.t.Error(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateDeletions++
+}
+
+// stateLost is whether object i's state was deleted and is not stored again.
+func (s *soak) stateLost(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lost[i] {
+		return false
+	}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.namespace(i), Name: objects.StateName()}, &corev1.ConfigMap{})
+	s.lost[i] = err != nil
+	return s.lost[i]
+}
+
 // expectSettled checks that object i is what was last asked for: succeeded with its last
 // spec, or gone.
 func (s *soak) expectSettled(g Gomega, i int) {
@@ -351,7 +413,7 @@ func (s *soak) expectExact(g Gomega, i int) {
 	owners := filepath.Join(s.workDir, "runs", s.namespace(i), "infrastructure.infra")
 	if s.desired[i] == nil {
 		g.Expect(names).To(BeEmpty(), "%s is deleted: its ConfigMaps are destroyed", s.key(i))
-		for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+		for _, name := range []string{objects.ConfigName(), objects.StateName(), objects.HistoryName()} {
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace(i), Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), "%s/%s is deleted", s.namespace(i), name)
 		}
 		g.Expect(owners).NotTo(BeADirectory(), "%s is deleted: its run directory is removed", s.key(i))
