@@ -106,6 +106,8 @@ type podSoak struct {
 	// then stops rather than leave what only the index knows (docs/operating.md, "A lost
 	// state"), which is no loss of the controller's.
 	lost map[int]bool
+	// stateLosses counts the state deletions of each object, which a failure names.
+	stateLosses map[int]int
 }
 
 func (s *podSoak) killCount() int {
@@ -238,6 +240,10 @@ func (s *podSoak) deleteState() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stateDeletions++
+	if s.stateLosses == nil {
+		s.stateLosses = map[int]int{}
+	}
+	s.stateLosses[i]++
 }
 
 // stateLost is whether object i's state was deleted and is not stored again.
@@ -331,7 +337,7 @@ func (s *podSoak) expectExact(g Gomega, i int) {
 	for z := range s.zones[i] {
 		want = append(want, fmt.Sprintf("zone-%d", z))
 	}
-	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies", sh.namespace)
+	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies (its state deleted %d times)", sh.namespace, s.stateLosses[i])
 	stored, err := objects.ReadState(ctx, kube)
 	g.Expect(err).NotTo(HaveOccurred())
 	for z := range s.zones[i] {

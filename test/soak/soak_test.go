@@ -115,7 +115,9 @@ type soak struct {
 	// lost is whether the state of each object was deleted and not yet saved again: a
 	// deletion then would find only the index, and stop rather than leave resources
 	// behind (docs/operating.md, "A lost state"), which is no loss of the controller's.
-	lost             []bool
+	lost []bool
+	// stateLosses counts the state deletions of each object, which a failure names.
+	stateLosses      []int
 	controllerExited chan struct{}
 }
 
@@ -125,7 +127,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]bool, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]bool, n), stateLosses: make([]int, n)}
 	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -367,6 +369,7 @@ func (s *soak) deleteState() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stateDeletions++
+	s.stateLosses[i]++
 }
 
 // stateLost is whether object i's state was deleted and is not stored again.
@@ -419,7 +422,7 @@ func (s *soak) expectExact(g Gomega, i int) {
 		g.Expect(owners).NotTo(BeADirectory(), "%s is deleted: its run directory is removed", s.key(i))
 		return
 	}
-	g.Expect(names).To(HaveLen(len(s.desired[i])), "%s: one ConfigMap per zone, none twice: %v", s.key(i), names)
+	g.Expect(names).To(HaveLen(len(s.desired[i])), "%s: one ConfigMap per zone, none twice (its state deleted %d times): %v", s.key(i), s.stateLosses[i], names)
 	stored, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	for z, zone := range s.desired[i] {
