@@ -102,10 +102,12 @@ type podSoak struct {
 	created, changes, deletions int
 	kills                       map[string]int
 	stateDeletions              int
-	// lost is whether each object's state was deleted and not stored again: a deletion
+	// lost is when each object's state was deleted, until the object succeeded after: a deletion
 	// then stops rather than leave what only the index knows (docs/operating.md, "A lost
 	// state"), which is no loss of the controller's.
-	lost map[int]bool
+	lost map[int]time.Time
+	// faults keeps a state deletion and an Infrastructure's deletion apart.
+	faults sync.Mutex
 	// stateLosses counts the state deletions of each object, which a failure names.
 	stateLosses map[int]int
 }
@@ -203,10 +205,10 @@ func (s *podSoak) actions(stop chan struct{}) {
 			s.t.Error(err)
 			return
 		case infra.DeletionTimestamp != nil:
-		case s.rng.IntN(10) < 7 || s.stateLost(i):
+		case s.rng.IntN(10) < 7:
 			s.change(i, infra)
 		default:
-			s.delete(i, infra)
+			s.deleteUnlessStateLost(i, infra)
 		}
 	}
 }
@@ -218,16 +220,20 @@ func (s *podSoak) deleteState() {
 	i := s.rng.IntN(len(s.shoots))
 	sh := s.shoots[i]
 	infra := &extensionsv1alpha1.Infrastructure{}
+	s.faults.Lock()
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(sh.infra), infra); err != nil || infra.DeletionTimestamp != nil {
+		s.faults.Unlock()
 		return
 	}
 	objects := state.RunObjects{ID: tfrun.ID{Namespace: sh.namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
 	s.mu.Lock()
 	if s.lost == nil {
-		s.lost = map[int]bool{}
+		s.lost = map[int]time.Time{}
 	}
-	s.lost[i] = true
+	// Marked before the deletion: the actions delete no Infrastructure whose state is lost.
+	s.lost[i] = time.Now()
 	s.mu.Unlock()
+	s.faults.Unlock()
 	deleted, err := testenv.LoseState(ctx, kube, sh.namespace, []string{objects.StateName(), objects.HistoryName()}, map[string]string{state.LabelPartOf: objects.StateName()})
 	if err != nil || !deleted {
 		return
@@ -239,6 +245,7 @@ func (s *podSoak) deleteState() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lost[i] = time.Now()
 	s.stateDeletions++
 	if s.stateLosses == nil {
 		s.stateLosses = map[int]int{}
@@ -246,17 +253,27 @@ func (s *podSoak) deleteState() {
 	s.stateLosses[i]++
 }
 
-// stateLost is whether object i's state was deleted and is not stored again.
-func (s *podSoak) stateLost(i int) bool {
+// stateLost is whether object i's state was deleted and the object did not succeed since:
+// the state may still be missing, or be one a run claimed anew, empty.
+func (s *podSoak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.lost[i] {
-		return false
+	if lost, ok := s.lost[i]; ok && testenv.SucceededSince(infra, lost) {
+		delete(s.lost, i)
 	}
-	sh := s.shoots[i]
-	objects := state.RunObjects{ID: tfrun.ID{Namespace: sh.namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
-	s.lost[i] = kube.Get(context.Background(), client.ObjectKey{Namespace: sh.namespace, Name: objects.StateName()}, &corev1.ConfigMap{}) != nil
-	return s.lost[i]
+	_, lost := s.lost[i]
+	return lost
+}
+
+// deleteUnlessStateLost deletes object i, or changes it while its state is lost.
+func (s *podSoak) deleteUnlessStateLost(i int, infra *extensionsv1alpha1.Infrastructure) {
+	s.faults.Lock()
+	defer s.faults.Unlock()
+	if s.stateLost(i, infra) {
+		s.change(i, infra)
+		return
+	}
+	s.delete(i, infra)
 }
 
 func (s *podSoak) pickZones() []string {

@@ -112,10 +112,12 @@ type soak struct {
 	created, changes, deletions     int
 	terraformKills, controllerKills int
 	stateDeletions                  int
-	// lost is whether the state of each object was deleted and not yet saved again: a
+	// lost is when the state of each object was deleted, until the object succeeded after: a
 	// deletion then would find only the index, and stop rather than leave resources
 	// behind (docs/operating.md, "A lost state"), which is no loss of the controller's.
-	lost []bool
+	lost []time.Time
+	// faults keeps a state deletion and an Infrastructure's deletion apart.
+	faults sync.Mutex
 	// stateLosses counts the state deletions of each object, which a failure names.
 	stateLosses      []int
 	controllerExited chan struct{}
@@ -127,7 +129,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]bool, n), stateLosses: make([]int, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]time.Time, n), stateLosses: make([]int, n)}
 	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -265,10 +267,10 @@ func (s *soak) actions(stop chan struct{}) {
 			s.t.Error(err)
 			return
 		case infra.DeletionTimestamp != nil:
-		case s.rng.IntN(10) < 7 || s.stateLost(i):
+		case s.rng.IntN(10) < 7:
 			s.change(i, infra)
 		default:
-			s.delete(i, infra)
+			s.deleteUnlessStateLost(i, infra)
 		}
 	}
 }
@@ -345,14 +347,17 @@ func (s *soak) deleteState() {
 	ctx := context.Background()
 	i := s.rng.IntN(len(s.desired))
 	infra := &extensionsv1alpha1.Infrastructure{}
+	s.faults.Lock()
 	if err := env.Client.Get(ctx, s.key(i), infra); err != nil || infra.DeletionTimestamp != nil {
+		s.faults.Unlock()
 		return
 	}
 	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
 	s.mu.Lock()
 	// Marked before the deletion: the actions delete no Infrastructure whose state is lost.
-	s.lost[i] = true
+	s.lost[i] = time.Now()
 	s.mu.Unlock()
+	s.faults.Unlock()
 	deleted, err := testenv.LoseState(ctx, env.Client, s.namespace(i), []string{objects.StateName(), objects.HistoryName()}, map[string]string{state.LabelPartOf: objects.StateName()})
 	if err != nil {
 		s.t.Error(err)
@@ -368,21 +373,31 @@ func (s *soak) deleteState() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lost[i] = time.Now()
 	s.stateDeletions++
 	s.stateLosses[i]++
 }
 
-// stateLost is whether object i's state was deleted and is not stored again.
-func (s *soak) stateLost(i int) bool {
+// stateLost is whether object i's state was deleted and the object did not succeed since:
+// the state may still be missing, or be one a run claimed anew, empty.
+func (s *soak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.lost[i] {
-		return false
+	if !s.lost[i].IsZero() && testenv.SucceededSince(infra, s.lost[i]) {
+		s.lost[i] = time.Time{}
 	}
-	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.namespace(i), Name: objects.StateName()}, &corev1.ConfigMap{})
-	s.lost[i] = err != nil
-	return s.lost[i]
+	return !s.lost[i].IsZero()
+}
+
+// deleteUnlessStateLost deletes object i, or changes it while its state is lost.
+func (s *soak) deleteUnlessStateLost(i int, infra *extensionsv1alpha1.Infrastructure) {
+	s.faults.Lock()
+	defer s.faults.Unlock()
+	if s.stateLost(i, infra) {
+		s.change(i, infra)
+		return
+	}
+	s.delete(i, infra)
 }
 
 // expectSettled checks that object i is what was last asked for: succeeded with its last

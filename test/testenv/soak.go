@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
 
 // SoakSettings are the settings of a soak, from the environment: TERRASEED_SOAK_OBJECTS
@@ -108,4 +110,12 @@ func withoutFigures(message string) string {
 		}
 	}
 	return b.String()
+}
+
+// SucceededSince is whether infra's last operation succeeded after since, a second's
+// rounding of the API's times aside: a state deleted at since is recovered then, and a
+// deletion of infra finds what to destroy.
+func SucceededSince(infra *extensionsv1alpha1.Infrastructure, since time.Time) bool {
+	op := infra.Status.LastOperation
+	return op != nil && op.State == extensionsv1alpha1.LastOperationStateSucceeded && op.LastUpdateTime.After(since.Add(time.Second))
 }
