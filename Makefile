@@ -109,7 +109,7 @@ bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N
 	TERRASEED_SCALE_EXECUTOR=$(EXECUTOR) go test -run '^$$' -bench '$(if $(filter pod,$(EXECUTOR)),^BenchmarkScalePods$$,^BenchmarkScale(Fleet)?$$)' -benchtime 1x -timeout 150m -v ./test/scale/
 
 .PHONY: soak
-soak: tools ## SIGKILL the controller and terraform at random while Infrastructures come and go, with the local executor and with run pods on the node, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).
+soak: tools ## SIGKILL the controller and terraform, and delete states with their history, at random while Infrastructures come and go, with the local executor and with run pods on the node, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).
 	go test -run Soak -count=1 -timeout 60m -v ./test/soak/
 	go test -run '^TestSoak' -count=1 -timeout 60m -v ./test/e2e/
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -258,7 +259,14 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := o.newControllerManager(cfg, r.webhook, r.executor.ShutdownTimeout())
+	// The local runs, once built: a lease taken over holds them back.
+	var local *executor.LocalExecutor
+	hold := func(until time.Time) {
+		if local != nil {
+			local.HoldRunsUntil(until)
+		}
+	}
+	mgr, err := o.newControllerManager(cfg, r.webhook, r.executor.ShutdownTimeout(), hold)
 	if err != nil {
 		return nil, err
 	}
@@ -272,33 +280,39 @@ func newManager(ctx context.Context, cfg *rest.Config, o managerOptions) (manage
 			return nil, err
 		}
 	}
-	if err := setupInfrastructures(ctx, mgr, r, o); err != nil {
+	runner, err := setupInfrastructures(ctx, mgr, r, o)
+	if err != nil {
 		return nil, err
 	}
+	local, _ = runner.(*executor.LocalExecutor)
 	controlPlaneTypes, err := setupControlPlanes(ctx, mgr, r, o)
 	if err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("servingProviderTypes", "types", r.types, "controlPlaneTypes", controlPlaneTypes, "executor", o.executor)
-	return mgr, nil
+	return &drainingManager{Manager: mgr, runs: local, bound: r.executor.ShutdownTimeout()}, nil
 }
 
 // newControllerManager is the manager with its leader election, metrics, probes, caches
 // and the webhook's server.
-func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *webhook.Webhook, shutdownTimeout time.Duration) (manager.Manager, error) {
+func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebhook *webhook.Webhook, shutdownTimeout time.Duration, hold func(time.Time)) (manager.Manager, error) {
 	// client-go's default of 5 requests per second would queue the writes of concurrent runs.
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
+	var lock resourcelock.Interface
+	if o.leaderElect {
+		var err error
+		if lock, err = o.leaderLock(cfg, shutdownTimeout, hold); err != nil {
+			return nil, err
+		}
+	}
 	managerScheme := scheme.New()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:         managerScheme,
-		LeaderElection: o.leaderElect,
-		// The Lease keeps the name it had before the binary was renamed: replicas of the
-		// version before and after an upgrade must contend for the same one.
-		LeaderElectionID:        "terraseed-infrastructure-controller",
-		LeaderElectionNamespace: o.leaderElectionNamespace,
+		Scheme:                              managerScheme,
+		LeaderElection:                      o.leaderElect,
+		LeaderElectionResourceLockInterface: lock,
 		// Runs end with the state saved; a new leader adopts what is still running.
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
@@ -324,15 +338,15 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 
 // setupInfrastructures serves Infrastructures of the served types with the configured
 // executor, behind the run pipeline that the manager starts.
-func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) error {
+func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedOptions, o managerOptions) (executor.Executor, error) {
 	runner, err := executor.New(ctx, mgr.GetClient(), mgr.GetConfig(), r.executor)
 	if err != nil {
-		return executorFlagError(err)
+		return nil, executorFlagError(err)
 	}
 	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
 	runs := executor.NewPipeline(runner, r.executor, infrastructure.RunHooks(recorder))
 	if err := mgr.Add(runs); err != nil {
-		return err
+		return nil, err
 	}
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
@@ -347,7 +361,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		State:                         r.state,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
-	return infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
+	return runner, infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control

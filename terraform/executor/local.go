@@ -48,7 +48,8 @@ type LocalExecutor struct {
 	// (run.Request.Files) again, to write what changed; defaultCredentialRefresh when zero.
 	CredentialRefresh time.Duration
 
-	guard runGuard
+	guard     runGuard
+	lifecycle lifecycle
 }
 
 var _ Executor = (*LocalExecutor)(nil)
@@ -62,6 +63,10 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	if e.Client == nil {
 		return nil, run.InvalidInput("client", "must be set")
 	}
+	if err := e.lifecycle.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer e.lifecycle.leave()
 	release, err := e.guard.acquire(req)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -52,19 +53,21 @@ func TestSoakRunPodsKilledAtRandom(t *testing.T) {
 	ends := time.Now().Add(duration)
 	for time.Now().Before(ends) || s.killCount() < wantKills {
 		time.Sleep(time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond)
-		switch r := s.rng.IntN(10); {
+		switch r := s.rng.IntN(12); {
 		case r < 5:
 			s.kill("terraform", "/usr/local/bin/terraform")
 		case r < 8:
 			s.kill("terraformer", "/terraformer")
+		case r < 10:
+			s.deleteState()
 		default:
 			s.killController()
 		}
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("soak (run pods): %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %v",
-		s.created, n, s.changes, s.deletions, s.killCount(), s.kills)
+	t.Logf("soak (run pods): %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %v; %d states deleted with their history",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.kills, s.stateDeletions)
 
 	started := time.Now()
 	g.Eventually(func(g Gomega) {
@@ -76,6 +79,13 @@ func TestSoakRunPodsKilledAtRandom(t *testing.T) {
 	for i := range n {
 		s.expectExact(g, i)
 	}
+	var namespaces []string
+	for _, sh := range s.shoots {
+		namespaces = append(namespaces, sh.namespace)
+	}
+	recovered, err := testenv.Recoveries(context.Background(), kube, namespaces)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("soak (run pods): recovered: %s", recovered)
 }
 
 var soakCIDRs = []string{"10.250.0.0/19", "10.250.32.0/19", "10.250.64.0/19"}
@@ -91,6 +101,15 @@ type podSoak struct {
 	zones                       [][]string
 	created, changes, deletions int
 	kills                       map[string]int
+	stateDeletions              int
+	// lost is when each object's state was deleted, until the object succeeded after: a deletion
+	// then stops rather than leave what only the index knows (docs/operating.md, "A lost
+	// state"), which is no loss of the controller's.
+	lost map[int]time.Time
+	// faults keeps a state deletion and an Infrastructure's deletion apart.
+	faults sync.Mutex
+	// stateLosses counts the state deletions of each object, which a failure names.
+	stateLosses map[int]int
 }
 
 func (s *podSoak) killCount() int {
@@ -143,9 +162,23 @@ func (s *podSoak) kill(what, path string) {
 
 // killController deletes the leading controller pod at once: its container is SIGKILLed.
 func (s *podSoak) killController() {
-	g := NewWithT(s.t)
+	// No leader for a moment (the Lease released by the pod killed last) is no failure of
+	// the soak's: this Gomega's failure only skips the kill.
 	var name string
-	if err := InterceptGomegaFailure(func() { name = leader(g) }); err != nil {
+	noLeader := false
+	lookup := NewGomega(func(string, ...int) {
+		noLeader = true
+		panic("no leader")
+	})
+	func() {
+		defer func() {
+			if r := recover(); r != nil && !noLeader {
+				panic(r)
+			}
+		}()
+		name = leader(lookup)
+	}()
+	if noLeader {
 		return
 	}
 	pod := &corev1.Pod{}
@@ -175,9 +208,72 @@ func (s *podSoak) actions(stop chan struct{}) {
 		case s.rng.IntN(10) < 7:
 			s.change(i, infra)
 		default:
-			s.delete(i, infra)
+			s.deleteUnlessStateLost(i, infra)
 		}
 	}
+}
+
+// deleteState deletes for good the stored state of a live Infrastructure, its parts and
+// its history, and asks for a reconcile.
+func (s *podSoak) deleteState() {
+	ctx := context.Background()
+	i := s.rng.IntN(len(s.shoots))
+	sh := s.shoots[i]
+	infra := &extensionsv1alpha1.Infrastructure{}
+	s.faults.Lock()
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(sh.infra), infra); err != nil || infra.DeletionTimestamp != nil {
+		s.faults.Unlock()
+		return
+	}
+	objects := state.RunObjects{ID: tfrun.ID{Namespace: sh.namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
+	s.mu.Lock()
+	if s.lost == nil {
+		s.lost = map[int]time.Time{}
+	}
+	// Marked before the deletion: the actions delete no Infrastructure whose state is lost.
+	s.lost[i] = time.Now()
+	s.mu.Unlock()
+	s.faults.Unlock()
+	deleted, err := testenv.LoseState(ctx, kube, sh.namespace, []string{objects.StateName(), objects.HistoryName()}, map[string]string{state.LabelPartOf: objects.StateName()})
+	if err != nil || !deleted {
+		return
+	}
+	patch := client.MergeFrom(infra.DeepCopy())
+	metav1.SetMetaDataAnnotation(&infra.ObjectMeta, "gardener.cloud/operation", "reconcile")
+	if err := kube.Patch(ctx, infra, patch); err != nil && !apierrors.IsNotFound(err) {
+		s.t.Error(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[i] = time.Now()
+	s.stateDeletions++
+	if s.stateLosses == nil {
+		s.stateLosses = map[int]int{}
+	}
+	s.stateLosses[i]++
+}
+
+// stateLost is whether object i's state was deleted and the object did not succeed since:
+// the state may still be missing, or be one a run claimed anew, empty.
+func (s *podSoak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lost, ok := s.lost[i]; ok && testenv.SucceededSince(infra, lost) {
+		delete(s.lost, i)
+	}
+	_, lost := s.lost[i]
+	return lost
+}
+
+// deleteUnlessStateLost deletes object i, or changes it while its state is lost.
+func (s *podSoak) deleteUnlessStateLost(i int, infra *extensionsv1alpha1.Infrastructure) {
+	s.faults.Lock()
+	defer s.faults.Unlock()
+	if s.stateLost(i, infra) {
+		s.change(i, infra)
+		return
+	}
+	s.delete(i, infra)
 }
 
 func (s *podSoak) pickZones() []string {
@@ -248,7 +344,7 @@ func (s *podSoak) expectExact(g Gomega, i int) {
 	policies := sh.networkPolicies(g)
 	if s.zones[i] == nil {
 		g.Expect(policies).To(BeEmpty(), "%s is deleted: its policies are destroyed", sh.namespace)
-		for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+		for _, name := range []string{objects.ConfigName(), objects.StateName(), objects.HistoryName()} {
 			g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Namespace: sh.namespace, Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), "%s/%s is deleted", sh.namespace, name)
 		}
 		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Namespace: sh.namespace, Name: runPod}, &corev1.Pod{}))).To(BeTrue(), "%s: no run pod", sh.namespace)
@@ -258,7 +354,7 @@ func (s *podSoak) expectExact(g Gomega, i int) {
 	for z := range s.zones[i] {
 		want = append(want, fmt.Sprintf("zone-%d", z))
 	}
-	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies", sh.namespace)
+	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies (its state deleted %d times)", sh.namespace, s.stateLosses[i])
 	stored, err := objects.ReadState(ctx, kube)
 	g.Expect(err).NotTo(HaveOccurred())
 	for z := range s.zones[i] {

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 // local executor against envtest and, while Infrastructures of the "soak" provider are
 // created, have their zones changed and are deleted (and created again under the same
 // name), SIGKILLs at random either a terraform process of a run or the controller itself
-// (started again at once). Then it lets everything settle and checks every object: a live
+// (started again at once), or deletes the state object of a live Infrastructure with its
+// parts and its history, for good (finalizers removed), and asks for a reconcile as
+// gardenlet does. Then it lets everything settle and checks every object: a live
 // Infrastructure succeeded with its last spec and has exactly one ConfigMap per zone, each
 // listed in its stored state; a deleted one left no ConfigMap, no run object and no run
 // directory.
@@ -55,17 +57,20 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	wg.Go(func() { s.actions(stop) })
 	for time.Now().Before(chaosEnds) || s.killCount() < wantKills {
 		time.Sleep(time.Duration(1500+s.rng.IntN(2500)) * time.Millisecond)
-		if s.rng.IntN(4) == 0 {
+		switch r := s.rng.IntN(8); {
+		case r < 2:
 			s.killController()
-		} else {
+		case r < 4:
+			s.deleteState()
+		default:
 			s.killTerraform()
 		}
 	}
 	close(stop)
 	wg.Wait()
 	s.ensureRunning()
-	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller",
-		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills)
+	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller; %d states deleted with their history",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills, s.stateDeletions)
 
 	started := time.Now()
 	g.Eventually(func(g Gomega) {
@@ -77,6 +82,13 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	for i := range n {
 		s.expectExact(g, i)
 	}
+	namespaces := make([]string, n)
+	for i := range n {
+		namespaces[i] = s.namespace(i)
+	}
+	recovered, err := testenv.Recoveries(context.Background(), env.Client, namespaces)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("soak: recovered: %s", recovered)
 }
 
 type soak struct {
@@ -99,7 +111,16 @@ type soak struct {
 	targets                         []string
 	created, changes, deletions     int
 	terraformKills, controllerKills int
-	controllerExited                chan struct{}
+	stateDeletions                  int
+	// lost is when the state of each object was deleted, until the object succeeded after: a
+	// deletion then would find only the index, and stop rather than leave resources
+	// behind (docs/operating.md, "A lost state"), which is no loss of the controller's.
+	lost []time.Time
+	// faults keeps a state deletion and an Infrastructure's deletion apart.
+	faults sync.Mutex
+	// stateLosses counts the state deletions of each object, which a failure names.
+	stateLosses      []int
+	controllerExited chan struct{}
 }
 
 func newSoak(t *testing.T, n int) *soak {
@@ -108,7 +129,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]time.Time, n), stateLosses: make([]int, n)}
 	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -249,7 +270,7 @@ func (s *soak) actions(stop chan struct{}) {
 		case s.rng.IntN(10) < 7:
 			s.change(i, infra)
 		default:
-			s.delete(i, infra)
+			s.deleteUnlessStateLost(i, infra)
 		}
 	}
 }
@@ -320,6 +341,65 @@ func (s *soak) delete(i int, infra *extensionsv1alpha1.Infrastructure) {
 	s.deletions++
 }
 
+// deleteState deletes for good the stored state of a live Infrastructure, its parts and
+// its history, as a lost state is lost, and asks for a reconcile, as gardenlet does.
+func (s *soak) deleteState() {
+	ctx := context.Background()
+	i := s.rng.IntN(len(s.desired))
+	infra := &extensionsv1alpha1.Infrastructure{}
+	s.faults.Lock()
+	if err := env.Client.Get(ctx, s.key(i), infra); err != nil || infra.DeletionTimestamp != nil {
+		s.faults.Unlock()
+		return
+	}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	s.mu.Lock()
+	// Marked before the deletion: the actions delete no Infrastructure whose state is lost.
+	s.lost[i] = time.Now()
+	s.mu.Unlock()
+	s.faults.Unlock()
+	deleted, err := testenv.LoseState(ctx, env.Client, s.namespace(i), []string{objects.StateName(), objects.HistoryName()}, map[string]string{state.LabelPartOf: objects.StateName()})
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	if !deleted {
+		return
+	}
+	patch := client.MergeFrom(infra.DeepCopy())
+	metav1.SetMetaDataAnnotation(&infra.ObjectMeta, "gardener.cloud/operation", "reconcile")
+	if err := env.Client.Patch(ctx, infra, patch); err != nil && !apierrors.IsNotFound(err) {
+		s.t.Error(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[i] = time.Now()
+	s.stateDeletions++
+	s.stateLosses[i]++
+}
+
+// stateLost is whether object i's state was deleted and the object did not succeed since:
+// the state may still be missing, or be one a run claimed anew, empty.
+func (s *soak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lost[i].IsZero() && testenv.SucceededSince(infra, s.lost[i]) {
+		s.lost[i] = time.Time{}
+	}
+	return !s.lost[i].IsZero()
+}
+
+// deleteUnlessStateLost deletes object i, or changes it while its state is lost.
+func (s *soak) deleteUnlessStateLost(i int, infra *extensionsv1alpha1.Infrastructure) {
+	s.faults.Lock()
+	defer s.faults.Unlock()
+	if s.stateLost(i, infra) {
+		s.change(i, infra)
+		return
+	}
+	s.delete(i, infra)
+}
+
 // expectSettled checks that object i is what was last asked for: succeeded with its last
 // spec, or gone.
 func (s *soak) expectSettled(g Gomega, i int) {
@@ -351,13 +431,13 @@ func (s *soak) expectExact(g Gomega, i int) {
 	owners := filepath.Join(s.workDir, "runs", s.namespace(i), "infrastructure.infra")
 	if s.desired[i] == nil {
 		g.Expect(names).To(BeEmpty(), "%s is deleted: its ConfigMaps are destroyed", s.key(i))
-		for _, name := range []string{objects.ConfigName(), objects.StateName()} {
+		for _, name := range []string{objects.ConfigName(), objects.StateName(), objects.HistoryName()} {
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace(i), Name: name}, &corev1.ConfigMap{}))).To(BeTrue(), "%s/%s is deleted", s.namespace(i), name)
 		}
 		g.Expect(owners).NotTo(BeADirectory(), "%s is deleted: its run directory is removed", s.key(i))
 		return
 	}
-	g.Expect(names).To(HaveLen(len(s.desired[i])), "%s: one ConfigMap per zone, none twice: %v", s.key(i), names)
+	g.Expect(names).To(HaveLen(len(s.desired[i])), "%s: one ConfigMap per zone, none twice (its state deleted %d times): %v", s.key(i), s.stateLosses[i], names)
 	stored, err := objects.ReadState(ctx, env.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	for z, zone := range s.desired[i] {
