@@ -20,10 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -323,6 +325,7 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		WebhookServer: controlPlaneWebhook.Server(),
 		// The runs the controller hosts stop and save their state before it exits.
 		GracefulShutdownTimeout: &shutdownTimeout,
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr.To(skipControllerNameValidation)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -335,6 +338,11 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 	}
 	return mgr, nil
 }
+
+// skipControllerNameValidation lets one process build managers one after the other: the
+// names of controllers are registered for the whole process, and a command's tests start
+// the controller more than once.
+var skipControllerNameValidation = false
 
 // setupInfrastructures serves Infrastructures of the served types with the configured
 // executor, behind the run pipeline that the manager starts.
