@@ -2,7 +2,6 @@ package realnode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -24,19 +23,10 @@ import (
 // The pod is the pod executor's own (its volumes, security context and user), with the
 // pause program in place of the terraformer, which the file is read under from the host.
 func TestARunPodsTokenFileFollowsTheSecret(t *testing.T) {
-	if Disabled() {
-		t.Skip("TERRASEED_E2E=skip")
-	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Options{Log: testWriter{t}})
-	if errors.Is(err, ErrUnavailable) && !Required() {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(ctx, t)
 	defer func() { _ = n.Stop() }()
 	c, err := client.New(n.Config, client.Options{Scheme: clientgoscheme.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -14,15 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The node comes up, runs a pod, and leaves nothing behind on the host when it stops.
-func TestStartRunStop(t *testing.T) {
+// startNode starts a node for the test, or skips it where no node can run on this machine
+// (ErrUnavailable names what is missing) and none is required, or the node is turned off
+// (TERRASEED_E2E=skip); ctx bounds the wait for another package's node to stop, and the
+// start.
+func startNode(ctx context.Context, t *testing.T) *Node {
+	t.Helper()
 	if Disabled() {
 		t.Skip("TERRASEED_E2E=skip")
 	}
-	g := NewWithT(t)
-	// Time to wait for another package's node to stop, and to start this one.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
 	n, err := Start(ctx, Options{Log: testWriter{t}})
 	if errors.Is(err, ErrUnavailable) && !Required() {
 		t.Skip(err)
@@ -30,6 +30,15 @@ func TestStartRunStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// The node comes up, runs a pod, and leaves nothing behind on the host when it stops.
+func TestStartRunStop(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	n := startNode(ctx, t)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -39,7 +48,7 @@ func TestStartRunStop(t *testing.T) {
 	dir := n.dir
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "smoke-"}}
-	ns, err = n.Clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	ns, err := n.Clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pause"},
