@@ -111,24 +111,33 @@ func (op *operation) render(ctx context.Context, s *applyScope) error {
 	return nil
 }
 
-// adoptions are the imports the Infrastructure's annotation asks for, checked: an address
-// must be a plain resource instance address and an ID must not be empty.
+// adoptions are the imports the Infrastructure's annotation asks for, checked.
 func (op *operation) adoptions() (map[string]string, error) {
-	raw, ok := op.infra.Annotations[AnnotationImport]
+	imports, err := importAnnotation(op.infra)
+	if err != nil {
+		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
+	}
+	return imports, nil
+}
+
+// importAnnotation reads the import annotation of infra: nil without one; an address
+// must be a plain resource instance address and an ID must not be empty.
+func importAnnotation(infra *extensionsv1alpha1.Infrastructure) (map[string]string, error) {
+	raw, ok := infra.Annotations[AnnotationImport]
 	if !ok {
 		return nil, nil
 	}
 	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
 	var imports map[string]string
 	if err := json.Unmarshal([]byte(raw), &imports); err != nil {
-		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: must be a JSON object of resource addresses to import IDs: %w", field, err)
+		return nil, fmt.Errorf("%s: must be a JSON object of resource addresses to import IDs: %w", field, err)
 	}
 	for _, address := range slices.Sorted(maps.Keys(imports)) {
 		switch {
 		case !instanceAddress.MatchString(address):
-			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: %q is not a resource instance address such as aws_vpc.vpc or aws_subnet.nodes[\"a\"]", field, address)
+			return nil, fmt.Errorf("%s: %q is not a resource instance address such as aws_vpc.vpc or aws_subnet.nodes[\"a\"]", field, address)
 		case imports[address] == "":
-			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: the import ID of %s is empty", field, address)
+			return nil, fmt.Errorf("%s: the import ID of %s is empty", field, address)
 		}
 	}
 	return imports, nil

@@ -185,11 +185,12 @@ func addImports(ctx context.Context, c client.Client, infra *extensionsv1alpha1.
 	if len(adopt) == 0 {
 		return nil
 	}
-	wanted := map[string]string{}
-	if raw, ok := infra.Annotations[AnnotationImport]; ok {
-		if err := json.Unmarshal([]byte(raw), &wanted); err != nil {
-			return fmt.Errorf("metadata.annotations[%s]: %w; fix it before a rollback adds to it", AnnotationImport, err)
-		}
+	wanted, err := importAnnotation(infra)
+	if err != nil {
+		return fmt.Errorf("%w; fix it before a rollback adds to it", err)
+	}
+	if wanted == nil {
+		wanted = map[string]string{}
 	}
 	for _, address := range slices.Sorted(maps.Keys(adopt)) {
 		if id, ok := wanted[address]; ok && id != adopt[address] {
