@@ -224,15 +224,31 @@ func (s *shoot) networkPolicies(g Gomega) []string {
 	return names
 }
 
-// runPods returns the run pods seen, in order.
+// runPods returns the run pods that got a node, in order. A run pod the scheduler found
+// no node for ran nothing: its run withdraws it and creates it again once it holds a slot.
 func (s *shoot) runPods() []*corev1.Pod {
 	var pods []*corev1.Pod
 	for _, p := range s.pods.seen() {
-		if p.Name == runPod {
+		if p.Name == runPod && p.Spec.NodeName != "" {
 			pods = append(pods, p)
 		}
 	}
 	return pods
+}
+
+// summaries says of each pod what a failed count needs: its command, node, phase and exit.
+func summaries(pods []*corev1.Pod) []string {
+	var lines []string
+	for _, p := range pods {
+		exit := "-"
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Terminated != nil {
+				exit = fmt.Sprintf("%d %s", c.State.Terminated.ExitCode, c.State.Terminated.Reason)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s command=%s node=%q phase=%s exit=%s created=%s deleted=%v", p.UID, p.Labels["terraseed.gardener.cloud/command"], p.Spec.NodeName, p.Status.Phase, exit, p.CreationTimestamp.Format(time.RFC3339), p.DeletionTimestamp != nil))
+	}
+	return lines
 }
 
 // The controller the chart installed creates, changes and deletes an Infrastructure of
@@ -263,11 +279,11 @@ func TestInfrastructureLifecycleThroughRunPods(t *testing.T) {
 	}).WithTimeout(quickAction).Should(Succeed())
 	s.waitSucceeded(t, extensionsv1alpha1.LastOperationTypeReconcile)
 	g.Expect(s.networkPolicies(g)).To(ConsistOf("deny-all", "zone-0", "zone-1"))
-	g.Expect(s.runPods()).To(HaveLen(2))
+	g.Expect(summaries(s.runPods())).To(HaveLen(2))
 
 	g.Expect(kube.Delete(context.Background(), s.infra)).To(Succeed())
 	s.waitGone(t)
-	g.Expect(s.runPods()).To(HaveLen(3), "create, change, delete")
+	g.Expect(summaries(s.runPods())).To(HaveLen(3), "create, change, delete")
 	g.Eventually(func(g Gomega) {
 		ns := &corev1.Namespace{}
 		err := kube.Get(context.Background(), client.ObjectKey{Name: s.target()}, ns)
