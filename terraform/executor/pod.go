@@ -296,6 +296,11 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 			return nil, err
 		}
 	}
+	if req.Command.WritesState() {
+		if err := e.objects(req.ID).ClaimVars(ctx, e.Client); err != nil {
+			return nil, err
+		}
+	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName()}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
 		secret.Labels, secret.OwnerReferences = labels, owners

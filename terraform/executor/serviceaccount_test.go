@@ -209,6 +209,31 @@ func TestRunPodKeepsItsStateInItsOwnSecrets(t *testing.T) {
 	g.Eventually(func(g Gomega) { g.Expect(f.Items(g)).To(BeEmpty()) }).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
+// A destroy that ended released the run objects, and the controller deletes them next; one
+// that died in between reconciles the deletion again, and the second destroy's pod finds
+// the variables Secret released, which its ServiceAccount may not claim. The executor
+// claims it before the pod starts, and the second destroy ends as the first did.
+func TestADestroyRepeatedAfterTheRunObjectsWereReleasedClaimsThemAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	startKubeletWith(f, kubeletOptions{asServiceAccount: true})
+	e := f.podExecutor()
+	e.ServiceAccountName = ""
+	e.ManageServiceAccount = true
+
+	_, err := e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = e.Run(ctx, f.request(run.Destroy))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Finalizers(g)).To(HaveEach(BeEmpty()), "the destroy released the run objects")
+
+	_, err = e.Run(ctx, f.request(run.Destroy))
+	g.Expect(err).NotTo(HaveOccurred(), "the repeated destroy")
+	g.Expect(f.Items(g)).To(BeEmpty())
+	g.Expect(f.Finalizers(g)).To(HaveEach(BeEmpty()), "released again")
+}
+
 // RoleBindings are read from the API server, not a cache, and a seed starts many run pods:
 // ensuring the ServiceAccount reads its RoleBinding once, whether it creates, corrects or
 // leaves it.

@@ -225,6 +225,17 @@ func (o RunObjects) ReadFiles(ctx context.Context, c client.Client, owned bool) 
 	return configFiles, nil
 }
 
+// ClaimVars claims the variables Secret for a run. A run pod may read it but not write it:
+// one that finds it released (by a destroy that ended, its objects not yet deleted) could
+// not claim it, so the executor does, with its own rights, before the pod starts.
+func (o RunObjects) ClaimVars(ctx context.Context, c client.Client) error {
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, o.key(o.VarsName()), secret); err != nil {
+		return fmt.Errorf("reading Secret %s: %w", o.VarsName(), err)
+	}
+	return claim(ctx, c, secret)
+}
+
 // claim adds the run finalizer to obj, read just before, unless it carries it already.
 func claim(ctx context.Context, c client.Client, obj client.Object) error {
 	base := obj.DeepCopyObject().(client.Object)
