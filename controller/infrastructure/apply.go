@@ -342,9 +342,13 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
-	if _, ok := op.infra.Annotations[AnnotationAllowDestroy]; ok {
-		if err := op.req.RemoveAnnotation(ctx, AnnotationAllowDestroy); err != nil {
-			return err
+	// A confirmation of resources removed by hand is used up: the index this apply leaves
+	// names none of them, and a later loss is another operator's call.
+	for _, annotation := range []string{AnnotationAllowDestroy, AnnotationLostRemoved} {
+		if _, ok := op.infra.Annotations[annotation]; ok {
+			if err := op.req.RemoveAnnotation(ctx, annotation); err != nil {
+				return err
+			}
 		}
 	}
 	s.recovered = op.recovered()

@@ -17,6 +17,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/imports"
+	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -96,16 +97,23 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	}
 	// A stale state that is still newer than the history's stays: it lacks less.
 	kept := "history serial " + strconv.FormatInt(from.Serial, 10)
+	replace := false
 	if stored.State != nil && (recovered == nil || stored.Serial > from.Serial) && (lineage == "" || stored.Lineage == lineage) {
 		recovered, kept = stored.State, "the stored serial "+strconv.FormatInt(stored.Serial, 10)
-	} else if recovered != nil || stored.Exists {
-		if err := store.Replace(ctx, recovered); err != nil {
-			return nil, fmt.Errorf("writing the recovered state: %w", err)
-		}
+	} else {
+		replace = recovered != nil || stored.Exists
 	}
 	held, err := imports.Addresses(recovered)
 	if err != nil {
 		return nil, err
+	}
+	if err := op.refuseUndeclared(index, held, declared, cause); err != nil {
+		return nil, err
+	}
+	if replace {
+		if err := store.Replace(ctx, recovered); err != nil {
+			return nil, fmt.Errorf("writing the recovered state: %w", err)
+		}
 	}
 	imports, lost := indexedImports(index, held, declared)
 	r := &recovery{imports: imports, unimportable: lost, cause: cause}
@@ -176,6 +184,47 @@ func newestReadable(history *tfstate.History, lineage string) ([]byte, tfstate.H
 		}
 	}
 	return nil, tfstate.HistoryEntry{}, nil
+}
+
+// AnnotationLostRemoved confirms that resources a lost state's index names, which the
+// configuration no longer declares, were removed by hand: a comma-separated list of their
+// addresses, as the refusal names them. The apply that succeeds next removes it.
+const AnnotationLostRemoved = run.LabelPrefix + "lost-resources-removed"
+
+// refuseUndeclared stops a recovery before it writes anything when the index names
+// resources that the recovered state lacks and the configuration no longer declares
+// (a zone removed while the state was lost): terraform can import only what the
+// configuration declares, so an apply would neither import nor destroy them, and they
+// would stay behind, in no state and no index. Those the operator confirmed removed
+// (AnnotationLostRemoved) are let go.
+func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool, declared func(string) bool, cause string) error {
+	if index == nil {
+		return nil
+	}
+	removed := map[string]bool{}
+	for _, address := range strings.Split(op.infra.Annotations[AnnotationLostRemoved], ",") {
+		removed[strings.TrimSpace(address)] = true
+	}
+	var undeclared []string
+	for _, address := range append(slices.Sorted(maps.Keys(index.IDs)), index.Unimportable...) {
+		if !held[address] && !declared(address) && !removed[address] {
+			undeclared = append(undeclared, address)
+		}
+	}
+	if len(undeclared) == 0 {
+		return nil
+	}
+	slices.Sort(undeclared)
+	objects := op.objects()
+	// Not terminal: with the state restored from a backup, or the removal confirmed, a
+	// retry goes on by itself.
+	return &extension.Error{
+		Reason: reasonStateLost,
+		Err: fmt.Errorf("the state in %s %s %s, and %d resources its index names are in no state of its history and no longer declared by the configuration: %s. "+
+			"An apply can neither import nor destroy them, so they would be left behind; nothing is written: restore the state from a backup, "+
+			"or remove them by hand and confirm with the annotation %s=%q",
+			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, strings.Join(undeclared, ",")),
+	}
 }
 
 // indexedImports are the import IDs of the indexed resources a recovered state lacks that

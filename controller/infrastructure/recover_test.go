@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -408,5 +409,55 @@ func TestRestoredStateIsInTheHistory(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).NotTo(BeEmpty(), "the restored state is in the history")
 	g.Expect(entries[0]).To(And(HaveField("Serial", live.Serial), HaveField("Lineage", live.Lineage)))
+	assertInSync(t, s)
+}
+
+// A zone removed while the state and its history were lost: the configuration no longer
+// declares its resources, so an apply could neither import nor destroy them. The apply
+// stops before it writes anything and names them; once they are removed by hand and the
+// removal is confirmed, it recovers the rest and uses the confirmation up.
+func TestRecoveryStopsRatherThanLeaveBehindWhatTheConfigurationNoLongerDeclares(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newShoot(t, "10.250.0.0/19", "10.250.32.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	first := startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(s.stateAddresses(g)).To(ContainElement("kubectl_manifest.zone_1"))
+
+	first.stop()
+	s.deleteState(g)
+	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.runObjects().HistoryName()}})).To(Succeed())
+	s.update(t, func(infra *extensionsv1alpha1.Infrastructure) {
+		infra.Spec.ProviderConfig = testenv.LocalProviderConfig("10.250.0.0/19")
+	})
+	startController(t, s.namespace, workDir(t))
+
+	g.Eventually(func(g Gomega) {
+		infra := s.get(g)
+		g.Expect(infra.Status.LastError).NotTo(BeNil())
+		g.Expect(infra.Status.LastError.Description).To(And(
+			ContainSubstring("1 resources its index names are in no state of its history and no longer declared by the configuration: kubectl_manifest.zone_1."),
+			ContainSubstring(infrastructure.AnnotationLostRemoved+`="kubectl_manifest.zone_1"`),
+		))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	raw, err := s.runObjects().ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(raw).To(BeNil(), "nothing is written")
+	g.Expect(s.liveUIDs(g)).To(HaveKey("NetworkPolicy/zone-1"), "nothing is destroyed")
+
+	// The operator removes it and confirms.
+	g.Expect(env.Client.Delete(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: s.targetNamespace(), Name: "zone-1"}})).To(Succeed())
+	s.update(t, func(infra *extensionsv1alpha1.Infrastructure) {
+		metav1.SetMetaDataAnnotation(&infra.ObjectMeta, infrastructure.AnnotationLostRemoved, "kubectl_manifest.zone_1")
+	})
+	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(condition(infra, infrastructure.ConditionStateRecovered)).To(HaveField("Message", ContainSubstring("4 imported")))
+	g.Expect(s.stateAddresses(g)).NotTo(ContainElement("kubectl_manifest.zone_1"))
+	g.Expect(s.liveUIDs(g)).NotTo(HaveKey("NetworkPolicy/zone-1"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.get(g).Annotations).NotTo(HaveKey(infrastructure.AnnotationLostRemoved), "the confirmation is used up")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	assertInSync(t, s)
 }
