@@ -76,6 +76,8 @@ func TestSoakRunPodsKilledAtRandom(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		for i := range n {
 			s.confirmLost(g, i)
+		}
+		for i := range n {
 			s.expectSettled(g, i)
 		}
 	}).WithTimeout(20 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
@@ -260,13 +262,17 @@ func (s *podSoak) deleteState() {
 	s.stateLosses[i]++
 }
 
-// stateLost is whether object i's state was deleted and the object did not succeed since:
-// the state may still be missing, or be one a run claimed anew, empty.
+// stateLost is whether object i's state was deleted and is not back: an operation
+// succeeded after the deletion, and a state is stored again. A success alone is not enough:
+// an apply whose run saved its state before the deletion succeeds after it.
 func (s *podSoak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lost, ok := s.lost[i]; ok && testenv.SucceededSince(infra, lost) {
-		delete(s.lost, i)
+		objects := state.RunObjects{ID: tfrun.ID{Namespace: s.shoots[i].namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
+		if stored, err := objects.ReadState(context.Background(), kube); err == nil && stored != nil {
+			delete(s.lost, i)
+		}
 	}
 	_, lost := s.lost[i]
 	return lost

@@ -78,6 +78,8 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		for i := range n {
 			s.confirmLost(g, i)
+		}
+		for i := range n {
 			s.expectSettled(g, i)
 		}
 	}).WithTimeout(15 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
@@ -384,13 +386,17 @@ func (s *soak) deleteState() {
 	s.stateLosses[i]++
 }
 
-// stateLost is whether object i's state was deleted and the object did not succeed since:
-// the state may still be missing, or be one a run claimed anew, empty.
+// stateLost is whether object i's state was deleted and is not back: an operation
+// succeeded after the deletion, and a state is stored again. A success alone is not enough:
+// an apply whose run saved its state before the deletion succeeds after it.
 func (s *soak) stateLost(i int, infra *extensionsv1alpha1.Infrastructure) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.lost[i].IsZero() && testenv.SucceededSince(infra, s.lost[i]) {
-		s.lost[i] = time.Time{}
+		objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+		if stored, err := objects.ReadState(context.Background(), env.Client); err == nil && stored != nil {
+			s.lost[i] = time.Time{}
+		}
 	}
 	return !s.lost[i].IsZero()
 }
