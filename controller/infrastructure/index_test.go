@@ -87,6 +87,33 @@ func TestStateAFailedApplyLeftIsInTheHistory(t *testing.T) {
 	g.Expect(after.zoneIDs()).To(Equal(failed.zoneIDs()), "the zone the failed apply created is not created again")
 }
 
+// What a failed apply created is in the index the controller trusts (.status.state): should
+// the state and its history both be lost before an apply succeeds, the recovery still
+// knows it, and names it.
+func TestWhatAFailedApplyCreatedIsInTheTrustedIndex(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, first := recoveredZonalShoot(t)
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, true) })
+	g.Eventually(func(g Gomega) {
+		infra := s.get(g)
+		g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateError))
+		g.Expect(infra.Status.LastOperation.Description).To(ContainSubstring("QuotaExceeded"))
+		g.Expect(infra.Status.State).NotTo(BeNil())
+		var kept struct{ Index imports.Index }
+		g.Expect(json.Unmarshal(infra.Status.State.Raw, &kept)).To(Succeed())
+		g.Expect(kept.Index.Unimportable).To(ContainElement("terraform_data.zone[1]"), "the zone the failed apply created")
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+	first.stop()
+	s.deleteState(g)
+	g.Expect(env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.runObjects().HistoryName()}})).To(Succeed())
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = zonalConfig(2, false) })
+	startController(t, s.namespace, workDir(t))
+	infra := s.reconciled(t)
+	g.Expect(condition(infra, infrastructure.ConditionStateRecovered).Message).To(ContainSubstring("cannot be imported and are created again: terraform_data.quota, terraform_data.zone[0], terraform_data.zone[1]"))
+}
+
 // A state of the history that expands beyond the controller's bound is not passed over
 // for an older one, which holds less: the apply that would recover from it fails naming
 // the bound, and writes neither the state nor its history.

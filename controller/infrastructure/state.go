@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,16 +98,16 @@ func (op *operation) keepHistory(ctx context.Context, state []byte, index *impor
 	}
 }
 
-// keepFailedState keeps the state an apply that failed left in the history: the
-// resources it created are in no index (the status's is written by a successful apply,
-// and the one a run writes is not trusted), so that the history is where they are found
-// again should the state be lost before an apply succeeds. The state is read as any is,
-// within the bound; one that cannot be read, or a history that cannot be written, fails
-// nothing.
+// keepFailedState keeps the state an apply that failed left: what it created is in no
+// index yet (the status's is written by a successful apply, and the one a run writes is
+// not trusted). It goes into the history and, where it knows everything the status's index
+// does, into .status.state with its index, so that a recovery finds it again should the
+// state be lost (with its history) before an apply succeeds, rather than create it a
+// second time. The state is read as any is, within the bound; one that cannot be read, or
+// a history that cannot be written, fails nothing.
 func (op *operation) keepFailedState(ctx context.Context, err error) {
 	var pending *runPendingError
-	depth := op.actuator.State.History()
-	if depth == 0 || errors.As(err, &pending) {
+	if errors.As(err, &pending) {
 		return
 	}
 	objects := op.objects()
@@ -114,8 +115,41 @@ func (op *operation) keepFailedState(ctx context.Context, err error) {
 	if readErr != nil || stored.State == nil {
 		return
 	}
-	if _, err := objects.AppendHistory(ctx, op.actuator.Client, stored.State, depth, metav1.Now()); err != nil {
-		ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+	op.indexFailedState(ctx, stored.State)
+	if depth := op.actuator.State.History(); depth > 0 {
+		if _, err := objects.AppendHistory(ctx, op.actuator.Client, stored.State, depth, metav1.Now()); err != nil {
+			ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
+		}
+	}
+}
+
+// indexFailedState puts the state a failed apply left into .status.state when it is a
+// later state of the same lineage that holds every resource the status's index names. One
+// that lacks some (a recovery cut short, a replace half done) is not: the index must never
+// forget what a state held, and the history keeps that state all the same.
+func (op *operation) indexFailedState(ctx context.Context, state []byte) {
+	index := op.indexOf(state)
+	prior, err := statusIndex(op.infra.Status.State)
+	if index == nil || err != nil {
+		return
+	}
+	if prior != nil {
+		if prior.Lineage != index.Lineage || prior.Serial >= index.Serial {
+			return
+		}
+		for address := range prior.IDs {
+			if _, ok := index.IDs[address]; !ok {
+				return
+			}
+		}
+		for _, address := range prior.Unimportable {
+			if !slices.Contains(index.Unimportable, address) {
+				return
+			}
+		}
+	}
+	if err := op.keepStateInStatus(state, index); err != nil {
+		ctrl.LoggerFrom(ctx).Info("failedStateNotIndexed", "reason", err.Error())
 	}
 }
 
