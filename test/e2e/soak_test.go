@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -394,10 +395,40 @@ func (s *podSoak) expectExact(g Gomega, i int) {
 	for z := range s.zones[i] {
 		want = append(want, fmt.Sprintf("zone-%d", z))
 	}
-	g.Expect(policies).To(ConsistOf(want), "%s: exactly its policies (its state deleted %d times)", sh.namespace, s.stateLosses[i])
+	g.Expect(policies).To(ConsistOf(want), func() string {
+		return fmt.Sprintf("%s: exactly its policies (its state deleted %d times)\n%s", sh.namespace, s.stateLosses[i], s.history(sh))
+	})
 	stored, err := objects.ReadState(ctx, kube)
 	g.Expect(err).NotTo(HaveOccurred())
 	for z := range s.zones[i] {
 		g.Expect(string(stored)).To(ContainSubstring(fmt.Sprintf(`"name": "zone_%d"`, z)), "%s: the stored state lists zone %d", sh.namespace, z)
 	}
+}
+
+// history says what a failure needs to tell how an object came to differ: the addresses
+// of its stored state and its events, oldest first.
+func (s *podSoak) history(sh *shoot) string {
+	ctx := context.Background()
+	var b strings.Builder
+	objects := state.RunObjects{ID: tfrun.ID{Namespace: sh.namespace, Name: infraName, Purpose: tfrun.PurposeInfra}}
+	if raw, err := objects.ReadState(ctx, kube); err == nil {
+		var doc struct {
+			Serial    int64
+			Resources []struct{ Type, Name string }
+		}
+		_ = json.Unmarshal(raw, &doc)
+		fmt.Fprintf(&b, "stored state serial %d:", doc.Serial)
+		for _, r := range doc.Resources {
+			fmt.Fprintf(&b, " %s.%s", r.Type, r.Name)
+		}
+		b.WriteString("\n")
+	}
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace(sh.namespace)); err == nil {
+		slices.SortFunc(events.Items, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "%s %s/%s %s ×%d: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Count, e.Message)
+		}
+	}
+	return b.String()
 }
