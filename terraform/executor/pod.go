@@ -296,8 +296,9 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 			return nil, err
 		}
 	}
+	// Missing, the variables fail the run, which says so itself.
 	if req.Command.WritesState() {
-		if err := e.objects(req.ID).ClaimVars(ctx, e.Client); err != nil {
+		if err := e.objects(req.ID).ClaimVars(ctx, e.Client); err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 	}
