@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // patchStatus writes what changed in the status since the last write. The conditions
@@ -23,7 +24,9 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 	if op.skipped {
 		return nil
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	ctx, span := tracing.Start(ctx, "status")
+	defer span.End()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		// Metadata patched since the base was taken must not enter the patch: a changed
 		// resourceVersion would turn it into an optimistic lock.
 		base := op.base.DeepCopyObject().(T)
@@ -58,6 +61,8 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 			return fmt.Errorf("patching the status: %w", err)
 		}
 	})
+	tracing.Fail(span, err)
+	return err
 }
 
 // changedConditionTypes are the types whose condition differs between before and after,
