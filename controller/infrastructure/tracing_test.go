@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -119,4 +120,44 @@ func names(spans []testenv.Span) string {
 		out = append(out, s.Name)
 	}
 	return strings.Join(out, " ")
+}
+
+// With OpenTofu, terraform itself traces into the run's trace: OpenTofu's own spans
+// arrive as children of the terraformer's.
+func TestOpenTofusSpansJoinTheRunsTrace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tofu := testenv.OpenTofu(t)
+	receiver := testenv.StartTraceReceiver(t)
+	t.Setenv(tracing.EnvEndpoint, "")
+	t.Setenv(tracing.EnvTracesEndpoint, "")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	flush, err := tracing.Setup(ctx, "terraseed", receiver.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = flush(ctx) })
+
+	s := newShoot(t, "10.250.0.0/19")
+	s.createSecret(t, adminKubeconfig(t))
+	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) {
+		e := a.Executor.(*executor.LocalExecutor)
+		e.Settings.Terraform, e.Settings.OpenTofu = tofu, true
+	})
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	var traceID string
+	g.Eventually(func(g Gomega) {
+		traceID = traceOfEvent(g, s.namespace, s.infra.Name, "CreateProcessing")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(flush(ctx)).To(Succeed())
+
+	spans := receiver.Trace(traceID)
+	var terraformerSpans []string
+	for _, span := range spans {
+		if span.Name == "terraformer" {
+			terraformerSpans = append(terraformerSpans, span.SpanID)
+		}
+	}
+	g.Expect(terraformerSpans).To(HaveLen(1))
+	g.Eventually(func() []testenv.Span { return receiver.Trace(traceID) }).WithTimeout(10 * time.Second).Should(ContainElement(And(
+		HaveField("Service", Not(Equal("terraseed"))), HaveField("ParentSpanID", terraformerSpans[0]))), "OpenTofu's spans: %v", receiver.Spans())
 }

@@ -156,8 +156,8 @@ func TraceParent(ctx context.Context) string {
 }
 
 // Env is the environment that makes another process's spans join ctx's span and go to
-// the same receiver: TRACEPARENT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; nil while tracing
-// is off. The receiver's headers are not handed on: they would stand in a pod's spec.
+// the same receiver: TRACEPARENT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the protocol,
+// OTLP/HTTP; nil while tracing is off. The receiver's headers are not handed on: they would stand in a pod's spec.
 func Env(ctx context.Context) []string {
 	if !enabled.Load() {
 		return nil
@@ -165,7 +165,8 @@ func Env(ctx context.Context) []string {
 	mu.Lock()
 	url := tracesURL
 	mu.Unlock()
-	env := []string{EnvTracesEndpoint + "=" + url}
+	// The protocol is told: OpenTofu's exporter speaks gRPC unless told otherwise.
+	env := []string{EnvTracesEndpoint + "=" + url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"}
 	if parent := TraceParent(ctx); parent != "" {
 		env = append(env, EnvTraceParent+"="+parent)
 	}

@@ -63,7 +63,7 @@ func TestOnSendsToTheReceiverAndAnotherProcessJoins(t *testing.T) {
 	g.Expect(tracing.Enabled()).To(BeTrue())
 	runCtx, run := tracing.Start(ctx, "run")
 	env := tracing.Env(runCtx)
-	g.Expect(env).To(ConsistOf(tracing.EnvTracesEndpoint+"="+receiver.URL+"/v1/traces", HavePrefix(tracing.EnvTraceParent+"=00-"+tracing.TraceID(runCtx)+"-")))
+	g.Expect(env).To(ConsistOf(tracing.EnvTracesEndpoint+"="+receiver.URL+"/v1/traces", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", HavePrefix(tracing.EnvTraceParent+"=00-"+tracing.TraceID(runCtx)+"-")))
 	run.End()
 
 	// The other process, here: TRACEPARENT in its environment.
