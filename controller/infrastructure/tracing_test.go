@@ -158,6 +158,6 @@ func TestOpenTofusSpansJoinTheRunsTrace(t *testing.T) {
 		}
 	}
 	g.Expect(terraformerSpans).To(HaveLen(1))
-	g.Eventually(func() []testenv.Span { return receiver.Trace(traceID) }).WithTimeout(10 * time.Second).Should(ContainElement(And(
+	g.Eventually(func() []testenv.Span { return receiver.Trace(traceID) }).WithTimeout(10*time.Second).Should(ContainElement(And(
 		HaveField("Service", Not(Equal("terraseed"))), HaveField("ParentSpanID", terraformerSpans[0]))), "OpenTofu's spans: %v", receiver.Spans())
 }
