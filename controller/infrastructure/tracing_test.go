@@ -54,6 +54,7 @@ func TestACreateIsOneTraceFromTheReconcileToTheStateSaves(t *testing.T) {
 
 	g.Expect(flush(ctx)).To(Succeed(), "every span sent")
 	spans := receiver.Trace(traceID)
+	t.Logf("the trace:\n%s", testenv.FormatTrace(spans))
 	byName := map[string][]testenv.Span{}
 	for _, span := range spans {
 		byName[span.Name] = append(byName[span.Name], span)
@@ -93,6 +94,7 @@ func TestACreateIsOneTraceFromTheReconcileToTheStateSaves(t *testing.T) {
 			result = span
 		}
 	}
+	t.Logf("the trace of the result:\n%s", testenv.FormatTrace(receiver.Trace(result.TraceID)))
 	g.Expect(result.Links).To(ContainElement(runSpan.SpanID))
 	g.Expect(result.TraceID).NotTo(Equal(traceID))
 }

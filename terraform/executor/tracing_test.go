@@ -59,6 +59,7 @@ func TestARunPodsSpansJoinTheTraceOfItsReconcile(t *testing.T) {
 	g.Expect(flush(context.Background())).To(Succeed())
 
 	traceID := reconcile.SpanContext().TraceID().String()
+	t.Logf("the trace:\n%s", testenv.FormatTrace(receiver.Trace(traceID)))
 	byName := map[string][]testenv.Span{}
 	for _, span := range receiver.Trace(traceID) {
 		byName[span.Name] = append(byName[span.Name], span)

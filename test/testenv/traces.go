@@ -3,14 +3,17 @@ package testenv
 import (
 	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
@@ -25,7 +28,8 @@ type Span struct {
 	Service    string
 	Attributes map[string]string
 	// Links are the span IDs it links to.
-	Links []string
+	Links      []string
+	Start, End time.Time
 }
 
 // TraceReceiver is an OTLP/HTTP receiver of traces: it accepts POST /v1/traces with a
@@ -95,6 +99,7 @@ func (r *TraceReceiver) export(w http.ResponseWriter, req *http.Request) {
 					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 					ParentSpanID: hex.EncodeToString(s.GetParentSpanId()), Name: s.GetName(), Service: service,
 					Attributes: attributes(s.GetAttributes()),
+					Start:      time.Unix(0, int64(s.GetStartTimeUnixNano())), End: time.Unix(0, int64(s.GetEndTimeUnixNano())),
 				}
 				for _, link := range s.GetLinks() {
 					span.Links = append(span.Links, hex.EncodeToString(link.GetSpanId()))
@@ -160,4 +165,36 @@ func (r *TraceReceiver) Trace(traceID string) []Span {
 		}
 	}
 	return spans
+}
+
+// FormatTrace shows spans as a tree, each child below its parent in the order they
+// started, with its start after the root's and its duration.
+func FormatTrace(spans []Span) string {
+	sorted := slices.Clone(spans)
+	slices.SortFunc(sorted, func(a, b Span) int { return a.Start.Compare(b.Start) })
+	children := map[string][]Span{}
+	known := map[string]bool{}
+	for _, s := range sorted {
+		known[s.SpanID] = true
+	}
+	var roots []Span
+	for _, s := range sorted {
+		if known[s.ParentSpanID] {
+			children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	var b strings.Builder
+	var show func(s Span, depth int, origin time.Time)
+	show = func(s Span, depth int, origin time.Time) {
+		fmt.Fprintf(&b, "%-40s +%-8s %8s  %s\n", strings.Repeat("  ", depth)+s.Name, s.Start.Sub(origin).Round(time.Millisecond), s.End.Sub(s.Start).Round(time.Millisecond), s.Service)
+		for _, c := range children[s.SpanID] {
+			show(c, depth+1, origin)
+		}
+	}
+	for _, r := range roots {
+		show(r, 0, r.Start)
+	}
+	return b.String()
 }
