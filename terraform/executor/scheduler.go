@@ -529,7 +529,7 @@ func (s *Scheduler) start(t *scheduled) {
 	}
 	s.runs.Add(1)
 	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
-	ctx, span := tracing.Start(trace.ContextWithSpanContext(ctx, t.parent), "run",
+	ctx, span := tracing.Start(tracing.WithParent(ctx, t.parent), "run",
 		attribute.String("terraseed.command", string(t.req.Command)), attribute.String("terraseed.priority", t.Priority.String()))
 	t.stop = stop
 	t.Trace = span.SpanContext()

@@ -95,7 +95,7 @@ func (r *Runner) TerraformStarted() time.Time { return r.terraformStarted }
 
 // timed runs one terraform command as the phase of that name, in a span of that name.
 func (r *Runner) timed(ctx context.Context, phase string, command func() error) error {
-	_, span := tracing.Start(ctx, "terraform."+phase)
+	_, span := tracing.Start(ctx, commandSpan(phase))
 	defer span.End()
 	started := time.Now()
 	if r.terraformStarted.IsZero() {
@@ -105,6 +105,24 @@ func (r *Runner) timed(ctx context.Context, phase string, command func() error) 
 	r.phases[phase] = time.Since(started)
 	tracing.Fail(span, err)
 	return err
+}
+
+// commandSpan is the name of the span of a terraform command: a constant, which costs
+// nothing while tracing is off.
+func commandSpan(phase string) string {
+	switch phase {
+	case "init":
+		return "terraform.init"
+	case string(run.Plan):
+		return "terraform.plan"
+	case string(run.Apply):
+		return "terraform.apply"
+	case string(run.Destroy):
+		return "terraform.destroy"
+	case string(run.Validate):
+		return "terraform.validate"
+	}
+	return "terraform"
 }
 
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops

@@ -133,10 +133,19 @@ func Record(ctx context.Context, name string, start, end time.Time, attrs ...att
 
 // Fail marks span failed with err, when there is one.
 func Fail(span trace.Span, err error) {
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
+}
+
+// WithParent is ctx with parent, a span of another goroutine or process, as the parent of
+// the spans started from it; ctx when parent is no span, as while tracing is off.
+func WithParent(ctx context.Context, parent trace.SpanContext) context.Context {
+	if !parent.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpanContext(ctx, parent)
 }
 
 // TraceID is the ID of ctx's trace, "" when there is none.

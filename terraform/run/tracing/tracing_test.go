@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 // Without an endpoint nothing of tracing is made: the global provider stays the no-op
 // one, no exporter or batcher starts a goroutine, a span records nothing and costs no
 // allocation, and nothing is handed to a run pod.
+var errFailed = errors.New("failed")
+
 func TestOffWithoutAnEndpoint(t *testing.T) {
 	g := NewWithT(t)
 	t.Setenv(tracing.EnvEndpoint, "")
@@ -39,9 +42,10 @@ func TestOffWithoutAnEndpoint(t *testing.T) {
 	g.Expect(tracing.TraceID(spanCtx)).To(BeEmpty())
 	g.Expect(tracing.Env(spanCtx)).To(BeNil(), "nothing for a run pod")
 	allocs := testing.AllocsPerRun(100, func() {
-		ctx, span := tracing.Start(ctx, "slot", attribute.String("terraseed.command", "apply"), attribute.Int("terraseed.slot.ahead", 3))
+		ctx, span := tracing.Start(tracing.WithParent(ctx, span.SpanContext()), "slot", attribute.String("terraseed.command", "apply"), attribute.Int("terraseed.slot.ahead", 3))
 		tracing.Set(span, attribute.Bool("terraseed.state.written", true))
-		tracing.Fail(span, nil)
+		tracing.Fail(span, errFailed)
+		tracing.Record(ctx, "pod.start", time.Time{}, time.Time{})
 		span.End()
 		_ = ctx
 	})
