@@ -24,9 +24,7 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 	if op.skipped {
 		return nil
 	}
-	ctx, span := tracing.Start(ctx, "status")
-	defer span.End()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		// Metadata patched since the base was taken must not enter the patch: a changed
 		// resourceVersion would turn it into an optimistic lock.
 		base := op.base.DeepCopyObject().(T)
@@ -39,7 +37,10 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 		if len(owned) > 0 {
 			patch = client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 		}
-		err := op.r.Client.Status().Patch(ctx, op.obj, patch)
+		patchCtx, span := tracing.Start(ctx, "status")
+		err := op.r.Client.Status().Patch(patchCtx, op.obj, patch)
+		tracing.Fail(span, err)
+		span.End()
 		switch {
 		case err == nil:
 			op.base = op.obj.DeepCopyObject().(T)
@@ -61,8 +62,6 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 			return fmt.Errorf("patching the status: %w", err)
 		}
 	})
-	tracing.Fail(span, err)
-	return err
 }
 
 // changedConditionTypes are the types whose condition differs between before and after,
