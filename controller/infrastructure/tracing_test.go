@@ -153,6 +153,7 @@ func TestOpenTofusSpansJoinTheRunsTrace(t *testing.T) {
 	g.Expect(flush(ctx)).To(Succeed())
 
 	spans := receiver.Trace(traceID)
+	t.Logf("the trace:\n%s", testenv.FormatTrace(spans))
 	var terraformerSpans []string
 	for _, span := range spans {
 		if span.Name == "terraformer" {
