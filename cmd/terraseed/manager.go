@@ -568,7 +568,7 @@ func (o managerOptions) startTracing(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("--tracing-endpoint: %w", err)
 	}
 	if tracing.Enabled() {
-		ctrl.LoggerFrom(ctx).Info("tracing", "endpoint", tracing.Endpoint(o.tracingEndpoint))
+		ctrl.LoggerFrom(ctx).Info("tracingStarted", "endpoint", tracing.Endpoint(o.tracingEndpoint))
 	}
 	return func() {
 		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
