@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -33,7 +34,8 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 	// A command that starts with these flags writes the Secret and the configuration.
 	good := []string{"--kubeconfig", kubeconfigPath, "--executor=pod", "--terraformer-image=terraformer", "--provider-types=local", "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--heartbeat-namespace", namespace, "--webhook-mode=url", "--webhook-port", fmt.Sprint(testenv.FreePort(t)), "--webhook-namespace", namespace,
-		"--webhook-secret", secret, "--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir()}
+		"--webhook-secret", secret, "--webhook-configuration", configuration, "--webhook-cert-dir", t.TempDir(),
+		"--tracing-endpoint", testenv.StartTraceReceiver(t).URL}
 	for _, bad := range [][]string{
 		{"--drift-interval=-1m"},
 		{"--max-runs=0"},
@@ -66,6 +68,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--executor=local", "--concurrency=-1"},
 		{"--webhook-mode=sometimes"},
 		{"--state-storage=etcd"},
+		{"--tracing-endpoint=collector:4318"},
 	} {
 		flag, _, _ := strings.Cut(bad[len(bad)-1], "=")
 		// A flag let through starts the manager, which runs until the deadline.
@@ -88,12 +91,14 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secret}, &corev1.Secret{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: configuration}, &admissionregistrationv1.MutatingWebhookConfiguration{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Expect(tracing.Enabled()).To(BeTrue(), "--tracing-endpoint turns tracing on")
 	stop()
 	// How it stops is not this test's subject; on a busy machine a runnable may outlast
 	// the manager's grace period.
 	if err := <-done; err != nil {
 		t.Logf("the manager stopped with: %v", err)
 	}
+	g.Expect(tracing.Enabled()).To(BeFalse(), "the traces sent and tracing off once the command returned")
 }
 
 // startAPIServer starts a kube-apiserver and etcd with the CRDs installed, stopped when

@@ -78,6 +78,11 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := o.startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
 	fmt.Printf("terraseed is running with the local executor; its log: %s\n", logPath)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
@@ -92,6 +94,9 @@ type managerOptions struct {
 	// allowOperatorOnlyCredentials lets credentials secrets set the keys providers mark operatorOnly.
 	allowOperatorOnlyCredentials bool
 
+	// tracingEndpoint is the base URL of an OTLP/HTTP receiver of traces.
+	tracingEndpoint string
+
 	webhook webhookOptions
 }
 
@@ -139,6 +144,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.terraformerSpread, "terraformer-topology-spread-constraints", "", "topologySpreadConstraints of terraformer pods as a JSON list; one without a labelSelector spreads the terraformer pods among themselves (pod executor)")
 	flags.StringVar(&o.terraformerPodLabels, "terraformer-pod-labels", os.Getenv("TERRASEED_TERRAFORMER_POD_LABELS"), "comma-separated key=value labels added to terraformer pods, e.g. the ones the seed's network policies select on (pod executor)")
 	flags.BoolVar(&o.allowCrossNamespaceSecretRefs, "allow-cross-namespace-secret-refs", false, "let an Infrastructure's spec.secretRef name a Secret in another namespace than its own")
+	flags.StringVar(&o.tracingEndpoint, "tracing-endpoint", "", "base URL of an OTLP/HTTP receiver (http://collector:4318) that the reconciles' and runs' traces go to, run pods' included; empty: the OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT variables, and without them no tracing")
 	flags.BoolVar(&o.allowOperatorOnlyCredentials, "allow-operator-only-credentials", false, "let credentials secrets set the keys providers mark operatorOnly, such as aws's endpoint, which sends every cloud call to the URL it names")
 	o.webhook.bind(flags)
 }
@@ -188,6 +194,9 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	if o.driftInterval < 0 {
 		return nil, fmt.Errorf("--drift-interval: %s is negative; 0 disables the drift checks", o.driftInterval)
+	}
+	if err := checkTracingEndpoint(o.tracingEndpoint); err != nil {
+		return nil, err
 	}
 	for flag, d := range map[string]time.Duration{"--run-timeout": o.runTimeout, "--pod-creation-timeout": o.podCreationTimeout, "--controlplane-health-period": o.controlPlaneHealth} {
 		if d < 0 {
@@ -537,6 +546,39 @@ func (o managerOptions) terraformerResources() (corev1.ResourceRequirements, err
 }
 
 // runController runs the controller against the cluster of the kubeconfig, or in-cluster.
+// checkTracingEndpoint refuses a --tracing-endpoint that is no http or https URL of a host:
+// the exporter would drop every span without a word.
+func checkTracingEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--tracing-endpoint: %q is not the http or https URL of a receiver, such as http://collector:4318", endpoint)
+	}
+	return nil
+}
+
+// startTracing turns tracing on when --tracing-endpoint or the OTEL_EXPORTER_OTLP_*
+// variables name a receiver; the returned function sends what is left when the process
+// stops.
+func (o managerOptions) startTracing(ctx context.Context) (func(), error) {
+	flush, err := tracing.Setup(ctx, "terraseed", o.tracingEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("--tracing-endpoint: %w", err)
+	}
+	if tracing.Enabled() {
+		ctrl.LoggerFrom(ctx).Info("tracingStarted", "endpoint", tracing.Endpoint(o.tracingEndpoint))
+	}
+	return func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := flush(flushCtx); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "tracesNotSent")
+		}
+	}, nil
+}
+
 func runController(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("run", flag.ContinueOnError)
 	setUsage(flags, "terraseed run [flags]")
@@ -557,6 +599,11 @@ func runController(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopTracing, err := o.startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	return mgr.Start(ctx)
 }
 

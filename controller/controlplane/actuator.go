@@ -20,6 +20,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 const (
@@ -88,7 +89,7 @@ type request = extension.Request[*extensionsv1alpha1.ControlPlane]
 // Reconcile applies the rendered objects, then prunes those no longer rendered.
 func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 	cp := req.Object
-	rendered, err := a.render(req)
+	rendered, err := a.render(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -138,12 +139,12 @@ func (a *Actuator) Reconcile(ctx context.Context, req request) error {
 
 // UpToDate is true when the provider renders what was applied last. Gardener's reconcile
 // request, a changed spec or a failed operation always reconcile.
-func (a *Actuator) UpToDate(_ context.Context, req request) (bool, error) {
+func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
 	previous, err := readState(req.Object)
 	if err != nil || previous.rendered == "" {
 		return false, nil
 	}
-	rendered, err := a.render(req)
+	rendered, err := a.render(ctx, req)
 	if err != nil {
 		return false, nil // the reconcile reports it
 	}
@@ -228,7 +229,12 @@ func (a *Actuator) deleteOptions(cp *extensionsv1alpha1.ControlPlane) ssa.Delete
 	}
 }
 
-func (a *Actuator) render(req request) (*templates.RenderedControlPlane, error) {
+func (a *Actuator) render(ctx context.Context, req request) (_ *templates.RenderedControlPlane, err error) {
+	_, span := tracing.Start(ctx, "render")
+	defer func() {
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	cp := req.Object
 	provider, err := a.Providers.Provider(cp.Spec.Type)
 	if err != nil {

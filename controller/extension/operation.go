@@ -24,6 +24,9 @@ type operation[T Object] struct {
 	// skipped operations leave the status as it is.
 	skipped  bool
 	firstRun bool
+	// traceID is the reconcile's trace, told in the events of its transitions so that an
+	// operator finds it; "" while tracing is off.
+	traceID string
 }
 
 func (r *Reconciler[T]) newOperation(obj T, cluster *extensionsv1alpha1.Cluster) *operation[T] {
@@ -255,7 +258,11 @@ func (op *operation[T]) recordTransition(opType extensionsv1alpha1.LastOperation
 	if current.State == extensionsv1alpha1.LastOperationStateError || current.State == extensionsv1alpha1.LastOperationStateFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	op.event(eventType, string(opType)+string(current.State), string(opType), current.Description)
+	message := current.Description
+	if op.traceID != "" {
+		message += " (trace " + op.traceID + ")"
+	}
+	op.event(eventType, string(opType)+string(current.State), string(opType), message)
 }
 
 func (op *operation[T]) event(eventType, reason, action, message string) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // patchStatus writes what changed in the status since the last write. The conditions
@@ -36,7 +37,10 @@ func (op *operation[T]) patchStatus(ctx context.Context) error {
 		if len(owned) > 0 {
 			patch = client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 		}
-		err := op.r.Client.Status().Patch(ctx, op.obj, patch)
+		patchCtx, span := tracing.Start(ctx, "status")
+		err := op.r.Client.Status().Patch(patchCtx, op.obj, patch)
+		tracing.Fail(span, err)
+		span.End()
 		switch {
 		case err == nil:
 			op.base = op.obj.DeepCopyObject().(T)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // Gardener asks for an operation with an annotation, and removes nothing itself.
@@ -107,6 +109,16 @@ func (deletionPredicate) Update(e event.UpdateEvent) bool {
 // Reconcile gets the object and its Cluster, then runs the operation the object asks
 // for; the status is patched once more at the end, whatever happened.
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	ctx, span := tracing.Start(ctx, "reconcile", attribute.String("terraseed.kind", r.Kind),
+		attribute.String("terraseed.namespace", req.Namespace), attribute.String("terraseed.name", req.Name))
+	defer func() {
+		tracing.Fail(span, retErr)
+		span.End()
+	}()
+	traceID := tracing.TraceID(ctx)
+	if traceID != "" {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("traceID", traceID))
+	}
 	obj := r.NewObject()
 	if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -134,12 +146,14 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (result
 	}
 
 	op := r.newOperation(obj, cluster)
+	op.traceID = traceID
 	defer func() {
 		if err := op.patchStatus(ctx); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
 	next := nextOperation(obj)
+	tracing.Set(span, attribute.String("terraseed.operation", string(next)))
 	switch {
 	case next == operationSkip:
 		op.skipped = true

@@ -21,6 +21,7 @@ import (
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -91,8 +92,12 @@ func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
 	return op.checkLocalNamespace(ctx)
 }
 
-func (op *operation) render(ctx context.Context, s *applyScope) error {
-	var err error
+func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
+	ctx, span := tracing.Start(ctx, "render")
+	defer func() {
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	in := templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(s.secret)}
 	if s.rendered, err = s.provider.Render(in); err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -19,6 +21,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // pendingRecheck is how soon a reconcile looks again at a run it is waiting for, should
@@ -108,7 +111,13 @@ func (op *operation) runOrWait(ctx context.Context, req run.Request, priority ru
 	if ticket, known := runs.Lookup(req.ID); known {
 		switch {
 		case ticket.Of(req) && ticket.Phase == run.PhaseDone:
-			if done, ok := runs.Take(req.ID); ok {
+			_, span := tracing.Start(ctx, "result", attribute.String("terraseed.command", string(req.Command)))
+			done, ok := runs.Take(req.ID)
+			// The run's spans are in the trace of the reconcile that submitted it.
+			span.AddLink(trace.Link{SpanContext: done.Trace})
+			tracing.Fail(span, done.Err)
+			span.End()
+			if ok {
 				return done.Result, done.Err
 			}
 		case ticket.Of(req):

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/terraform/run/termination"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
@@ -63,6 +66,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	if e.Client == nil {
 		return nil, run.InvalidInput("client", "must be set")
 	}
+	tracing.Set(trace.SpanFromContext(ctx), attribute.String("terraseed.executor", "local"))
 	if err := e.lifecycle.enter(ctx); err != nil {
 		return nil, err
 	}

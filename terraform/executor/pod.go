@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/terraform/run/termination"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
@@ -144,6 +147,7 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 	}
 	defer release()
 	log := logf.FromContext(ctx).WithValues("pod", req.ID.PodName(), "command", req.Command)
+	tracing.Set(trace.SpanFromContext(ctx), attribute.String("terraseed.executor", "pod"))
 
 	pod, err := e.podToAdopt(ctx, req)
 	if err != nil {
@@ -281,7 +285,14 @@ func exited(pod *corev1.Pod) (int32, bool) {
 	return code, true
 }
 
-func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod, error) {
+func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Pod, err error) {
+	// The terraformer's spans are children of the run's, beside this one.
+	traceEnv := tracing.Env(ctx)
+	ctx, span := tracing.Start(ctx, "pod.create")
+	defer func() {
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	labels := req.ID.Labels()
 	labels[labelCommand] = string(req.Command)
 	if req.Digest != "" {
@@ -318,6 +329,10 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (*corev1.Pod,
 		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
 	}
 	pod := e.podFor(req, labels, owners)
+	for _, kv := range traceEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: value})
+	}
 	if err := e.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, inProgress(req.Command, run.ErrRunInProgress.Error())
@@ -444,7 +459,9 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request,
 		if outcome, done := e.outcome(ctx, req, current); done {
 			result, err := outcome()
 			if !errors.Is(err, errPodMoved) {
-				observePodRun(terminationMessageOf(current), created, time.Now())
+				read := time.Now()
+				observePodRun(terminationMessageOf(current), created, read)
+				tracePodRun(ctx, current, created, read)
 				return result, err
 			}
 		}
@@ -492,7 +509,10 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 					return nil, err
 				}
 			}
-			result, err := resultFromState(ctx, e.objects(req.ID).Store(e.Client), req.Command)
+			readCtx, span := tracing.Start(ctx, "run.result")
+			result, err := resultFromState(readCtx, e.objects(req.ID).Store(e.Client), req.Command)
+			tracing.Fail(span, err)
+			span.End()
 			if err != nil {
 				return nil, err
 			}

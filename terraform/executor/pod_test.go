@@ -239,6 +239,13 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}
+	// The container's own variables, such as its trace context, but the paths of the
+	// credential files, which are in volumes this kubelet does not mount.
+	for _, v := range c.Env {
+		if v.ValueFrom == nil && !strings.HasPrefix(v.Value, podCredentialsDir) {
+			cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
+		}
+	}
 	logs := &testenv.SyncBuffer{}
 	cmd.Stdout = io.MultiWriter(k.f.Output, logs)
 	cmd.Stderr = cmd.Stdout
@@ -350,6 +357,10 @@ func (k *kubelet) setStatus(pod *corev1.Pod, status corev1.PodStatus) {
 	current := &corev1.Pod{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), current); err != nil || current.UID != pod.UID {
 		return
+	}
+	// The scheduler's condition stays, as with a real kubelet.
+	if status.Conditions == nil {
+		status.Conditions = current.Status.Conditions
 	}
 	current.Status = status
 	_ = env.Client.Status().Update(context.Background(), current)

@@ -1,12 +1,16 @@
 package executor
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/terraseed/terraseed/terraform/run/termination"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // What a run pod costs besides terraform: the spans a run pod adds to a run, and the
@@ -58,4 +62,41 @@ func observePodRun(message string, created, read time.Time) {
 	if record.PeakMemory > 0 {
 		podPeakMemory.Observe(float64(record.PeakMemory))
 	}
+}
+
+// tracePodRun records the spans of a run pod that ended, as observePodRun its metrics:
+// from the time it was asked for (created, zero for an adopted pod) until its node was
+// chosen (pod.schedule), until its terraformer started (pod.start: sandbox, image,
+// container), and from the terraformer's exit until its outcome was read (pod.end). The
+// pod's own times have seconds only: a span never starts before the one it follows ends.
+func tracePodRun(ctx context.Context, pod *corev1.Pod, created, read time.Time) {
+	if !tracing.Enabled() {
+		return
+	}
+	record, _ := termination.ParseRecord(terminationMessageOf(pod))
+	since := created
+	if since.IsZero() {
+		since = pod.CreationTimestamp.Time
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			scheduled := latest(since, c.LastTransitionTime.Time)
+			tracing.Record(ctx, "pod.schedule", since, scheduled, attribute.String("k8s.node.name", pod.Spec.NodeName))
+			since = scheduled
+		}
+	}
+	if !record.Started.IsZero() {
+		started := latest(since, record.Started)
+		tracing.Record(ctx, "pod.start", since, started)
+	}
+	if !record.Ended.IsZero() {
+		tracing.Record(ctx, "pod.end", latest(since, record.Ended), read)
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

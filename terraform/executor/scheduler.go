@@ -13,9 +13,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -123,6 +126,37 @@ type scheduled struct {
 	state []byte
 	// notBefore is when a run that could not start may start again.
 	notBefore time.Time
+	// parent is the span of the reconcile that submitted the run: its wait for a slot
+	// (slot) and the run itself are in that trace.
+	parent trace.SpanContext
+	slot   trace.Span
+	// waited is why the run waited for its slot (waitFor bits).
+	waited waitFor
+}
+
+// waitFor is why a run waited for a slot.
+type waitFor uint8
+
+const (
+	// waitPriority: every slot was held, or the runs ranking ahead took the free ones.
+	waitPriority waitFor = 1 << iota
+	// waitBudget: as many runs of its cloud account as may run at once were under way.
+	waitBudget
+	// waitThrottle: its account backed off after the cloud throttled it.
+	waitThrottle
+	// waitRetry: it could not start and waited to start again.
+	waitRetry
+)
+
+// names are the reasons of w, for the slot span.
+func (w waitFor) names() []string {
+	var names []string
+	for i, name := range []string{"priority", "budget", "throttle", "retry"} {
+		if w&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Submit queues a run; a run already known for its ID is refused: Cancel it
@@ -143,11 +177,17 @@ func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Pr
 		return inProgress(req.Command, fmt.Sprintf("%s (%s is %s)", run.ErrRunInProgress, t.Command, t.Phase))
 	}
 	s.seq++
-	s.tickets[req.ID] = &scheduled{
+	_, slot := tracing.Start(ctx, "slot", attribute.String("terraseed.command", string(req.Command)), attribute.String("terraseed.priority", priority.String()))
+	t := &scheduled{
 		Ticket: run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting, Budget: req.Budget},
 		req:    req, log: logf.FromContext(ctx), seq: s.seq, submitted: s.clock(),
+		parent: trace.SpanContextFromContext(ctx), slot: slot,
 	}
+	s.tickets[req.ID] = t
 	s.dispatch()
+	if t.Phase == run.PhaseWaiting {
+		tracing.Set(slot, attribute.Int("terraseed.slot.ahead", t.Ahead))
+	}
 	return nil
 }
 
@@ -377,6 +417,7 @@ func (s *Scheduler) dispatch() {
 		t.Ahead = ahead
 		ahead++
 		t.OverBudget = t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now)
+		t.waited |= s.waitReason(t, now)
 	}
 	s.measure()
 }
@@ -455,8 +496,28 @@ func (s *Scheduler) ended(t *scheduled, err error) (run.Backoff, bool) {
 	return run.Backoff{}, false
 }
 
+// waitReason is why t waits now. s.mu is held.
+func (s *Scheduler) waitReason(t *scheduled, now time.Time) waitFor {
+	if t.notBefore.After(now) {
+		return waitRetry
+	}
+	if t.req.Budget != "" {
+		if b := s.budgetOf(t.req.Budget); !b.admits(now) {
+			if now.Before(b.pausedUntil) || b.slots < s.fullBudget() {
+				return waitThrottle
+			}
+			return waitBudget
+		}
+	}
+	return waitPriority
+}
+
 // start runs t in a goroutine of its own. s.mu is held.
 func (s *Scheduler) start(t *scheduled) {
+	if t.slot.IsRecording() {
+		t.slot.SetAttributes(attribute.StringSlice("terraseed.slot.waited_for", t.waited.names()))
+	}
+	t.slot.End()
 	t.Phase = run.PhaseRunning
 	s.running[t.Priority]++
 	if s.projectRuns == nil {
@@ -468,11 +529,16 @@ func (s *Scheduler) start(t *scheduled) {
 	}
 	s.runs.Add(1)
 	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
+	ctx, span := tracing.Start(tracing.WithParent(ctx, t.parent), "run",
+		attribute.String("terraseed.command", string(t.req.Command)), attribute.String("terraseed.priority", t.Priority.String()))
 	t.stop = stop
+	t.Trace = span.SpanContext()
 	go func() {
 		defer s.runs.Done()
 		defer stop()
 		result, err := s.Executor.Run(ctx, t.req)
+		tracing.Fail(span, err)
+		span.End()
 		var compressed []byte
 		if err == nil && result != nil && len(result.State) > 0 {
 			if compressed, err = gzipped(result.State); err == nil {

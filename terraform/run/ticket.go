@@ -3,6 +3,8 @@ package run
 import (
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Priority orders the runs waiting for a slot: a lower one starts first.
@@ -53,6 +55,9 @@ type Ticket struct {
 	Stopping bool
 	// Budget is the request's budget key.
 	Budget string
+	// Trace is the span of the run once it started: the reconcile that takes its outcome
+	// links its own trace to it. Invalid while tracing is off.
+	Trace trace.SpanContext
 	// OverBudget is set while the run waits because its account's budget is used up or
 	// paused, not for a slot of the seed.
 	OverBudget bool

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // defaultObjectLimit is the most state bytes one object holds: the API server's 1 MiB
@@ -89,6 +92,8 @@ type Store struct {
 	mu     sync.Mutex
 	known  stateMeta
 	writes int
+	// lastParts is how many objects the last write took: its main object and the parts.
+	lastParts int
 	// last is the object as this store last wrote it: a save starts from it instead of
 	// reading the object again, and a conflict sends it back to reading.
 	last *object
@@ -189,7 +194,14 @@ func (s *Store) decodeAgain(ctx context.Context, cm *object, get func(context.Co
 
 // Save stores state unless the store already holds the same or a newer snapshot of it.
 // It reports whether it wrote.
-func (s *Store) Save(ctx context.Context, state []byte) (bool, error) {
+func (s *Store) Save(ctx context.Context, state []byte) (saved bool, err error) {
+	ctx, span := tracing.Start(ctx, "state.save", attribute.Int("terraseed.state.bytes", len(state)))
+	parts := 0
+	defer func() {
+		tracing.Set(span, attribute.Bool("terraseed.state.written", saved), attribute.Int("terraseed.state.parts", parts))
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	m, err := parseStateMeta(state)
 	if err != nil {
 		return false, err
@@ -216,7 +228,7 @@ func (s *Store) Save(ctx context.Context, state []byte) (bool, error) {
 		if err := s.write(ctx, cm, state, m); err != nil {
 			return err
 		}
-		written = true
+		written, parts = true, s.lastParts
 		return nil
 	})
 	if err != nil {
@@ -576,6 +588,7 @@ func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta
 	}
 	s.annotateIndex(annotations, state)
 	generation := ""
+	s.lastParts = 1
 	if len(state) <= s.Limit {
 		cm.setText(Key, string(state))
 	} else {
@@ -595,6 +608,7 @@ func (s *Store) write(ctx context.Context, cm *object, state []byte, m stateMeta
 		cm.setBinary(Key, chunks[0])
 		annotations[annotationEncoding] = encodingGzip
 		annotations[annotationParts] = strconv.Itoa(len(chunks))
+		s.lastParts = len(chunks)
 		annotations[AnnotationGeneration] = generation
 		annotations[annotationDigest] = digest(state)
 	}

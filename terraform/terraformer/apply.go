@@ -25,7 +25,7 @@ func (r *Runner) guarded() bool {
 // from what it shows before applying.
 func (r *Runner) apply(ctx context.Context) error {
 	if !r.guarded() {
-		err := r.timed(string(run.Apply), func() error {
+		err := r.timed(ctx, string(run.Apply), func() error {
 			w := r.tracker.writer(planningApplyOutput)
 			_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, ""))
 			_ = w.Close()
@@ -37,7 +37,7 @@ func (r *Runner) apply(ctx context.Context) error {
 		return err
 	}
 	var changes bool
-	err := r.timed(string(run.Plan), func() error {
+	err := r.timed(ctx, string(run.Plan), func() error {
 		var err error
 		changes, err = r.plan(ctx, planFile, true)
 		return err
@@ -58,7 +58,7 @@ func (r *Runner) apply(ctx context.Context) error {
 		logf.FromContext(ctx).V(1).Info("nothingToApply")
 		return nil
 	}
-	return r.timed(string(run.Apply), func() error {
+	return r.timed(ctx, string(run.Apply), func() error {
 		w := r.tracker.writer(appliedPlanOutput)
 		_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, planFile))
 		_ = w.Close()

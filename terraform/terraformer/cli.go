@@ -25,10 +25,15 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/termination"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
 const usage = "usage: terraformer {apply|destroy|plan|validate} [flags]"
+
+// tracingFlushTimeout bounds how long an exiting terraformer tries to send its spans: a
+// receiver that is down must not hold a run pod.
+const tracingFlushTimeout = 5 * time.Second
 
 // Main is the terraformer command line: it parses args, runs one command and returns the
 // exit code. SIGTERM and SIGINT cancel the run, which relays them to terraform as SIGINT,
@@ -56,6 +61,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
+	// The run pod's TRACEPARENT makes this run's spans part of the reconcile's trace; they
+	// are sent before the process exits.
+	flush, err := tracing.Setup(ctx, "terraseed-terraformer", "")
+	if err != nil {
+		log.Error(err, "tracingNotStarted")
+	} else {
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+			defer cancel()
+			if err := flush(flushCtx); err != nil {
+				log.Error(err, "tracesNotSent")
+			}
+		}()
+	}
+	ctx = tracing.FromEnv(ctx)
 
 	r, err := o.runner(ctx, command, stdout, stderr)
 	if err != nil {

@@ -97,5 +97,5 @@ func (r *Runner) terraformEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "TF_IN_AUTOMATION=1")
+	return append(append(env, r.traceEnv...), "TF_IN_AUTOMATION=1")
 }

@@ -32,7 +32,7 @@ func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
 		return nil
 	}
 	forgetInit(r.WorkDir)
-	err = r.timed("init", func() error {
+	err = r.timed(ctx, "init", func() error {
 		unlock, err := plugins(r.Settings.Plugins).lockCache(ctx)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
 )
 
@@ -79,6 +81,9 @@ type Runner struct {
 	cliConfig string
 	// stderr receives terraform's errors: the run's Stderr and a copy a failure reads.
 	stderr io.Writer
+	// traceEnv is what makes OpenTofu's spans join the run's trace; nil for terraform or
+	// while tracing is off.
+	traceEnv []string
 }
 
 // Phases is how long each terraform command of the last Run took.
@@ -88,22 +93,55 @@ func (r *Runner) Phases() run.Phases { return r.phases }
 // it started none.
 func (r *Runner) TerraformStarted() time.Time { return r.terraformStarted }
 
-// timed runs one terraform command as the phase of that name.
-func (r *Runner) timed(phase string, command func() error) error {
+// timed runs one terraform command as the phase of that name, in a span of that name.
+func (r *Runner) timed(ctx context.Context, phase string, command func() error) error {
+	_, span := tracing.Start(ctx, commandSpan(phase))
+	defer span.End()
 	started := time.Now()
 	if r.terraformStarted.IsZero() {
 		r.terraformStarted = started
 	}
 	err := command()
 	r.phases[phase] = time.Since(started)
+	tracing.Fail(span, err)
 	return err
+}
+
+// commandSpan is the name of the span of a terraform command: a constant, which costs
+// nothing while tracing is off.
+func commandSpan(phase string) string {
+	switch phase {
+	case "init":
+		return "terraform.init"
+	case string(run.Plan):
+		return "terraform.plan"
+	case string(run.Apply):
+		return "terraform.apply"
+	case string(run.Destroy):
+		return "terraform.destroy"
+	case string(run.Validate):
+		return "terraform.validate"
+	}
+	return "terraform"
 }
 
 // Run executes the command. Cancelling ctx interrupts terraform, which then stops
 // cleanly; the state is saved in any case.
-func (r *Runner) Run(ctx context.Context) (*run.Result, error) {
+func (r *Runner) Run(ctx context.Context) (_ *run.Result, err error) {
 	if err := r.checkInput(); err != nil {
 		return nil, err
+	}
+	ctx, span := tracing.Start(ctx, "terraformer", attribute.String("terraseed.command", string(r.Command)))
+	defer func() {
+		tracing.Fail(span, err)
+		span.End()
+	}()
+	// OpenTofu traces itself into the run's trace when told where to (its OTLP tracing).
+	r.traceEnv = nil
+	if r.Settings.OpenTofu {
+		if env := tracing.Env(ctx); env != nil {
+			r.traceEnv = append(env, "OTEL_TRACES_EXPORTER=otlp")
+		}
 	}
 	r.phases, r.terraformStarted = run.Phases{}, time.Time{}
 	id := r.Objects.ID
@@ -287,9 +325,9 @@ func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.
 	case run.Apply:
 		return r.apply(ctx)
 	case run.Destroy:
-		return r.timed(string(run.Destroy), func() error { return r.destroy(ctx) })
+		return r.timed(ctx, string(run.Destroy), func() error { return r.destroy(ctx) })
 	case run.Plan:
-		return r.timed(string(run.Plan), func() error {
+		return r.timed(ctx, string(run.Plan), func() error {
 			changes, err := r.plan(ctx, "", false)
 			if err == nil {
 				r.tracker.publishPlan(false)
@@ -298,7 +336,7 @@ func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.
 			return err
 		})
 	case run.Validate:
-		return r.timed(string(run.Validate), func() error { return r.validate(ctx, tf) })
+		return r.timed(ctx, string(run.Validate), func() error { return r.validate(ctx, tf) })
 	}
 	return run.InvalidInput("command", string(r.Command))
 }

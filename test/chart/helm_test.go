@@ -191,6 +191,7 @@ func TestTemplate(t *testing.T) {
 				g.Expect(c.Args).NotTo(ContainElement(Or(HavePrefix("--terraformer-priority-class-name"), HavePrefix("--terraformer-node-selector"),
 					HavePrefix("--terraformer-tolerations"), HavePrefix("--terraformer-topology-spread-constraints"))), "run pods go wherever the scheduler puts them")
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--allow-operator-only-credentials")), "an operator's choice, off by default")
+				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--tracing-endpoint")), "no tracing unless a receiver is named")
 				g.Expect(c.Ports).To(ContainElement(And(HaveField("Name", "metrics"), HaveField("ContainerPort", int32(8080)))))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("info"))
 				// The state bound follows the memory limit, through the downward API.
@@ -213,7 +214,7 @@ func TestTemplate(t *testing.T) {
 				g.Expect(find(objects, "MutatingWebhookConfiguration", "terraseed-controlplane")).NotTo(BeNil())
 			case "local-executor":
 				g.Expect(c.Args).To(ContainElements("--executor=local", "--leader-elect=false", "--terraform=/usr/local/bin/terraform",
-					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090"))
+					"--work-dir=/tmp/terraseed", "--metrics-bind-address=:9090", "--tracing-endpoint=http://otel-collector.monitoring:4318"))
 				g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--terraformer-image")))
 				g.Expect(envValue(c, "TERRASEED_LOG_LEVEL")).To(Equal("debug"))
 				// Runs are the pod's processes: terminating it leaves them the local
