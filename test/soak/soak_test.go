@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -423,7 +422,7 @@ func (s *soak) confirmLost(g Gomega, i int) {
 		return
 	}
 	addresses := operator.LostResources(infra)
-	if len(addresses) == 0 || infra.Annotations[infrastructure.AnnotationLostRemoved] == strings.Join(addresses, ",") {
+	if len(addresses) == 0 {
 		return
 	}
 	for _, address := range addresses {

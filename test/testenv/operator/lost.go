@@ -14,7 +14,8 @@ import (
 
 // LostResources are the resources an apply's recovery stopped at, read from the
 // confirmation infra's last error asks for: a lost state's index names them and the
-// configuration no longer declares them. nil when it did not stop so.
+// configuration no longer declares them. nil when it did not stop so, or when they are
+// confirmed already (the error stays until the next reconcile).
 func LostResources(infra *extensionsv1alpha1.Infrastructure) []string {
 	if infra.Status.LastError == nil {
 		return nil
@@ -28,6 +29,9 @@ func LostResources(infra *extensionsv1alpha1.Infrastructure) []string {
 		return nil
 	}
 	list, _ := strconv.Unquote(quoted)
+	if infra.Annotations[infrastructure.AnnotationLostRemoved] == list {
+		return nil
+	}
 	return strings.Split(list, ",")
 }
 
