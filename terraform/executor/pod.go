@@ -502,6 +502,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 	case corev1.PodFailed:
 		return func() (*run.Result, error) {
 			runErr := e.failure(ctx, req, current)
+			addInterrupted(ctx, report.Annotations{Client: e.Client, ID: req.ID}, runErr)
 			if err := e.cleanup(ctx, req.ID, current); err != nil {
 				return nil, errors.Join(runErr, err)
 			}
