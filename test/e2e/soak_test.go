@@ -352,12 +352,26 @@ func (s *podSoak) confirmLost(g Gomega, i int) {
 		return
 	}
 	for _, address := range addresses {
+		var obj client.Object
 		var zone int
-		_, err := fmt.Sscanf(address, "kubectl_manifest.zone_%d", &zone)
-		g.Expect(err).NotTo(HaveOccurred(), "%s: only a zone's policy is left behind, not %s", sh.namespace, address)
-		g.Expect(zone).To(BeNumerically(">=", len(s.zones[i])), "%s: zone %d is in the spec", sh.namespace, zone)
-		policy := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: fmt.Sprintf("zone-%d", zone)}}
-		g.Expect(client.IgnoreNotFound(kube.Delete(ctx, policy))).To(Succeed())
+		switch address {
+		case "kubectl_manifest.namespace":
+			obj = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sh.target()}}
+		case "kubectl_manifest.deny_all":
+			obj = &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: "deny-all"}}
+		case "kubectl_manifest.ssh_public_key":
+			obj = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: "ssh-publickey"}}
+		default:
+			_, err := fmt.Sscanf(address, "kubectl_manifest.zone_%d", &zone)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: an object of the local provider, not %s", sh.namespace, address)
+			obj = &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: fmt.Sprintf("zone-%d", zone)}}
+		}
+		// A live object's spec declares all of them but the zones it dropped.
+		if s.zones[i] != nil {
+			g.Expect(address).To(HavePrefix("kubectl_manifest.zone_"), "%s: %s is in the spec", sh.namespace, address)
+			g.Expect(zone).To(BeNumerically(">=", len(s.zones[i])), "%s: zone %d is in the spec", sh.namespace, zone)
+		}
+		g.Expect(client.IgnoreNotFound(kube.Delete(ctx, obj))).To(Succeed())
 	}
 	g.Expect(operator.ConfirmLostRemoved(ctx, kube, infra, addresses)).To(Succeed())
 	s.confirmed++

@@ -426,10 +426,15 @@ func (s *soak) confirmLost(g Gomega, i int) {
 		return
 	}
 	for _, address := range addresses {
+		if address == "kubectl_manifest.namespace" {
+			g.Expect(s.desired[i]).To(BeNil(), "%s: the namespace is in the spec", s.key(i))
+			g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.targets[i]}}))).To(Succeed())
+			continue
+		}
 		var kind string
 		var zone int
 		_, err := fmt.Sscanf(strings.Replace(address, ".zone_", " ", 1), "%s %d", &kind, &zone)
-		g.Expect(err).NotTo(HaveOccurred(), "%s: only a zone's resources are left behind, not %s", s.key(i), address)
+		g.Expect(err).NotTo(HaveOccurred(), "%s: an object of the soak provider, not %s", s.key(i), address)
 		g.Expect(zone).To(BeNumerically(">=", len(s.desired[i])), "%s: zone %d is in the spec", s.key(i), zone)
 		if kind != "kubectl_manifest" {
 			continue // an id, nothing outside the state
