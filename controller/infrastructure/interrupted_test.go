@@ -73,6 +73,9 @@ func TestACreateInterruptedByAKillIsNeverLeftBehindUnnamed(t *testing.T) {
 	s := steppedShoot(t, 2, 60)
 	dir := workDir(t)
 	startController(t, s.namespace, dir)
+	// What the operator confirmed earlier, for another refusal: the value asked for now
+	// keeps it, or confirming this refusal would bring that one back.
+	metav1.SetMetaDataAnnotation(&s.infra.ObjectMeta, infrastructure.AnnotationLostRemoved, "terraform_data.other")
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		last := s.get(g).Status.LastOperation
@@ -90,13 +93,13 @@ func TestACreateInterruptedByAKillIsNeverLeftBehindUnnamed(t *testing.T) {
 		g.Expect(infra.Status.LastError).NotTo(BeNil())
 		g.Expect(infra.Status.LastError.Description).To(And(
 			ContainSubstring("a run ended while terraform created 1 resources that no state holds and this run would not find again: terraform_data.step_1."),
-			ContainSubstring(infrastructure.AnnotationLostRemoved+`="terraform_data.step_1"`),
+			ContainSubstring(infrastructure.AnnotationLostRemoved+`="terraform_data.other,terraform_data.step_1"`),
 		))
 		g.Expect(interruptedOf(g, infra)).To(ConsistOf("terraform_data.step_0", "terraform_data.step_1"))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 
 	s.update(t, func(infra *extensionsv1alpha1.Infrastructure) {
-		metav1.SetMetaDataAnnotation(&infra.ObjectMeta, infrastructure.AnnotationLostRemoved, "terraform_data.step_1")
+		metav1.SetMetaDataAnnotation(&infra.ObjectMeta, infrastructure.AnnotationLostRemoved, "terraform_data.other,terraform_data.step_1")
 	})
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(interruptedOf(g, infra)).To(BeEmpty(), "a successful apply ends what it kept")

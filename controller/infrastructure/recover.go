@@ -220,7 +220,7 @@ func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool
 		Err: fmt.Errorf("the state in %s %s %s, and %d resources its index names are in no state of its history and no longer declared by the configuration: %s. "+
 			"An apply can neither import nor destroy them, so they would be left behind; nothing is written: restore the state from a backup, "+
 			"or remove them by hand and confirm with the annotation %s=%q",
-			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, strings.Join(undeclared, ",")),
+			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, confirmation(op.infra, undeclared)),
 	}
 }
 
@@ -231,6 +231,20 @@ func confirmedRemoved(infra *extensionsv1alpha1.Infrastructure) map[string]bool 
 		removed[strings.TrimSpace(address)] = true
 	}
 	return removed
+}
+
+// confirmation is the value of AnnotationLostRemoved that confirms addresses removed and
+// keeps what it confirms already: the two refusals ask for it in turn, and a value that
+// confirmed only the newest would bring the other refusal back, forever.
+func confirmation(infra *extensionsv1alpha1.Infrastructure, addresses []string) string {
+	all := slices.Clone(addresses)
+	for address := range confirmedRemoved(infra) {
+		if address != "" {
+			all = append(all, address)
+		}
+	}
+	slices.Sort(all)
+	return strings.Join(slices.Compact(all), ",")
 }
 
 // refuseInterrupted stops a run before it starts where a failed run left creates under way
@@ -266,7 +280,7 @@ func (op *operation) refuseInterrupted(ctx context.Context, declared func(string
 		Reason: reasonCreateInterrupted,
 		Err: fmt.Errorf("a run ended while terraform created %d resources that no state holds and this run would not find again: %s. "+
 			"The provider may have made them, and they would be left behind; nothing is run: remove them by hand where they exist and confirm with the annotation %s=%q",
-			len(left), strings.Join(left, ", "), AnnotationLostRemoved, strings.Join(left, ",")),
+			len(left), strings.Join(left, ", "), AnnotationLostRemoved, confirmation(op.infra, left)),
 	}
 }
 

@@ -386,7 +386,8 @@ func (s *podSoak) expectSettled(g Gomega, i int) {
 		return
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec", sh.namespace)
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec; last operation %+v, last error %+v, annotations %v",
+		sh.namespace, infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
 	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", sh.namespace, infra.Status.LastError)
 }
