@@ -382,7 +382,8 @@ func (s *podSoak) expectSettled(g Gomega, i int) {
 	infra := &extensionsv1alpha1.Infrastructure{}
 	err := kube.Get(context.Background(), client.ObjectKeyFromObject(sh.infra), infra)
 	if s.zones[i] == nil {
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted", sh.namespace)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted; last operation %+v, last error %+v, annotations %v",
+			sh.namespace, infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 		return
 	}
 	g.Expect(err).NotTo(HaveOccurred())
