@@ -247,6 +247,9 @@ func (op *operation) withImports(ctx context.Context, files map[string]string, a
 	if err != nil {
 		return nil, err
 	}
+	if err := op.refuseInterrupted(ctx, declaredResources(files)); err != nil {
+		return nil, err
+	}
 	wanted := maps.Clone(adoptions)
 	if r != nil {
 		if wanted == nil {

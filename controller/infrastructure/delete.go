@@ -46,8 +46,9 @@ func (op *operation) delete(ctx context.Context) error {
 // prepareDestroy writes what the destroy's run reads, once, before it is submitted.
 func (op *operation) prepareDestroy(ctx context.Context, s *deleteScope) error {
 	return runPhases(ctx, s, []phase[deleteScope]{
-		op.ensureConfig,         // the configuration last applied, rendered again when there is none
-		op.recoverBeforeDestroy, // a state lost since the deletion began found again
+		op.ensureConfig,             // the configuration last applied, rendered again when there is none
+		op.recoverBeforeDestroy,     // a state lost since the deletion began found again
+		op.interruptedBeforeDestroy, // nothing an interrupted create may have made left behind
 	})
 }
 
@@ -66,6 +67,10 @@ func (op *operation) findStateToDestroy(ctx context.Context, s *deleteScope) err
 		return err
 	}
 	s.nothingToDestroy = !found
+	if s.nothingToDestroy {
+		// A first create killed before it saved anything left no state, and maybe a resource.
+		return op.interruptedBeforeDestroy(ctx, s)
+	}
 	return nil
 }
 
@@ -111,6 +116,12 @@ func (op *operation) recoverBeforeDestroy(ctx context.Context, _ *deleteScope) e
 			"or remove them by hand and confirm the shoot's force deletion (annotation %s)",
 			op.objects().Storage.Kind(), op.objects().StateName(), r.cause, len(missing), strings.Join(missing, ", "), extension.AnnotationForceDeletion),
 	}
+}
+
+// interruptedBeforeDestroy stops the deletion where a failed apply left creates under way
+// that the state does not hold: a destroy would not find them.
+func (op *operation) interruptedBeforeDestroy(ctx context.Context, _ *deleteScope) error {
+	return op.refuseInterrupted(ctx, func(string) bool { return false })
 }
 
 func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {

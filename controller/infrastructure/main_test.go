@@ -105,7 +105,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, infrastructure.RunHooks(recorder))
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
-	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling"}, nil)
+	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}

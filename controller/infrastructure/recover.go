@@ -201,10 +201,7 @@ func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool
 	if index == nil {
 		return nil
 	}
-	removed := map[string]bool{}
-	for _, address := range strings.Split(op.infra.Annotations[AnnotationLostRemoved], ",") {
-		removed[strings.TrimSpace(address)] = true
-	}
+	removed := confirmedRemoved(op.infra)
 	var undeclared []string
 	for _, address := range append(slices.Sorted(maps.Keys(index.IDs)), index.Unimportable...) {
 		if !held[address] && !declared(address) && !removed[address] {
@@ -223,9 +220,73 @@ func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool
 		Err: fmt.Errorf("the state in %s %s %s, and %d resources its index names are in no state of its history and no longer declared by the configuration: %s. "+
 			"An apply can neither import nor destroy them, so they would be left behind; nothing is written: restore the state from a backup, "+
 			"or remove them by hand and confirm with the annotation %s=%q",
-			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, strings.Join(undeclared, ",")),
+			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, confirmation(op.infra, undeclared)),
 	}
 }
+
+// confirmedRemoved are the addresses AnnotationLostRemoved confirms removed by hand.
+func confirmedRemoved(infra *extensionsv1alpha1.Infrastructure) map[string]bool {
+	removed := map[string]bool{}
+	for _, address := range strings.Split(infra.Annotations[AnnotationLostRemoved], ",") {
+		removed[strings.TrimSpace(address)] = true
+	}
+	return removed
+}
+
+// confirmation is the value of AnnotationLostRemoved that confirms addresses removed and
+// keeps what it confirms already: the two refusals ask for it in turn, and a value that
+// confirmed only the newest would bring the other refusal back, forever.
+func confirmation(infra *extensionsv1alpha1.Infrastructure, addresses []string) string {
+	all := slices.Clone(addresses)
+	for address := range confirmedRemoved(infra) {
+		if address != "" {
+			all = append(all, address)
+		}
+	}
+	slices.Sort(all)
+	return strings.Join(slices.Compact(all), ",")
+}
+
+// refuseInterrupted stops a run before it starts where a failed run left creates under way
+// (terraform killed while the provider made them) that no state holds and that this run
+// would not find again: an apply whose configuration no longer declares them, or a
+// destroy. The provider may have made them, and they would be left behind. Those the
+// operator confirmed removed (AnnotationLostRemoved) are let go.
+func (op *operation) refuseInterrupted(ctx context.Context, declared func(string) bool) error {
+	interrupted := statusInterrupted(op.infra.Status.State)
+	if len(interrupted) == 0 {
+		return nil
+	}
+	stored, err := op.objects().Store(op.actuator.Client).Inspect(ctx)
+	if err != nil {
+		return op.stateNotReadNow(err)
+	}
+	held, err := imports.Addresses(stored.State)
+	if err != nil {
+		return err
+	}
+	removed := confirmedRemoved(op.infra)
+	var left []string
+	for _, address := range interrupted {
+		if !held[address] && !declared(address) && !removed[address] {
+			left = append(left, address)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	slices.Sort(left)
+	return &extension.Error{
+		Reason: reasonCreateInterrupted,
+		Err: fmt.Errorf("a run ended while terraform created %d resources that no state holds and this run would not find again: %s. "+
+			"The provider may have made them, and they would be left behind; nothing is run: remove them by hand where they exist and confirm with the annotation %s=%q",
+			len(left), strings.Join(left, ", "), AnnotationLostRemoved, confirmation(op.infra, left)),
+	}
+}
+
+// reasonCreateInterrupted stops a run that would leave behind what an interrupted create
+// may have made.
+const reasonCreateInterrupted = "CreateInterrupted"
 
 // indexedImports are the import IDs of the indexed resources a recovered state lacks that
 // the configuration declares, and those of them that cannot be imported.

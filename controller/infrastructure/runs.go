@@ -125,6 +125,13 @@ func (op *operation) runOrWait(ctx context.Context, req run.Request, priority ru
 		case ticket.Phase == run.PhaseRunning:
 			return nil, &runPendingError{ticket: ticket, other: true}
 		}
+		// A run of another request that ended: its outcome is no one's now, but what a
+		// failed one left (its state, the creates it had under way) is kept.
+		if ticket.Phase == run.PhaseDone {
+			if done, ok := runs.Take(req.ID); ok && done.Err != nil {
+				op.keepFailedState(ctx, done.Err)
+			}
+		}
 		// The run may have started since it was looked up: then it reads what prepare
 		// would write, and is waited for.
 		if !runs.Cancel(req.ID) {

@@ -30,6 +30,9 @@ type migratedState struct {
 	// Index names every resource of the state and its import ID, so that they are found
 	// again where the state is lost, or too large for the status.
 	Index *imports.Index `json:"index,omitempty"`
+	// Interrupted are the resources whose create a failed run left under way and no
+	// state holds: the provider may have made them. Kept until an apply succeeds.
+	Interrupted []string `json:"interrupted,omitempty"`
 }
 
 const (
@@ -112,11 +115,17 @@ func (op *operation) keepFailedState(ctx context.Context, err error) {
 	}
 	objects := op.objects()
 	stored, readErr := objects.Store(op.actuator.Client).Inspect(ctx)
-	if readErr != nil || stored.State == nil {
+	if readErr != nil {
 		return
 	}
-	op.indexFailedState(ctx, stored.State)
-	if depth := op.actuator.State.History(); depth > 0 {
+	if stored.State != nil {
+		op.indexFailedState(ctx, stored.State)
+	}
+	var runErr *run.Error
+	if errors.As(err, &runErr) && len(runErr.Interrupted) > 0 {
+		op.recordInterrupted(ctx, stored.State, runErr.Interrupted)
+	}
+	if depth := op.actuator.State.History(); depth > 0 && stored.State != nil {
 		if _, err := objects.AppendHistory(ctx, op.actuator.Client, stored.State, depth, metav1.Now()); err != nil {
 			ctrl.LoggerFrom(ctx).Info("stateHistoryNotWritten", "reason", err.Error())
 		}
@@ -151,6 +160,41 @@ func (op *operation) indexFailedState(ctx context.Context, state []byte) {
 	if err := op.keepStateInStatus(state, index); err != nil {
 		ctrl.LoggerFrom(ctx).Info("failedStateNotIndexed", "reason", err.Error())
 	}
+}
+
+// recordInterrupted keeps in .status.state, beside the index, the creates a failed run
+// left under way that state does not hold, with those kept before.
+func (op *operation) recordInterrupted(ctx context.Context, state []byte, interrupted []string) {
+	held, err := imports.Addresses(state)
+	if err != nil {
+		return
+	}
+	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
+	if raw := op.infra.Status.State; raw != nil && len(raw.Raw) > 0 && len(raw.Raw) <= maxStatusState {
+		if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
+			kept = migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
+		}
+	}
+	for _, address := range interrupted {
+		if !held[address] && !slices.Contains(kept.Interrupted, address) {
+			kept.Interrupted = append(kept.Interrupted, address)
+		}
+	}
+	encoded, err := json.Marshal(kept)
+	if err != nil || len(encoded) > maxStatusState {
+		ctrl.LoggerFrom(ctx).Info("interruptedCreatesNotKept", "resources", len(interrupted))
+		return
+	}
+	op.infra.Status.State = &runtime.RawExtension{Raw: encoded}
+}
+
+// statusInterrupted are the interrupted creates .status.state keeps.
+func statusInterrupted(raw *runtime.RawExtension) []string {
+	var kept migratedState
+	if raw == nil || len(raw.Raw) == 0 || len(raw.Raw) > maxStatusState || json.Unmarshal(raw.Raw, &kept) != nil {
+		return nil
+	}
+	return kept.Interrupted
 }
 
 // indexOf indexes state with the import IDs of the Infrastructure's provider; nil when

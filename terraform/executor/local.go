@@ -116,6 +116,7 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 			re.Err = errors.Join(ErrRunDeadline, re.Err)
 			addProgressAtDeadline(re, last)
 		}
+		addInterrupted(ctx, report, re)
 		fmt.Fprintln(output, "run failed:", re.Error())
 		return nil, re
 	}

@@ -195,10 +195,21 @@ func (e *PodExecutor) podToAdopt(ctx context.Context, req run.Request) (*corev1.
 		// saves the state: nothing of its run is touched until it ended.
 		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s is stopping)", run.ErrRunInProgress, pod.Name))
 	case finished(pod):
+		// A failed run no one followed to its end (its controller gone, its configuration
+		// not this run's) may have left creates under way: they are this run's error, so
+		// that they are kept before the report is cleared for this run.
+		var interrupted error
+		if pod.Status.Phase == corev1.PodFailed {
+			earlier := &run.Error{Command: pod.Labels[labelCommand], Message: fmt.Sprintf("the earlier run pod %s failed while terraform created resources", pod.Name), Err: errEarlierRunInterrupted}
+			addInterrupted(ctx, report.Annotations{Client: e.Client, ID: req.ID}, earlier)
+			if len(earlier.Interrupted) > 0 {
+				interrupted = earlier
+			}
+		}
 		if err := e.cleanup(ctx, req.ID, pod); err != nil {
 			return nil, err
 		}
-		return nil, nil
+		return nil, interrupted
 	case pod.Spec.NodeName == "" && pod.Status.StartTime == nil && (pod.Labels[labelCommand] != string(req.Command) || (req.Digest != "" && pod.Labels[labelDigest] != req.Digest)):
 		// A pod of another run left Pending, with no node yet, ran nothing: this run
 		// replaces it (the deletion of a pod on no node is immediate).
@@ -522,6 +533,7 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 	case corev1.PodFailed:
 		return func() (*run.Result, error) {
 			runErr := e.failure(ctx, req, current)
+			addInterrupted(ctx, report.Annotations{Client: e.Client, ID: req.ID}, runErr)
 			if err := e.cleanup(ctx, req.ID, current); err != nil {
 				return nil, errors.Join(runErr, err)
 			}
@@ -547,6 +559,10 @@ func (e *PodExecutor) outcome(ctx context.Context, req run.Request, current *cor
 	}
 	return nil, false
 }
+
+// errEarlierRunInterrupted fails a run that found the run pod of an earlier run failed
+// with creates under way: the next run starts once they are kept.
+var errEarlierRunInterrupted = errors.New("an earlier run ended with creates under way")
 
 // errPodMoved says that a run pod the scheduler had found no node for changed before it
 // could be withdrawn, most likely because it got a node: the run keeps its slot and

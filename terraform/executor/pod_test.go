@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -812,4 +814,62 @@ func pendingRunPod(t *testing.T, f *fixture, e Executor) *corev1.Pod {
 		return env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, pod)
 	}).WithTimeout(time.Minute).Should(Succeed())
 	return pod
+}
+
+// terraformPIDsOf are the terraform processes a kubelet's run pods started.
+func (k *kubelet) terraformPIDsOf(terraformPath string) []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var pids []int
+	for _, cmd := range k.running {
+		for _, pid := range tftest.Descendants(cmd.Process.Pid) {
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == terraformPath {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// terraform killed while a create is under way records nothing of it, though the provider
+// may have made it: the run pod reported the create, and the run's error names it; a run of
+// another configuration that finds that pod failed names it as well, before it clears the
+// report for its own run.
+func TestARunPodsCreatesUnderWayWhenTerraformIsKilledAreNamed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newFixture(t, 3)
+	gate := f.NewGate(1)
+	f.WriteChainConfig(3, gate)
+	k := startKubelet(f, false)
+	e := f.podExecutor()
+
+	runCtx, stopFollowing := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := e.Run(runCtx, f.request(run.Apply))
+		ended <- err
+	}()
+	gate.WaitUntilReached()
+	// The controller that followed the run is gone: the pod goes on alone.
+	stopFollowing()
+	<-ended
+	pids := k.terraformPIDsOf(testenv.Terraform(t))
+	g.Expect(pids).NotTo(BeEmpty())
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, pod)).To(Succeed())
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodFailed))
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	req := f.request(run.Apply)
+	req.Digest = "0123456789abcdef" // another configuration's
+	_, err := e.Run(ctx, req)
+	var runErr *run.Error
+	g.Expect(errors.As(err, &runErr)).To(BeTrue(), "%v", err)
+	g.Expect(runErr.Interrupted).To(ConsistOf("terraform_data.gate_1"))
+	g.Expect(errors.Is(err, errEarlierRunInterrupted)).To(BeTrue())
 }

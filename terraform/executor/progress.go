@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/terraseed/terraseed/terraform/run"
@@ -42,7 +43,7 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 			// A failed read is tried again at the next tick: progress is a courtesy.
 			reported, err := report.Read(ctx)
 			progress := reported.Progress
-			if err != nil || progress == nil || (last != nil && *progress == *last) || progress.Command != string(req.Command) {
+			if err != nil || progress == nil || (last != nil && reflect.DeepEqual(*progress, *last)) || progress.Command != string(req.Command) {
 				continue
 			}
 			last = progress
@@ -82,4 +83,19 @@ func withPlan(ctx context.Context, report report.Transport, req run.Request, res
 	result.Plan = reported.Plan
 	result.Changes = reported.Plan.HasChanges()
 	return result, nil
+}
+
+// addInterrupted names on a failed run's error the creates the run last reported under
+// way: terraform ended before it recorded them, so the provider may have made them while
+// no state holds them.
+func addInterrupted(ctx context.Context, transport report.Transport, err error) {
+	var runErr *run.Error
+	if !errors.As(err, &runErr) {
+		return
+	}
+	reported, readErr := transport.Read(ctx)
+	if readErr != nil || reported.Progress == nil {
+		return
+	}
+	runErr.Interrupted = reported.Progress.Creating
 }

@@ -33,6 +33,9 @@ type Error struct {
 	PlanDigest string
 	// Phases are the terraform commands the run got to, and how long they took.
 	Phases Phases
+	// Interrupted are the resources whose create was under way when the run ended: the
+	// provider may have made them, and no state holds them.
+	Interrupted []string
 	// Err is the cause, e.g. ErrTerraformFailed or ErrRunInProgress, for errors.Is.
 	Err error
 }

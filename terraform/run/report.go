@@ -15,6 +15,9 @@ type Progress struct {
 	Total int `json:"total"`
 	// Current is the change under way, e.g. "creating aws_nat_gateway.natgw_z1".
 	Current string `json:"current,omitempty"`
+	// Creating are the resources whose create is under way. A run that ends with some
+	// (terraform killed) may leave them made by the provider and in no state.
+	Creating []string `json:"creating,omitempty"`
 	// Elapsed is how long the run had been under way when it reported this progress: the
 	// executor that follows the run sets it; the run's report does not carry it.
 	Elapsed time.Duration `json:"-"`

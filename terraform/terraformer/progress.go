@@ -174,10 +174,19 @@ func (tr *tracker) line(data []byte) {
 			tr.running = append(tr.running, verb+" "+m.Hook.Resource.Addr)
 			tr.progress.Current = tr.running[len(tr.running)-1]
 			tr.dirty = true
+			if m.Hook.Action == "create" {
+				// Written at once: should terraform die before it records the resource,
+				// this is all that tells it may exist.
+				tr.progress.Creating = append(slices.Clone(tr.progress.Creating), m.Hook.Resource.Addr)
+				tr.kickTicker()
+			}
 		}
 	case "apply_complete", "apply_errored":
 		if m.Hook != nil {
 			tr.running = slices.DeleteFunc(tr.running, func(r string) bool { return strings.HasSuffix(r, " "+m.Hook.Resource.Addr) })
+			if slices.Contains(tr.progress.Creating, m.Hook.Resource.Addr) {
+				tr.progress.Creating = slices.DeleteFunc(slices.Clone(tr.progress.Creating), func(a string) bool { return a == m.Hook.Resource.Addr })
+			}
 			tr.progress.Done++
 			tr.progress.Current = ""
 			if len(tr.running) > 0 {

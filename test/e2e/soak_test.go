@@ -352,12 +352,26 @@ func (s *podSoak) confirmLost(g Gomega, i int) {
 		return
 	}
 	for _, address := range addresses {
+		var obj client.Object
 		var zone int
-		_, err := fmt.Sscanf(address, "kubectl_manifest.zone_%d", &zone)
-		g.Expect(err).NotTo(HaveOccurred(), "%s: only a zone's policy is left behind, not %s", sh.namespace, address)
-		g.Expect(zone).To(BeNumerically(">=", len(s.zones[i])), "%s: zone %d is in the spec", sh.namespace, zone)
-		policy := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: fmt.Sprintf("zone-%d", zone)}}
-		g.Expect(client.IgnoreNotFound(kube.Delete(ctx, policy))).To(Succeed())
+		switch address {
+		case "kubectl_manifest.namespace":
+			obj = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sh.target()}}
+		case "kubectl_manifest.deny_all":
+			obj = &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: "deny-all"}}
+		case "kubectl_manifest.ssh_public_key":
+			obj = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: "ssh-publickey"}}
+		default:
+			_, err := fmt.Sscanf(address, "kubectl_manifest.zone_%d", &zone)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: an object of the local provider, not %s", sh.namespace, address)
+			obj = &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sh.target(), Name: fmt.Sprintf("zone-%d", zone)}}
+		}
+		// A live object's spec declares all of them but the zones it dropped.
+		if s.zones[i] != nil {
+			g.Expect(address).To(HavePrefix("kubectl_manifest.zone_"), "%s: %s is in the spec", sh.namespace, address)
+			g.Expect(zone).To(BeNumerically(">=", len(s.zones[i])), "%s: zone %d is in the spec", sh.namespace, zone)
+		}
+		g.Expect(client.IgnoreNotFound(kube.Delete(ctx, obj))).To(Succeed())
 	}
 	g.Expect(operator.ConfirmLostRemoved(ctx, kube, infra, addresses)).To(Succeed())
 	s.confirmed++
@@ -368,11 +382,13 @@ func (s *podSoak) expectSettled(g Gomega, i int) {
 	infra := &extensionsv1alpha1.Infrastructure{}
 	err := kube.Get(context.Background(), client.ObjectKeyFromObject(sh.infra), infra)
 	if s.zones[i] == nil {
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted", sh.namespace)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted; last operation %+v, last error %+v, annotations %v",
+			sh.namespace, infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 		return
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec", sh.namespace)
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec; last operation %+v, last error %+v, annotations %v",
+		sh.namespace, infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
 	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", sh.namespace, infra.Status.LastError)
 }

@@ -143,7 +143,8 @@ func newSoak(t *testing.T, n int) *soak {
 	g.Expect(os.WriteFile(s.kubeconfig, s.admin, 0o600)).To(Succeed())
 	s.providers, err = filepath.Abs("testdata/providers")
 	g.Expect(err).NotTo(HaveOccurred())
-	s.log, err = os.Create(filepath.Join(dir, "controller.log"))
+	// Outside the test's temporary directory: a failed soak's log outlives the test.
+	s.log, err = os.CreateTemp("", "terraseed-soak-*.log")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -154,6 +155,8 @@ func newSoak(t *testing.T, n int) *soak {
 		}
 		if t.Failed() {
 			t.Logf("the controller's log: %s", s.log.Name())
+		} else {
+			_ = os.Remove(s.log.Name())
 		}
 	})
 	for i := range n {
@@ -426,10 +429,15 @@ func (s *soak) confirmLost(g Gomega, i int) {
 		return
 	}
 	for _, address := range addresses {
+		if address == "kubectl_manifest.namespace" {
+			g.Expect(s.desired[i]).To(BeNil(), "%s: the namespace is in the spec", s.key(i))
+			g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.targets[i]}}))).To(Succeed())
+			continue
+		}
 		var kind string
 		var zone int
 		_, err := fmt.Sscanf(strings.Replace(address, ".zone_", " ", 1), "%s %d", &kind, &zone)
-		g.Expect(err).NotTo(HaveOccurred(), "%s: only a zone's resources are left behind, not %s", s.key(i), address)
+		g.Expect(err).NotTo(HaveOccurred(), "%s: an object of the soak provider, not %s", s.key(i), address)
 		g.Expect(zone).To(BeNumerically(">=", len(s.desired[i])), "%s: zone %d is in the spec", s.key(i), zone)
 		if kind != "kubectl_manifest" {
 			continue // an id, nothing outside the state
@@ -452,11 +460,13 @@ func (s *soak) expectSettled(g Gomega, i int) {
 	infra := &extensionsv1alpha1.Infrastructure{}
 	err := env.Client.Get(context.Background(), s.key(i), infra)
 	if s.desired[i] == nil {
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted", s.key(i))
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s is deleted; last operation %+v, last error %+v, annotations %v",
+			s.key(i), infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 		return
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec", s.key(i))
+	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation), "%s applied its last spec; last operation %+v, last error %+v, annotations %v",
+		s.key(i), infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
 	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", s.key(i), infra.Status.LastError)
 }
