@@ -79,3 +79,18 @@ so that registry.k8s.io does not admit registry.k8s.io.attacker.example. As
 {{- end -}}
 {{- include "terraseed.celList" (dict "list" $prefixes "field" "controlPlane.allowedImages") -}}
 {{- end -}}
+
+{{/*
+The labels of a namespaceLabels value that are set, as YAML. A label set to null is
+removed: helm removes it on install, but `helm upgrade --reuse-values` hands it to the
+templates as a nil value, which would render as the label value "<nil>".
+*/}}
+{{- define "terraseed.setLabels" -}}
+{{- $set := dict }}
+{{- range $key, $value := . }}
+{{- if not (kindIs "invalid" $value) }}
+{{- $_ := set $set $key $value }}
+{{- end }}
+{{- end }}
+{{- if $set }}{{ toYaml $set }}{{ end }}
+{{- end }}
