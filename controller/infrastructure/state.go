@@ -169,11 +169,9 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 	if err != nil {
 		return
 	}
-	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
-	if raw := op.infra.Status.State; raw != nil && len(raw.Raw) > 0 && len(raw.Raw) <= maxStatusState {
-		if json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
-			kept = migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
-		}
+	kept, ok := statusKept(op.infra.Status.State)
+	if !ok {
+		kept = migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
 	}
 	for _, address := range interrupted {
 		if !held[address] && !slices.Contains(kept.Interrupted, address) {
@@ -190,11 +188,17 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 
 // statusInterrupted are the interrupted creates .status.state keeps.
 func statusInterrupted(raw *runtime.RawExtension) []string {
-	var kept migratedState
-	if raw == nil || len(raw.Raw) == 0 || len(raw.Raw) > maxStatusState || json.Unmarshal(raw.Raw, &kept) != nil {
-		return nil
-	}
+	kept, _ := statusKept(raw)
 	return kept.Interrupted
+}
+
+// statusKept is what .status.state keeps, when it holds what this controller writes there.
+func statusKept(raw *runtime.RawExtension) (migratedState, bool) {
+	var kept migratedState
+	if raw == nil || len(raw.Raw) == 0 || len(raw.Raw) > maxStatusState || json.Unmarshal(raw.Raw, &kept) != nil || kept.Kind != migratedStateKind {
+		return migratedState{}, false
+	}
+	return kept, true
 }
 
 // indexOf indexes state with the import IDs of the Infrastructure's provider; nil when

@@ -100,13 +100,13 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 		r.Env = append(r.Env, name+"="+path)
 	}
 	logf.FromContext(ctx).V(1).Info("runStarting", "command", req.Command, "workDir", r.WorkDir)
-	runCtx := ctx
+	runCtx, started := ctx, time.Now()
 	if e.RunTimeout > 0 {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.RunTimeout, ErrRunDeadline)
 		defer cancel()
 	}
-	stopProgress := followProgress(ctx, report, req, time.Now(), e.Settings.ProgressInterval)
+	stopProgress := followProgress(ctx, report, req, started, e.Settings.ProgressInterval, e.RunTimeout)
 	result, err := r.Run(runCtx)
 	last := stopProgress()
 	if err != nil {

@@ -167,8 +167,12 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 		}
 		log.Info("runPodCreated")
 	}
-	// An adopted pod's run started with the pod, before this process followed it.
-	stopProgress := followProgress(ctx, report, req, pod.CreationTimestamp.Time, e.Settings.ProgressInterval)
+	// An adopted pod's run started with the pod, before this process followed it. The
+	// pod's deadline counts from its start, after its creation: followed from the creation
+	// (to the second, as the API server keeps it, when this process did not create it),
+	// the progress is not read past it.
+	started := cmp.Or(created, pod.CreationTimestamp.Time)
+	stopProgress := followProgress(ctx, report, req, started, e.Settings.ProgressInterval, e.RunTimeout)
 	result, err := e.wait(ctx, pods, req, pod, created)
 	last := stopProgress()
 	if err != nil {

@@ -15,9 +15,11 @@ import (
 const defaultProgressPollInterval = 2 * time.Second
 
 // followProgress hands every new progress of the run, started at started, to report until
-// the returned stop is called; stop returns once report is no longer called, with the last
-// progress handed on (nil when there was none).
-func followProgress(ctx context.Context, report report.Transport, req run.Request, started time.Time, interval time.Duration) (stop func() *run.Progress) {
+// the returned stop is called or the run's timeout (zero: none) is reached; stop returns
+// once report is no longer called, with the last progress handed on (nil when there was
+// none). Nothing is read past the timeout: a stopped run's report counts the change it was
+// stopped in as done, and the progress at the deadline is what the run was doing then.
+func followProgress(ctx context.Context, report report.Transport, req run.Request, started time.Time, interval, timeout time.Duration) (stop func() *run.Progress) {
 	if req.Progress == nil {
 		return func() *run.Progress { return nil }
 	}
@@ -27,7 +29,11 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 	if started.IsZero() {
 		started = time.Now()
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	deadline := time.Time{}
+	if timeout > 0 {
+		deadline = started.Add(timeout)
+	}
+	ctx, cancel := contextUntil(ctx, deadline)
 	done := make(chan struct{})
 	var last *run.Progress
 	go func() {
@@ -60,8 +66,7 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 }
 
 // addProgressAtDeadline adds to the error of a run stopped at its timeout what the run was
-// doing then, as it last reported it while running (the report a stopped run leaves counts
-// the change it was stopped in as done): Gardener's wait, when it gives up, shows only the
+// doing then, as it last reported it before the deadline: Gardener's wait, when it gives up, shows only the
 // Infrastructure's lastError, and a run timeout alone says nothing of how far the apply got.
 func addProgressAtDeadline(err error, last *run.Progress) {
 	var runErr *run.Error
@@ -98,4 +103,12 @@ func addInterrupted(ctx context.Context, transport report.Transport, err error) 
 		return
 	}
 	runErr.Interrupted = reported.Progress.Creating
+}
+
+// contextUntil is ctx, ended at deadline unless that is zero.
+func contextUntil(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline)
 }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
 // progressLog collects the progress a run reports.
@@ -105,4 +107,28 @@ func TestProgressRisesDuringASlowApply(t *testing.T) {
 			g.Expect(seen[0].Phase).To(Or(Equal("planning"), Equal("applying")))
 		})
 	}
+}
+
+// What a run reports after its deadline, while it is being stopped, is not what it was
+// doing at the deadline: terraform counts the change it was stopped in as done. The
+// progress followed up to the deadline is the one the run's error names.
+func TestTheProgressAtTheDeadlineIsTheLastOneReportedBeforeIt(t *testing.T) {
+	g := NewWithT(t)
+	transport := report.File(filepath.Join(t.TempDir(), "report"))
+	atDeadline := run.Progress{Command: string(run.Apply), Phase: "applying", Done: 1, Total: 2, Current: "creating terraform_data.slow", Creating: []string{"terraform_data.slow"}}
+	g.Expect(transport.Write(t.Context(), report.Report{Progress: &atDeadline})).To(Succeed())
+
+	log := &progressLog{}
+	req := run.Request{Command: run.Apply, Progress: log.add}
+	const timeout = 500 * time.Millisecond
+	stop := followProgress(t.Context(), transport, req, time.Now(), 20*time.Millisecond, timeout)
+	g.Eventually(log.all).Should(HaveLen(1))
+	time.Sleep(timeout)
+	whileStopped := run.Progress{Command: string(run.Apply), Phase: "applying", Done: 2, Total: 2}
+	g.Expect(transport.Write(t.Context(), report.Report{Progress: &whileStopped})).To(Succeed())
+	g.Consistently(log.all, 200*time.Millisecond, 20*time.Millisecond).Should(HaveLen(1), "nothing is read past the deadline")
+
+	last := stop()
+	g.Expect(last).NotTo(BeNil())
+	g.Expect(last.Description()).To(Equal("applying 1/2: creating terraform_data.slow"))
 }
