@@ -53,6 +53,7 @@ type managerOptions struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	metricsAddress          string
+	pprofAddress            string
 	metricsSecure           bool
 	probeAddress            string
 	providersDir            string
@@ -113,6 +114,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flags.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics")
 	flags.StringVar(&o.probeAddress, "health-probe-bind-address", ":8081", "address of the health and readiness probes; 0 disables them")
+	flags.StringVar(&o.pprofAddress, "pprof-bind-address", "0", "address of Go's profiling endpoints (/debug/pprof/), unauthenticated: bind it to localhost; 0 disables them")
 	o.classes = givenString{value: string(extensionsv1alpha1.ExtensionClassShoot)}
 	flags.Var(&o.classes, "extension-classes", "comma-separated `classes` of the extension objects to serve (shoot, seed, garden), by their spec.class; an object without a class, and an empty list, are of class shoot")
 	flags.Var(&o.class, "extension-class", "one extension `class` to serve: Gardener's flag before v1.135, kept for deployments that still pass it; --extension-classes takes a list")
@@ -328,6 +330,7 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
 		HealthProbeBindAddress:        o.probeAddress,
+		PprofBindAddress:              o.pprofAddress,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
 		Cache:         cache.Options{ByObject: controlPlaneWorkloads(managerScheme)},

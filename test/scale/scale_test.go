@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -71,6 +72,7 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(c.rssMiB(), "settled-rss-MiB")
 		b.ReportMetric(c.anonMiB(), "settled-anon-MiB")
 		b.ReportMetric(c.cpuSeconds(), "settled-cpu-s")
+		c.saveHeapProfile(fmt.Sprintf("settled-%d", n))
 		before := c.metric("rest_client_requests_total", nil)
 		time.Sleep(30 * time.Second)
 		b.ReportMetric((c.metric("rest_client_requests_total", nil)-before)/30, "settled-api-requests/s")
@@ -230,6 +232,37 @@ type controllerProcess struct {
 	b       *testing.B
 	cmd     *exec.Cmd
 	metrics string
+	// pprof is the base URL of the controller's profiling endpoints.
+	pprof string
+}
+
+// saveHeapProfile writes the controller's heap profile, after a garbage collection, to
+// the directory TERRASEED_SCALE_PROFILES names as name.pb.gz (`go tool pprof` reads it);
+// without the variable it does nothing.
+func (c *controllerProcess) saveHeapProfile(name string) {
+	dir := os.Getenv("TERRASEED_SCALE_PROFILES")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get(c.pprof + "heap?gc=1")
+	if err != nil {
+		c.b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.b.Fatalf("the heap profile: %s", resp.Status)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.b.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, name+".pb.gz"))
+	if err != nil {
+		c.b.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		c.b.Fatal(err)
+	}
 }
 
 // start runs the controller with the local executor until stop.
@@ -241,6 +274,12 @@ func (s *seed) start(driftInterval time.Duration) *controllerProcess {
 	}
 	address := listener.Addr().String()
 	listener.Close()
+	pprofListener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pprofAddress := pprofListener.Addr().String()
+	pprofListener.Close()
 	providers, err := filepath.Abs("testdata/providers")
 	if err != nil {
 		b.Fatal(err)
@@ -253,14 +292,14 @@ func (s *seed) start(driftInterval time.Duration) *controllerProcess {
 		"--executor=local", "--terraform", testenv.Terraform(b), "--plugin-mirror", testenv.ProviderMirror(b),
 		"--work-dir", s.workDir, "--providers-dir", providers, "--provider-types=cheap",
 		"--metrics-bind-address", address, "--metrics-secure=false", "--health-probe-bind-address=0", "--heartbeat-namespace=",
-		"--drift-interval", driftInterval.String())
+		"--pprof-bind-address", pprofAddress, "--drift-interval", driftInterval.String())
 	cmd.Args = append(cmd.Args, s.extraArgs...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "TERRASEED_LOG_LEVEL=error")
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	c := &controllerProcess{b: b, cmd: cmd, metrics: "http://" + address + "/metrics"}
+	c := &controllerProcess{b: b, cmd: cmd, metrics: "http://" + address + "/metrics", pprof: "http://" + pprofAddress + "/debug/pprof/"}
 	b.Cleanup(c.stop)
 	deadline := time.Now().Add(time.Minute)
 	for {
