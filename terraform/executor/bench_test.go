@@ -147,8 +147,9 @@ func (s *sideBySide) add(bare, executor func() time.Duration) {
 	s.bare, s.executor = append(s.bare, b), append(s.executor, e)
 }
 
-// report gives the medians, and the median of the pairs' ratios: a pair runs at nearly
-// the same time, so its ratio is the least touched by what else the machine does.
+// report gives the medians, and the median, least and greatest of the pairs' ratios: a
+// pair runs at nearly the same time, so its ratio is the least touched by what else the
+// machine does.
 func (s *sideBySide) report(b *testing.B) {
 	ratios := make([]float64, len(s.bare))
 	for i := range s.bare {
@@ -157,6 +158,8 @@ func (s *sideBySide) report(b *testing.B) {
 	b.ReportMetric(median(durationsInSeconds(s.bare)), "bare-s/op")
 	b.ReportMetric(median(durationsInSeconds(s.executor)), "executor-s/op")
 	b.ReportMetric(median(ratios), "executor/bare")
+	b.ReportMetric(slices.Min(ratios), "executor/bare-min")
+	b.ReportMetric(slices.Max(ratios), "executor/bare-max")
 	b.ReportMetric(float64(len(ratios)), "pairs")
 }
 
