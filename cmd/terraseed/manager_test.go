@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
@@ -109,4 +114,42 @@ func TestTheStateBoundFollowsTheMemoryLimit(t *testing.T) {
 	o.maxStateSize = ""
 	_, err = o.stateBound("a lot")
 	g.Expect(err).To(MatchError(ContainSubstring("TERRASEED_MEMORY_LIMIT")))
+}
+
+// The manager's cache keeps no managed fields: nothing reads them, and they are a large
+// part of what a seed's cached Infrastructures and Secrets' metadata hold.
+func TestTheCacheKeepsNoManagedFields(t *testing.T) {
+	g := NewWithT(t)
+	env, _ := startAPIServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	namespace := env.Namespace(t)
+	infra := &extensionsv1alpha1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "infrastructure"},
+		Spec: extensionsv1alpha1.InfrastructureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			Region:      "local-1",
+			SecretRef:   corev1.SecretReference{Name: "cloudprovider", Namespace: namespace},
+		},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "cloudprovider"}}
+	g.Expect(env.Client.Create(ctx, infra)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	g.Expect(infra.ManagedFields).NotTo(BeEmpty(), "the API server keeps them")
+
+	o := managerOptions{metricsAddress: "0", probeAddress: "0", pprofAddress: "0"}
+	mgr, err := o.newControllerManager(env.Config, nil, time.Second, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = mgr.Start(ctx) }()
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	cached := &extensionsv1alpha1.Infrastructure{}
+	g.Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(infra), cached)).To(Succeed())
+	g.Expect(cached.Spec.SecretRef.Name).To(Equal("cloudprovider"))
+	g.Expect(cached.ManagedFields).To(BeEmpty())
+	metadata := &metav1.PartialObjectMetadata{}
+	metadata.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	g.Expect(mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(secret), metadata)).To(Succeed())
+	g.Expect(metadata.UID).To(Equal(secret.UID))
+	g.Expect(metadata.ManagedFields).To(BeEmpty())
 }

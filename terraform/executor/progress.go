@@ -66,8 +66,9 @@ func followProgress(ctx context.Context, report report.Transport, req run.Reques
 }
 
 // addProgressAtDeadline adds to the error of a run stopped at its timeout what the run was
-// doing then, as it last reported it before the deadline: Gardener's wait, when it gives up, shows only the
-// Infrastructure's lastError, and a run timeout alone says nothing of how far the apply got.
+// doing then, as it last reported it before the deadline: Gardener's wait, when it gives
+// up, shows only the Infrastructure's lastError, and a run timeout alone says nothing of
+// how far the apply got.
 func addProgressAtDeadline(err error, last *run.Progress) {
 	var runErr *run.Error
 	if last == nil || !errors.Is(err, ErrRunDeadline) || !errors.As(err, &runErr) {

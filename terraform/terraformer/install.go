@@ -1,14 +1,20 @@
 package terraformer
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	install "github.com/hashicorp/hc-install"
-	"github.com/hashicorp/hc-install/fs"
 	"github.com/hashicorp/hc-install/product"
 	"github.com/hashicorp/hc-install/releases"
 	"github.com/hashicorp/hc-install/src"
@@ -18,25 +24,75 @@ import (
 // and installing one was not allowed.
 var errTerraformNotFound = errors.New("terraform " + TerraformVersion + " is not installed")
 
+// versionCheckTimeout bounds one `terraform version`: with the update check off it
+// answers in milliseconds, so only a binary that hangs reaches it.
+const versionCheckTimeout = time.Minute
+
 // FindTerraform returns the path of a terraform binary of the pinned version: the given
-// path or one on PATH first, and one installed from releases into installDir only when
-// allowDownload is set.
+// path as it is, else the first one on PATH, and one installed from releases into
+// installDir only when allowDownload is set.
+//
+// The binaries are asked for their version here rather than by hc-install's file
+// source: that one asks with the process's environment, so each terraform on PATH asks
+// HashiCorp for updates first (up to 3 s each where the network drops the request, all
+// of them within its 10 s), and it drops the reason a binary was refused.
 func FindTerraform(ctx context.Context, path string, allowDownload bool, installDir string) (string, error) {
-	v := version.Must(version.NewVersion(TerraformVersion))
-	var extra []string
 	if path != "" {
-		extra = append(extra, filepath.Dir(path))
-	}
-	sources := []src.Source{&fs.ExactVersion{Product: product.Terraform, Version: v, ExtraPaths: extra}}
-	if allowDownload {
-		sources = append(sources, &releases.ExactVersion{Product: product.Terraform, Version: v, InstallDir: installDir})
-	}
-	execPath, err := install.NewInstaller().Ensure(ctx, sources)
-	if err != nil {
-		if !allowDownload {
-			return "", fmt.Errorf("%w (looked in %v and PATH; allow installing from releases to download it): %v", errTerraformNotFound, extra, err)
+		if err := checkTerraformVersion(ctx, path); err != nil {
+			return "", fmt.Errorf("%w: %w", errTerraformNotFound, err)
 		}
+		return path, nil
+	}
+	var refused []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		candidate := filepath.Join(cmp.Or(dir, "."), "terraform") // an empty element is the current directory, as in a shell
+		if info, err := os.Stat(candidate); err != nil || info.IsDir() {
+			continue
+		}
+		err := checkTerraformVersion(ctx, candidate)
+		if err == nil {
+			return filepath.Abs(candidate)
+		}
+		refused = append(refused, err.Error())
+	}
+	if !allowDownload {
+		found := "none on PATH"
+		if len(refused) > 0 {
+			found = strings.Join(refused, "; ")
+		}
+		return "", fmt.Errorf("%w (%s; name it with --terraform, or allow installing from releases to download it)", errTerraformNotFound, found)
+	}
+	v := version.Must(version.NewVersion(TerraformVersion))
+	execPath, err := install.NewInstaller().Ensure(ctx, []src.Source{&releases.ExactVersion{Product: product.Terraform, Version: v, InstallDir: installDir}})
+	if err != nil {
 		return "", fmt.Errorf("installing terraform %s: %w", TerraformVersion, err)
 	}
 	return execPath, nil
+}
+
+// checkTerraformVersion runs `terraform version -json` with the update check off and
+// refuses a binary of another version, naming the version it is.
+func checkTerraformVersion(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, versionCheckTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "version", "-json")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: `version -json` did not answer within %s", path, versionCheckTimeout)
+		}
+		return fmt.Errorf("%s: `version -json`: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+	}
+	var answer struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &answer); err != nil || answer.Version == "" {
+		return fmt.Errorf("%s: `version -json` answered no terraform_version", path)
+	}
+	if answer.Version != TerraformVersion {
+		return fmt.Errorf("%s is terraform %s, not %s", path, answer.Version, TerraformVersion)
+	}
+	return nil
 }

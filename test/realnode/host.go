@@ -67,7 +67,7 @@ func run(name string, args ...string) error {
 // the CNI configuration.
 func setUpNetwork(cniDir string) error {
 	steps := [][]string{
-		{"ip", "link", "add", bridge, "type", "bridge"},
+		{"ip", "link", "add", bridge, "address", bridgeMAC, "type", "bridge"},
 		{"ip", "addr", "add", HostIP + "/16", "dev", bridge},
 		{"ip", "link", "set", bridge, "up"},
 		{"ip", "route", "add", "blackhole", ServiceCIDR},

@@ -45,9 +45,13 @@ const (
 	// PauseImage is the pod sandbox image, built and imported by Start.
 	PauseImage = "localhost/terraseed/pause:1"
 
-	bridge   = "terraseed0"
-	apiPort  = 6443
-	etcdPort = 23790
+	bridge = "terraseed0"
+	// bridgeMAC is set on the bridge, which otherwise takes the lowest MAC of its ports
+	// and changes it as pods come and go: a pod that had just resolved the host's address
+	// to the old one sent into the void until its neighbour entry expired (up to 45 s).
+	bridgeMAC = "02:89:00:00:00:01"
+	apiPort   = 6443
+	etcdPort  = 23790
 	// Chains of this node in the nat and filter tables.
 	natChain     = "TERRASEED-NODE-SVC"
 	forwardChain = "TERRASEED-NODE-FWD"

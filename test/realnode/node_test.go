@@ -68,6 +68,16 @@ func TestStartRunStop(t *testing.T) {
 	}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(mountsUnder(dir)).NotTo(BeEmpty(), "the running pod's mounts")
 
+	// The host's address keeps its MAC while pods' interfaces come and go, even one whose
+	// MAC is lower than every other port's.
+	g.Expect(bridgeAddress()).To(Equal(bridgeMAC))
+	g.Expect(run("ip", "link", "add", "terraseed-t0", "address", "00:00:00:00:00:01", "type", "veth", "peer", "name", "terraseed-t1")).To(Succeed())
+	defer func() { _ = run("ip", "link", "del", "terraseed-t0") }()
+	g.Expect(run("ip", "link", "set", "terraseed-t0", "master", bridge, "up")).To(Succeed())
+	g.Expect(bridgeAddress()).To(Equal(bridgeMAC))
+	g.Expect(run("ip", "link", "del", "terraseed-t0")).To(Succeed())
+	g.Expect(bridgeAddress()).To(Equal(bridgeMAC))
+
 	// The checks below look for anything of a node under its directory: another
 	// package's node waiting for the machine's lock must not start meanwhile.
 	n.stopKeepingLock()
@@ -88,6 +98,12 @@ func TestStartRunStop(t *testing.T) {
 	for _, e := range netns {
 		g.Expect(e.Name()).NotTo(HavePrefix("cni-"), "no pod network namespace is left")
 	}
+}
+
+// bridgeAddress is the MAC the bridge has now.
+func bridgeAddress() (string, error) {
+	data, err := os.ReadFile(filepath.Join("/sys/class/net", bridge, "address"))
+	return strings.TrimSpace(string(data)), err
 }
 
 type testWriter struct{ t *testing.T }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -268,18 +267,8 @@ func (c *controllerProcess) saveHeapProfile(name string) {
 // start runs the controller with the local executor until stop.
 func (s *seed) start(driftInterval time.Duration) *controllerProcess {
 	b := s.b
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	address := listener.Addr().String()
-	listener.Close()
-	pprofListener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	pprofAddress := pprofListener.Addr().String()
-	pprofListener.Close()
+	address := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
+	pprofAddress := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
 	providers, err := filepath.Abs("testdata/providers")
 	if err != nil {
 		b.Fatal(err)
