@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -17,12 +16,7 @@ import (
 func TestAControlPlanesReconcileIsATrace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	receiver := testenv.StartTraceReceiver(t)
-	t.Setenv(tracing.EnvEndpoint, "")
-	t.Setenv(tracing.EnvTracesEndpoint, "")
-	flush, err := tracing.Setup(ctx, "terraseed", receiver.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = flush(ctx) })
+	receiver, flush := testenv.StartTracing(t)
 
 	cp := newControlPlane(t, "pruning", `{}`)
 	startController(t, cp.Namespace)

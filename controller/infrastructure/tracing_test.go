@@ -14,7 +14,6 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/executor"
-	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -27,14 +26,7 @@ import (
 func TestACreateIsOneTraceFromTheReconcileToTheStateSaves(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	receiver := testenv.StartTraceReceiver(t)
-	t.Setenv(tracing.EnvEndpoint, "")
-	t.Setenv(tracing.EnvTracesEndpoint, "")
-	// The batcher sends every 100ms instead of every 5s.
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	flush, err := tracing.Setup(ctx, "terraseed", receiver.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = flush(ctx) })
+	receiver, flush := testenv.StartTracing(t)
 
 	logs := &testenv.SyncBuffer{}
 	log := funcr.New(func(prefix, args string) { _, _ = logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{})
@@ -130,13 +122,7 @@ func TestOpenTofusSpansJoinTheRunsTrace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	tofu := testenv.OpenTofu(t)
-	receiver := testenv.StartTraceReceiver(t)
-	t.Setenv(tracing.EnvEndpoint, "")
-	t.Setenv(tracing.EnvTracesEndpoint, "")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	flush, err := tracing.Setup(ctx, "terraseed", receiver.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = flush(ctx) })
+	receiver, flush := testenv.StartTracing(t)
 
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))

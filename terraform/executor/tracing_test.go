@@ -13,21 +13,6 @@ import (
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
-// startTracing sends this process's spans to a new OTLP/HTTP receiver until the test ends.
-func startTracing(t *testing.T) (*testenv.TraceReceiver, func(context.Context) error) {
-	t.Helper()
-	receiver := testenv.StartTraceReceiver(t)
-	t.Setenv(tracing.EnvEndpoint, "")
-	t.Setenv(tracing.EnvTracesEndpoint, "")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	flush, err := tracing.Setup(context.Background(), "terraseed", receiver.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = flush(context.Background()) })
-	return receiver, flush
-}
-
 // A run in a run pod is part of the trace of the reconcile that submitted it: the pod
 // gets the run's trace context (TRACEPARENT) and the receiver's URL, and the terraformer
 // process in it, started by the kubelet with the pod's environment, sends its spans, the
@@ -35,7 +20,7 @@ func startTracing(t *testing.T) (*testenv.TraceReceiver, func(context.Context) e
 // the pod's creation, scheduling, start and end, and the reading of its result.
 func TestARunPodsSpansJoinTheTraceOfItsReconcile(t *testing.T) {
 	g := NewWithT(t)
-	receiver, flush := startTracing(t)
+	receiver, flush := testenv.StartTracing(t)
 	f := newFixture(t, 2)
 	startKubeletWith(f, kubeletOptions{nodes: &nodes{fit: true}})
 	s := &Scheduler{Executor: f.podExecutor()}
@@ -93,7 +78,7 @@ func TestARunPodsSpansJoinTheTraceOfItsReconcile(t *testing.T) {
 // the slots other runs held.
 func TestTheSlotSpanSaysWhyTheRunWaited(t *testing.T) {
 	g := NewWithT(t)
-	receiver, flush := startTracing(t)
+	receiver, flush := testenv.StartTracing(t)
 	runs := newTimedRuns(200 * time.Millisecond)
 	s := &Scheduler{Executor: runs, MaxRuns: 2, RunsPerAccount: 1}
 	startScheduler(t, s)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
 // Span is a span as an OTLP receiver got it, its IDs in hex as W3C trace context writes them.
@@ -41,6 +44,23 @@ type TraceReceiver struct {
 
 	mu    sync.Mutex
 	spans []Span
+}
+
+// StartTracing sends this process's spans to a new TraceReceiver until the test ends, in
+// batches every 100 ms rather than every 5 s, and returns it with the flush that sends
+// what is batched. The standard endpoint variables are cleared: the receiver is the one.
+func StartTracing(t *testing.T) (*TraceReceiver, func(context.Context) error) {
+	t.Helper()
+	receiver := StartTraceReceiver(t)
+	t.Setenv(tracing.EnvEndpoint, "")
+	t.Setenv(tracing.EnvTracesEndpoint, "")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	flush, err := tracing.Setup(context.Background(), "terraseed", receiver.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flush(context.Background()) })
+	return receiver, flush
 }
 
 // StartTraceReceiver serves a TraceReceiver on 127.0.0.1 until the test ends.
