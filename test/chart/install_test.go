@@ -87,11 +87,14 @@ func allowed(t *testing.T, c client.Client, a access) bool {
 }
 
 // checkAccess asserts, for each access, the authorizer's answer for the impersonated user.
+// The API server authorizes from a cache of the roles and bindings, which sees one just
+// written a moment later: an access may take a while to be allowed, and the denials are
+// asked for once every grant is seen.
 func checkAccess(t *testing.T, c client.Client, can, cannot []access) {
 	t.Helper()
 	g := NewWithT(t)
 	for _, a := range can {
-		g.Expect(allowed(t, c, a)).To(BeTrue(), "should be allowed: %s", a)
+		g.Eventually(func() bool { return allowed(t, c, a) }).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(BeTrue(), "should be allowed: %s", a)
 	}
 	for _, a := range cannot {
 		g.Expect(allowed(t, c, a)).To(BeFalse(), "should be denied: %s", a)
