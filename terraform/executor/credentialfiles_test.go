@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
 // A local run reads a credential file, such as a workload identity's token, from the run's
@@ -84,7 +85,7 @@ func TestARunPodMountsItsCredentialFilesFromTheirSecrets(t *testing.T) {
 	g.Expect(req.Validate()).To(Succeed())
 	pod := e.podFor(req, req.ID.Labels(), nil)
 	container := pod.Spec.Containers[0]
-	g.Expect(container.Env).To(Equal([]corev1.EnvVar{{Name: "TF_VAR_web_identity_token_file", Value: "/credentials/0/token"}}))
+	g.Expect(container.Env).To(ConsistOf(corev1.EnvVar{Name: "TF_VAR_web_identity_token_file", Value: "/credentials/0/token"}, HaveField("Name", terraformer.EnvPodUID)))
 	g.Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "credentials-0", MountPath: "/credentials/0", ReadOnly: true}))
 	for _, m := range container.VolumeMounts {
 		g.Expect(m.SubPath).To(BeEmpty(), "a subPath mount is never refreshed")

@@ -173,7 +173,9 @@ func (e *PodExecutor) Run(ctx context.Context, req run.Request) (*run.Result, er
 	// the progress is not read past it.
 	started := cmp.Or(created, pod.CreationTimestamp.Time)
 	stopProgress := followProgress(ctx, report, req, started, e.Settings.ProgressInterval, e.RunTimeout)
-	result, err := e.wait(ctx, pods, req, pod, created)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	result, err := e.wait(waitCtx, pods, req, pod, created, e.watchSucceeded(waitCtx, req.ID, pod.UID))
+	stopWaiting()
 	last := stopProgress()
 	if err != nil {
 		addProgressAtDeadline(err, last)
@@ -418,8 +420,11 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 				Args:    args,
 				// Credentials come from the Secret, so they appear in no object but it.
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: req.ID.EnvSecretName()}}}},
-				// The paths of the credential files, mounted from their Secrets.
-				Env:                      fileEnv,
+				// The paths of the credential files, mounted from their Secrets, and the
+				// pod's UID, which names it when it tells that its run succeeded.
+				Env: append(fileEnv, corev1.EnvVar{Name: terraformer.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"},
+				}}),
 				Resources:                e.Resources,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
@@ -449,12 +454,14 @@ func (e *PodExecutor) emptyDir() *corev1.EmptyDirVolumeSource {
 	return dir
 }
 
-func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request, pod *corev1.Pod, created time.Time) (*run.Result, error) {
+func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request, pod *corev1.Pod, created time.Time, succeeded <-chan report.Succeeded) (*run.Result, error) {
 	interval := e.PollInterval
 	if interval == 0 {
 		interval = defaultPodRecheckInterval
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	// What the run pod wrote when its run succeeded, before the kubelet reports it.
+	var announced *report.Succeeded
 	for {
 		// Asked for before the pod is read, so that no change between the two is missed.
 		changed := pods.next(key)
@@ -471,6 +478,9 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request,
 		if current == nil {
 			return nil, &run.Error{Command: string(req.Command), Message: "the run pod disappeared", Err: run.ErrTerraformFailed}
 		}
+		if announced != nil {
+			current = exitedWith(current, announced.Message)
+		}
 		if outcome, done := e.outcome(ctx, req, current); done {
 			result, err := outcome()
 			if !errors.Is(err, errPodMoved) {
@@ -485,6 +495,8 @@ func (e *PodExecutor) wait(ctx context.Context, pods *podWatch, req run.Request,
 			return nil, ctx.Err()
 		case <-changed:
 		case <-time.After(interval):
+		case s := <-succeeded:
+			announced, succeeded = &s, nil
 		}
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"
+	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
 
@@ -68,6 +69,9 @@ type kubeletOptions struct {
 	// asServiceAccount runs the terraformer with the rights of the pod's ServiceAccount,
 	// as a kubelet's pod has them, instead of the test's admin rights.
 	asServiceAccount bool
+	// unreportedExits never reports that a container ended by itself, as a kubelet that
+	// has yet to see it: the pod stays Running until it is deleted.
+	unreportedExits bool
 	// nodes, when set, plays the scheduler's part too: while no node fits, it marks each
 	// pod unschedulable as the scheduler does and starts none; once one does, it puts each
 	// pod on it (a change of the pod, as the scheduler's binding is) before it starts it,
@@ -244,8 +248,11 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	// The container's own variables, such as its trace context, but the paths of the
 	// credential files, which are in volumes this kubelet does not mount.
 	for _, v := range c.Env {
-		if v.ValueFrom == nil && !strings.HasPrefix(v.Value, podCredentialsDir) {
+		switch {
+		case v.ValueFrom == nil && !strings.HasPrefix(v.Value, podCredentialsDir):
 			cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
+		case v.ValueFrom != nil && v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "metadata.uid":
+			cmd.Env = append(cmd.Env, v.Name+"="+string(pod.UID))
 		}
 	}
 	logs := &testenv.SyncBuffer{}
@@ -295,6 +302,10 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 		phase := corev1.PodSucceeded
 		if cmd.ProcessState.ExitCode() != 0 || reason != "" {
 			phase = corev1.PodFailed
+		}
+		if k.unreportedExits && reason == "" {
+			k.removeIfDeleted(pod)
+			return
 		}
 		k.setStatus(pod, corev1.PodStatus{Phase: phase, Reason: reason, StartTime: &started, ContainerStatuses: []corev1.ContainerStatus{{
 			Name:  c.Name,
@@ -414,7 +425,8 @@ func TestPodExecutorRunsTerraformInAPod(t *testing.T) {
 	g.Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(pod.Spec.Containers[0].Resources.Requests).To(HaveKey(corev1.ResourceCPU))
 	g.Expect(pod.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(300)))
-	g.Expect(pod.Spec.Containers[0].Env).To(BeEmpty(), "credentials only through the Secret")
+	g.Expect(pod.Spec.Containers[0].Env).To(ConsistOf(And(HaveField("Name", terraformer.EnvPodUID), HaveField("ValueFrom.FieldRef.FieldPath", "metadata.uid"))),
+		"credentials only through the Secret; the pod's UID")
 
 	// Finished pods and their credentials are cleaned up.
 	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.PodName()}, &corev1.Pod{}))).To(BeTrue())

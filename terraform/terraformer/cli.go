@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/terraform/run/termination"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -38,7 +40,7 @@ const tracingFlushTimeout = 5 * time.Second
 // Main is the terraformer command line: it parses args, runs one command and returns the
 // exit code. SIGTERM and SIGINT cancel the run, which relays them to terraform as SIGINT,
 // waits for terraform to stop and saves the state.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	record := &termination.Record{Started: time.Now()}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -61,6 +63,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
+	// Deferred first, so that it runs last, after the spans were sent: nothing of the run
+	// is left to do once the executor reads that it succeeded.
+	var succeeded func()
+	defer func() {
+		if code == 0 && succeeded != nil {
+			succeeded()
+		}
+	}()
 	// The run pod's TRACEPARENT makes this run's spans part of the reconcile's trace; they
 	// are sent before the process exits.
 	flush, err := tracing.Setup(ctx, "terraseed-terraformer", "")
@@ -88,9 +98,38 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := termination.Write(o.terminationMessagePath, result.Phases, o.finish(record, r), nil); err != nil {
 		log.Error(err, "terminationMessageNotWritten")
+	} else {
+		succeeded = func() { o.announceSuccess(ctx, r) }
 	}
 	log.Info("runFinished", "duration", time.Since(started).String())
 	return 0
+}
+
+// EnvPodUID names the variable that gives a run pod's terraformer its pod's UID.
+const EnvPodUID = "TERRASEED_POD_UID"
+
+// announceTimeout bounds the write that tells the executor a run pod's run succeeded:
+// without it, the executor learns it from the kubelet.
+const announceTimeout = 5 * time.Second
+
+// announceSuccess tells the executor of a run pod that its run succeeded, with the
+// termination message it wrote (report.AnnotationSucceeded): the executor need not wait
+// for the kubelet to see the container end. Only a run pod does, which reports to the
+// annotations and knows its UID.
+func (o *cliOptions) announceSuccess(ctx context.Context, r *Runner) {
+	uid := os.Getenv(EnvPodUID)
+	if uid == "" || o.reportFile != "" {
+		return
+	}
+	message, err := os.ReadFile(o.terminationMessagePath)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
+		defer cancel()
+		err = report.Annotations{Client: r.Client, ID: o.objects.ID}.WriteSucceeded(ctx, report.Succeeded{Pod: types.UID(uid), Message: string(message)})
+	}
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "successNotAnnounced")
+	}
 }
 
 // cliOptions are the terraformer's flags.

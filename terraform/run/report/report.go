@@ -81,8 +81,32 @@ func reportOf(annotations map[string]string) Report {
 	return r
 }
 
-// clearedReport removes both annotations.
-var clearedReport = map[string]*string{AnnotationProgress: nil, AnnotationPlan: nil}
+// clearedReport removes the annotations of a report and of a run's end.
+var clearedReport = map[string]*string{AnnotationProgress: nil, AnnotationPlan: nil, AnnotationSucceeded: nil}
+
+// AnnotationSucceeded is written by a run pod whose run succeeded, as the last thing it
+// does, after the final save of the state: the pod's UID and its termination message
+// (Succeeded). The executor takes the run's outcome from it as soon as it is written;
+// the kubelet reports the container's end up to a second or more later.
+const AnnotationSucceeded = run.LabelPrefix + "succeeded"
+
+// Succeeded is what AnnotationSucceeded holds.
+type Succeeded struct {
+	// Pod is the UID of the run pod that wrote it.
+	Pod types.UID `json:"pod"`
+	// Message is the pod's termination message.
+	Message string `json:"message,omitempty"`
+}
+
+// SucceededOf reads AnnotationSucceeded from annotations; ok is false when there is none
+// or it cannot be read.
+func SucceededOf(annotations map[string]string) (s Succeeded, ok bool) {
+	data, found := annotations[AnnotationSucceeded]
+	if !found || json.Unmarshal([]byte(data), &s) != nil || s.Pod == "" {
+		return Succeeded{}, false
+	}
+	return s, true
+}
 
 // Annotations is the report of the run of ID on its configuration ConfigMap: a run
 // pod's, which the pod executor reads.
@@ -98,6 +122,15 @@ func (a Annotations) key() client.ObjectKey {
 // Write merges the report's parts into the ConfigMap's annotations.
 func (a Annotations) Write(ctx context.Context, r Report) error {
 	return a.annotate(ctx, r.annotations())
+}
+
+// WriteSucceeded writes AnnotationSucceeded.
+func (a Annotations) WriteSucceeded(ctx context.Context, s Succeeded) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return a.annotate(ctx, map[string]*string{AnnotationSucceeded: ptrTo(string(data))})
 }
 
 // Read reads the report; an empty one when the ConfigMap is gone.
