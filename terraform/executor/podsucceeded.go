@@ -4,7 +4,9 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,8 +28,18 @@ func (e *PodExecutor) watchSucceeded(ctx context.Context, id run.ID, uid types.U
 	if e.Clientset == nil || uid == "" {
 		return succeeded
 	}
-	lw := toolscache.NewListWatchFromClient(e.Clientset.CoreV1().RESTClient(), "configmaps", id.Namespace,
-		fields.OneTermEqualSelector("metadata.name", id.ConfigName()))
+	configMaps := e.Clientset.CoreV1().ConfigMaps(id.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", id.ConfigName()).String()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.FieldSelector = byName
+			return configMaps.List(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = byName
+			return configMaps.Watch(ctx, options)
+		},
+	}
 	go func() {
 		// It ends with ctx, when the run ended either way.
 		_, _ = watchtools.UntilWithSync(ctx, lw, &corev1.ConfigMap{}, nil, func(event watch.Event) (bool, error) {
