@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
-	"github.com/terraseed/terraseed/terraform/run/report"
 )
 
 // A run pod's success is taken from what its terraformer wrote last, after the final
@@ -37,20 +36,4 @@ func TestARunPodsSuccessIsTakenFromWhatItWroteLast(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Phases).To(HaveKeyWithValue("destroy", BeNumerically(">", 0)))
 	g.Expect(f.Items(g)).To(BeEmpty())
-}
-
-// A run pod that failed says nothing of its own: the kubelet's report, which tells a
-// deadline from terraform's errors, is what the executor reads.
-func TestAFailedRunPodWritesNoSuccess(t *testing.T) {
-	g := NewWithT(t)
-	f := newFixture(t, 1)
-	f.WriteConfig("syntax-error")
-	startKubelet(f, false)
-
-	_, err := f.podExecutor().Run(context.Background(), f.request(run.Apply))
-	var re *run.Error
-	g.Expect(err).To(BeAssignableToTypeOf(re))
-	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.ConfigName()}, cm)).To(Succeed())
-	g.Expect(cm.Annotations).NotTo(HaveKey(report.AnnotationSucceeded))
 }

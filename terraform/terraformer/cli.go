@@ -117,15 +117,16 @@ const announceTimeout = 5 * time.Second
 // for the kubelet to see the container end. Only a run pod does, which reports to the
 // annotations and knows its UID.
 func (o *cliOptions) announceSuccess(ctx context.Context, r *Runner) {
+	annotations, ok := r.report().(report.Annotations)
 	uid := os.Getenv(EnvPodUID)
-	if uid == "" || o.reportFile != "" {
+	if !ok || uid == "" {
 		return
 	}
 	message, err := os.ReadFile(o.terminationMessagePath)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 		defer cancel()
-		err = report.Annotations{Client: r.Client, ID: o.objects.ID}.WriteSucceeded(ctx, report.Succeeded{Pod: types.UID(uid), Message: string(message)})
+		err = annotations.WriteSucceeded(ctx, report.Succeeded{Pod: types.UID(uid), Message: string(message)})
 	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "successNotAnnounced")

@@ -1,14 +1,11 @@
 package terraformer
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/hashicorp/hc-install/product"
 	"github.com/hashicorp/hc-install/releases"
 	"github.com/hashicorp/hc-install/src"
+	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
 // errTerraformNotFound is returned when no terraform of the pinned version is installed
@@ -70,29 +68,32 @@ func FindTerraform(ctx context.Context, path string, allowDownload bool, install
 	return execPath, nil
 }
 
-// checkTerraformVersion runs `terraform version -json` with the update check off and
-// refuses a binary of another version, naming the version it is.
+// checkTerraformVersion asks the binary for its version with the update check off, and
+// refuses one of another version, naming the version it is.
 func checkTerraformVersion(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, versionCheckTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "version", "-json")
-	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: `version -json` did not answer within %s", path, versionCheckTimeout)
-		}
-		return fmt.Errorf("%s: `version -json`: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+	tf, err := tfexec.NewTerraform(os.TempDir(), path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	var answer struct {
-		Version string `json:"terraform_version"`
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		env[name] = value
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &answer); err != nil || answer.Version == "" {
-		return fmt.Errorf("%s: `version -json` answered no terraform_version", path)
+	env["CHECKPOINT_DISABLE"] = "1"
+	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+		return err
 	}
-	if answer.Version != TerraformVersion {
-		return fmt.Errorf("%s is terraform %s, not %s", path, answer.Version, TerraformVersion)
+	v, _, err := tf.Version(ctx, true)
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: `version` did not answer within %s", path, versionCheckTimeout)
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case v.String() != TerraformVersion:
+		return fmt.Errorf("%s is terraform %s, not %s", path, v, TerraformVersion)
 	}
 	return nil
 }
