@@ -83,7 +83,7 @@ func TestARunPodMountsItsCredentialFilesFromTheirSecrets(t *testing.T) {
 		Env:   map[string]string{"TF_VAR_role_arn": "arn:aws:iam::1:role/r"},
 		Files: map[string]corev1.SecretKeySelector{"TF_VAR_web_identity_token_file": {LocalObjectReference: corev1.LocalObjectReference{Name: "cloudprovider"}, Key: "token"}}}
 	g.Expect(req.Validate()).To(Succeed())
-	pod := e.podFor(req, req.ID.Labels(), nil)
+	pod := e.podFor(req, req.ID.Labels(), nil, false)
 	container := pod.Spec.Containers[0]
 	g.Expect(container.Env).To(ConsistOf(corev1.EnvVar{Name: "TF_VAR_web_identity_token_file", Value: "/credentials/0/token"}, HaveField("Name", terraformer.EnvPodUID)))
 	g.Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "credentials-0", MountPath: "/credentials/0", ReadOnly: true}))

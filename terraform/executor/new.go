@@ -160,5 +160,9 @@ func newPod(c client.Client, restConfig *rest.Config, cfg Config) (*PodExecutor,
 		Resources:            cfg.Resources,
 		Placement:            cfg.Placement,
 		State:                cfg.State,
+		// Run pods verify the API server as the controller does: its in-cluster CA file,
+		// or its kubeconfig's CA.
+		APICA:     restConfig.CAData,
+		APICAFile: restConfig.CAFile,
 	}, nil
 }

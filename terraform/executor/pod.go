@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -84,8 +85,15 @@ type PodExecutor struct {
 	// PollInterval is how often a waiting run looks at its pod in the watch's cache
 	// besides at each of its changes (no request); defaultPodRecheckInterval when zero.
 	PollInterval time.Duration
+	// APICA (or the file APICAFile, read at each run) is the CA run pods verify the API
+	// server by. With either, and both timeouts set, a run pod gets a token requested for
+	// it (podtoken.go) and mounts no volume; without, the kubelet mounts its token.
+	APICA     []byte
+	APICAFile string
 
 	guard runGuard
+	// tokensTooShort is set once the API server gave a token too short for a run pod.
+	tokensTooShort atomic.Bool
 
 	watchMu    sync.Mutex
 	watch      *podWatch
@@ -304,7 +312,7 @@ func exited(pod *corev1.Pod) (int32, bool) {
 
 func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Pod, err error) {
 	// The terraformer's spans are children of the run's, beside this one.
-	traceEnv := tracing.Env(ctx)
+	runCtx, traceEnv := ctx, tracing.Env(ctx)
 	ctx, span := tracing.Start(ctx, "pod.create")
 	defer func() {
 		tracing.Fail(span, err)
@@ -331,21 +339,19 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 		}
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName()}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
-		secret.Labels, secret.OwnerReferences = labels, owners
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = map[string][]byte{}
-		for k, v := range req.Env {
-			secret.Data[k] = []byte(v)
-		}
-		return nil
-	}); err != nil {
-		if refusedByQuota(err) {
-			return nil, &notStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
-		}
-		return nil, fmt.Errorf("writing the credentials Secret: %w", err)
+	data := map[string][]byte{}
+	for k, v := range req.Env {
+		data[k] = []byte(v)
 	}
-	pod := e.podFor(req, labels, owners)
+	// A pod with a requested token is created before its Secret, which then holds the
+	// token bound to it: the kubelet starts the container only once the Secret is there.
+	requestToken := e.requestsTokens()
+	if !requestToken {
+		if err := e.writeEnvSecret(ctx, secret, labels, owners, data); err != nil {
+			return nil, err
+		}
+	}
+	pod := e.podFor(req, labels, owners, requestToken)
 	for _, kv := range traceEnv {
 		name, value, _ := strings.Cut(kv, "=")
 		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: value})
@@ -363,7 +369,42 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 		}
 		return nil, fmt.Errorf("creating the run pod: %w", err)
 	}
+	if !requestToken {
+		return pod, nil
+	}
+	access, err := e.requestToken(ctx, pod)
+	if err == nil {
+		maps.Copy(data, access)
+		err = e.writeEnvSecret(ctx, secret, labels, owners, data)
+	}
+	if err != nil {
+		// The pod cannot have started without its Secret: it goes at once.
+		if derr := e.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); derr != nil && !apierrors.IsNotFound(derr) {
+			return nil, errors.Join(err, fmt.Errorf("deleting the run pod: %w", derr))
+		}
+		if errors.Is(err, errTokenTooShort) && !e.tokensTooShort.Swap(true) {
+			logf.FromContext(ctx).Info("runPodsMountTheirToken", "reason", err.Error())
+			return e.create(runCtx, req)
+		}
+		return nil, err
+	}
 	return pod, nil
+}
+
+// writeEnvSecret writes the run's credentials Secret.
+func (e *PodExecutor) writeEnvSecret(ctx context.Context, secret *corev1.Secret, labels map[string]string, owners []metav1.OwnerReference, data map[string][]byte) error {
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
+		secret.Labels, secret.OwnerReferences = labels, owners
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = data
+		return nil
+	}); err != nil {
+		if refusedByQuota(err) {
+			return &notStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
+		}
+		return fmt.Errorf("writing the credentials Secret: %w", err)
+	}
+	return nil
 }
 
 // objects are the run objects of id, as the controller reads them.
@@ -373,13 +414,26 @@ func (e *PodExecutor) objects(id run.ID) state.RunObjects {
 
 // podFor is the run pod of req. It is long because it is one pod spec, whose security
 // settings, volumes and deadlines read best side by side.
-func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners []metav1.OwnerReference) *corev1.Pod {
+func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners []metav1.OwnerReference, requestToken bool) *corev1.Pod {
 	files, fileMounts, fileEnv := credentialVolumes(req)
 	command := e.Command
 	if len(command) == 0 {
 		command = []string{"/terraformer"}
 	}
-	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--work-dir", "/work"}
+	workDir, automount := "/work", (*bool)(nil)
+	mounts := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}}
+	volumes := []corev1.Volume{
+		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
+	}
+	if requestToken {
+		// No volume: the run writes in its container's own layer, bounded by its
+		// ephemeral-storage limit and gone with the pod. The image's files are root's,
+		// which the terraformer's user cannot write; /tmp is the one place it can.
+		workDir, mounts, volumes = "/tmp/work", nil, nil
+		automount = ptr.To(false)
+	}
+	args := []string{string(req.Command), "--namespace", req.ID.Namespace, "--name", req.ID.Name, "--work-dir", workDir}
 	// The terraformer's default purpose: left out, so that a terraformer image of a
 	// version without purposes still runs an Infrastructure's runs.
 	if req.ID.Purpose != run.PurposeInfra {
@@ -398,13 +452,13 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 	if e.RunTimeout > 0 {
 		deadline = ptr.To(int64(e.RunTimeout.Seconds()))
 	}
-	// The kubelet must not kill the terraformer before its final save.
-	grace := terraformer.StopBound(cmp.Or(settings.StopTimeout, terraformer.DefaultStopTimeout))
+	grace := e.stopGrace()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.PodName(), Labels: e.podLabels(labels), OwnerReferences: owners},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ServiceAccountName:            e.serviceAccountName(),
+			AutomountServiceAccountToken:  automount,
 			ActiveDeadlineSeconds:         deadline,
 			TerminationGracePeriodSeconds: ptr.To(int64(grace.Seconds())),
 			SecurityContext: &corev1.PodSecurityContext{
@@ -429,15 +483,12 @@ func (e *PodExecutor) podFor(req run.Request, labels map[string]string, owners [
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
+					ReadOnlyRootFilesystem:   ptr.To(!requestToken),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
-				VolumeMounts: append([]corev1.VolumeMount{{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}}, fileMounts...),
+				VolumeMounts: append(mounts, fileMounts...),
 			}},
-			Volumes: append([]corev1.Volume{
-				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: e.emptyDir()}},
-			}, files...),
+			Volumes: append(volumes, files...),
 		},
 	}
 	e.Placement.apply(&pod.Spec)

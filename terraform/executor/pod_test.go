@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,8 @@ type kubelet struct {
 	stopped map[string]int64
 	// logs hold each pod's output, by name, served to the API server when serveLogs is set.
 	logs map[string]*testenv.SyncBuffer
+	// secrets hold what each started pod's credentials Secret held, by the pod's name.
+	secrets map[string]map[string][]byte
 }
 
 type kubeletOptions struct {
@@ -124,7 +127,7 @@ func startKubelet(f *fixture, paused bool) *kubelet {
 }
 
 func startKubeletWith(f *fixture, options kubeletOptions) *kubelet {
-	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, stopped: map[string]int64{}, logs: map[string]*testenv.SyncBuffer{}}
+	k := &kubelet{f: f, kubeletOptions: options, running: map[types.UID]*exec.Cmd{}, stopped: map[string]int64{}, logs: map[string]*testenv.SyncBuffer{}, secrets: map[string]map[string][]byte{}}
 	nodeName := ""
 	if options.serveLogs {
 		nodeName = k.registerNode()
@@ -215,16 +218,17 @@ func (k *kubelet) schedule(ctx context.Context, pod *corev1.Pod) bool {
 
 func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	c := pod.Spec.Containers[0]
+	// As a kubelet, it starts the container only once its Secret is there.
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: c.EnvFrom[0].SecretRef.Name}, secret); err != nil {
+		return
+	}
 	if nodeName != "" {
 		// The scheduler's part: a pod's logs are read from the node it is bound to.
 		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: nodeName}}
 		if err := env.Client.SubResource("binding").Create(ctx, pod, binding); err != nil {
 			return
 		}
-	}
-	secret := &corev1.Secret{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: c.EnvFrom[0].SecretRef.Name}, secret); err != nil {
-		return
 	}
 	dir := k.f.T.TempDir()
 	termination := filepath.Join(dir, "termination-log")
@@ -236,12 +240,24 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	if err := writeKubeconfigOf(config, kubeconfig); err != nil {
 		return
 	}
+	access := []string{"--kubeconfig", kubeconfig}
+	var serviceEnv []string
+	if _, ok := secret.Data[terraformer.EnvAPIToken]; ok {
+		// The token the executor requested for the pod, and the API server's address,
+		// which a kubelet gives every container.
+		host, err := url.Parse(env.Config.Host)
+		if err != nil {
+			return
+		}
+		access, serviceEnv = nil, []string{"KUBERNETES_SERVICE_HOST=" + host.Hostname(), "KUBERNETES_SERVICE_PORT=" + host.Port()}
+	}
 	// The in-cluster configuration and the image's paths, as this machine has them.
-	args := append(c.Args[:len(c.Args):len(c.Args)], "--kubeconfig", kubeconfig, "--work-dir", filepath.Join(dir, "work"),
+	args := append(c.Args[:len(c.Args):len(c.Args)], access...)
+	args = append(args, "--work-dir", filepath.Join(dir, "work"),
 		"--termination-message-path", termination, "--terraform", k.f.executor.Settings.Terraform,
 		"--plugin-mirror", k.f.executor.Settings.Plugins.Mirror, "--plugin-cache-dir", k.f.executor.Settings.Plugins.CacheDir)
 	cmd := exec.Command(testenv.TerraformerBinary(k.f.T), args...)
-	cmd.Env = runEnv(homeOf(dir), os.TempDir(), nil)
+	cmd.Env = append(runEnv(homeOf(dir), os.TempDir(), nil), serviceEnv...)
 	for key, value := range secret.Data {
 		cmd.Env = append(cmd.Env, key+"="+string(value))
 	}
@@ -263,6 +279,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	}
 	k.mu.Lock()
 	k.started = append(k.started, pod.DeepCopy())
+	k.secrets[pod.Name] = secret.Data
 	k.running[pod.UID] = cmd
 	k.logs[pod.Name] = logs
 	k.mu.Unlock()
@@ -579,7 +596,7 @@ func TestRunPodsAreBounded(t *testing.T) {
 	}
 	e := &PodExecutor{Image: "terraseed/terraformer:test", Resources: corev1.ResourceRequirements{Limits: limits}}
 	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply}
-	pod := e.podFor(req, req.ID.Labels(), nil)
+	pod := e.podFor(req, req.ID.Labels(), nil, false)
 	g.Expect(pod.Spec.Containers[0].Resources.Limits).To(Equal(limits))
 	g.Expect(pod.Spec.Volumes).To(HaveLen(2))
 	for _, v := range pod.Spec.Volumes {
@@ -596,7 +613,7 @@ func TestRunPodsNameTheirPurposeUnlessItIsTheTerraformersDefault(t *testing.T) {
 		"controlplane":   {"apply", "--namespace", "ns", "--name", "a", "--work-dir", "/work", "--purpose", "controlplane"},
 	} {
 		req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: purpose}, Command: run.Apply}
-		pod := e.podFor(req, req.ID.Labels(), nil)
+		pod := e.podFor(req, req.ID.Labels(), nil, false)
 		g.Expect(pod.Name).To(Equal("a." + string(purpose) + ".tf-run"))
 		g.Expect(pod.Spec.Containers[0].Args).To(Equal(args))
 		g.Expect(pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name).To(Equal("a." + string(purpose) + ".tf-env"))

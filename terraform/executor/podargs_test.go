@@ -18,7 +18,7 @@ func TestARunPodCarriesTheAllowedPlanAndTheProvidersParallelism(t *testing.T) {
 	req := run.Request{ID: run.ID{Namespace: "ns", Name: "a", Purpose: run.PurposeInfra}, Command: run.Apply,
 		ProtectedTypes: []string{"aws_vpc"}, AllowDestroyPlan: "sha256:0123456789abcdef", Parallelism: 3}
 	g.Expect(req.Validate()).To(Succeed())
-	args := e.podFor(req, nil, []metav1.OwnerReference{}).Spec.Containers[0].Args
+	args := e.podFor(req, nil, []metav1.OwnerReference{}, false).Spec.Containers[0].Args
 	g.Expect(args).To(ContainElements("--allow-destroy-plan", "sha256:0123456789abcdef"))
 	g.Expect(args).To(ContainElements("--parallelism", "3"))
 	g.Expect(args).NotTo(ContainElement("10"))

@@ -260,7 +260,12 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
+		if cfg, err = requestedTokenConfig(time.Now()); err != nil {
+			return nil, err
+		}
+		if cfg == nil {
+			cfg, err = rest.InClusterConfig()
+		}
 	} else {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}

@@ -216,8 +216,9 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 // The controller writes Secrets in every shoot namespace and reads them back: a Secret of
 // type kubernetes.io/service-account-token naming a ServiceAccount there would be filled
 // with that ServiceAccount's token. Tried as the controller's ServiceAccount: refused by
-// <release>-controller-writes, as a TokenRequest is, which its RBAC does not grant and
-// which the policy refuses where controlPlane.resources would.
+// <release>-controller-writes, as a TokenRequest is but the run pods' (bound to a pod),
+// which its RBAC grants for their ServiceAccount only, and which the policy refuses for
+// others where controlPlane.resources would grant them.
 func TestControllerMintsNoTokens(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -244,11 +245,29 @@ func TestControllerMintsNoTokens(t *testing.T) {
 	token.Annotations["note"] = "changed"
 	g.Expect(controller.Update(ctx, token)).To(MatchError(ContainSubstring("the controller writes no Secrets of type kubernetes.io/service-account-token")))
 
-	// No TokenRequest: its RBAC holds no serviceaccounts/token...
+	// No TokenRequest but a run pod's: its RBAC holds serviceaccounts/token for the run
+	// pods' ServiceAccount only...
 	request := &authenticationv1.TokenRequest{}
 	err := controller.SubResource("token").Create(ctx, account, request)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 	g.Expect(err).To(MatchError(ContainSubstring(`cannot create resource "serviceaccounts/token"`)))
+	// ...whose token it requests bound to a pod, which it stops working without; one bound
+	// to nothing the policy refuses.
+	runAccount := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "terraseed-terraformer"}}
+	g.Expect(env.Client.Create(ctx, runAccount)).To(Succeed())
+	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "run"}, Spec: corev1.PodSpec{
+		ServiceAccountName: runAccount.Name, AutomountServiceAccountToken: ptr.To(false),
+		Containers: []corev1.Container{{Name: "terraformer", Image: "terraformer"}},
+	}}
+	g.Expect(env.Client.Create(ctx, runPod)).To(Succeed())
+	bound := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: runPod.Name, UID: runPod.UID},
+	}}
+	g.Eventually(func() error { return controller.SubResource("token").Create(ctx, runAccount, bound) }).
+		WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	g.Expect(bound.Status.Token).NotTo(BeEmpty())
+	g.Expect(controller.SubResource("token").Create(ctx, runAccount, &authenticationv1.TokenRequest{})).To(MatchError(ContainSubstring(
+		"ServiceAccount " + shoot + "/terraseed-terraformer: the controller requests tokens only of the ServiceAccount of the run pods, terraseed-terraformer, bound to a Pod")))
 	// ...and should controlPlane.resources grant it, the policy refuses it.
 	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "tokens-" + release},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}}}}
@@ -262,5 +281,5 @@ func TestControllerMintsNoTokens(t *testing.T) {
 	g.Eventually(func() error {
 		return controller.SubResource("token").Create(ctx, account, &authenticationv1.TokenRequest{})
 	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring(
-		"ServiceAccount " + shoot + "/aws-custom-route-controller: the controller requests no ServiceAccount tokens")))
+		"ServiceAccount " + shoot + "/aws-custom-route-controller: the controller requests tokens only of the ServiceAccount of the run pods, terraseed-terraformer, bound to a Pod")))
 }

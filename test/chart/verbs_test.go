@@ -53,6 +53,7 @@ var controllerVerbs = map[string]use{
 	"get /pods/log":                                                                                    {"terraform/executor/pod.go", "the log of a run pod that left no termination message"},
 	"get,create /serviceaccounts":                                                                      {"terraform/executor/serviceaccount.go", "the run pods' ServiceAccount per shoot namespace"},
 	"update /serviceaccounts (terraseed-terraformer)":                                                  {"terraform/executor/serviceaccount.go", "its labels corrected"},
+	"create /serviceaccounts/token (terraseed-terraformer)":                                            {"terraform/executor/podtoken.go", "a run pod's token, bound to the pod (what <release>-controller-writes admits)"},
 	"get,create rbac.authorization.k8s.io/roles":                                                       {"terraform/executor/serviceaccount.go", "the run pods' Role per shoot namespace"},
 	"get,create rbac.authorization.k8s.io/rolebindings":                                                {"terraform/executor/serviceaccount.go", "the run pods' RoleBinding per shoot namespace"},
 	"update rbac.authorization.k8s.io/roles (terraseed-terraformer)":                                   {"terraform/executor/serviceaccount.go", "the run objects of a new run added to the Role"},

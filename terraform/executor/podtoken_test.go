@@ -1,0 +1,122 @@
+package executor
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/terraformer"
+)
+
+// A run pod whose executor knows the API server's CA gets a token requested for it, in
+// its credentials Secret, and mounts no volume: the terraformer, given no kubeconfig,
+// reaches the API server with that token as the run pods' ServiceAccount. The token is
+// bound to the pod and lives as long as the pod may; once the pod is gone, it is refused.
+func TestARunPodWithARequestedTokenMountsNoVolume(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 3)
+	k := startKubelet(f, false)
+	e := f.podExecutor()
+	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	result, err := e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.Outputs["names"]).To(HaveLen(3))
+	g.Expect(f.Items(g)).To(HaveLen(3))
+
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(1))
+	pod := pods[0]
+	g.Expect(pod.Spec.Volumes).To(BeEmpty(), "%+v", pod.Spec.Volumes)
+	g.Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+	c := pod.Spec.Containers[0]
+	g.Expect(c.VolumeMounts).To(BeEmpty())
+	g.Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--work-dir /tmp/work"))
+	g.Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeFalse()))
+
+	k.mu.Lock()
+	secret := k.secrets[pod.Name]
+	k.mu.Unlock()
+	g.Expect(secret).To(HaveKeyWithValue(terraformer.EnvAPICA, env.Config.CAData))
+	g.Expect(secret).To(HaveKeyWithValue("TF_VAR_kubeconfig", []byte(f.Kubeconfig)), "the run's own credentials beside it")
+	token := string(secret[terraformer.EnvAPIToken])
+	claims := tokenClaims(g, token)
+	g.Expect(claims.Kubernetes.Pod.Name).To(Equal(pod.Name))
+	g.Expect(claims.Kubernetes.Pod.UID).To(BeEquivalentTo(pod.UID))
+	g.Expect(claims.Kubernetes.ServiceAccount.Name).To(Equal("terraformer"))
+	lifetime := e.CreationTimeout + e.RunTimeout + e.stopGrace() + tokenMargin
+	g.Expect(claims.Expiry - claims.IssuedAt).To(BeEquivalentTo(lifetime / time.Second))
+	startBy, err := time.Parse(time.RFC3339, string(secret[terraformer.EnvAPIStartBy]))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(startBy.Unix()).To(BeNumerically("~", claims.IssuedAt+int64(e.CreationTimeout/time.Second), 1))
+
+	// The run ended and its pod is gone: its token with it, once the API server's
+	// cache of tokens it accepted (10 s) has let it go.
+	g.Eventually(func(g Gomega) {
+		review, err := e.Clientset.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(review.Status.Authenticated).To(BeFalse())
+		g.Expect(review.Status.Error).To(ContainSubstring("invalidated"))
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// A seed whose API server gives tokens a shorter life than a run pod may have (the test
+// environment caps them at 2 h) has its run pods mount the kubelet's token instead, from
+// the first run on.
+func TestRunPodsMountTheirTokenWhereRequestedOnesWouldExpireTooSoon(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	k := startKubelet(f, false)
+	e := f.podExecutor()
+	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	e.RunTimeout = 3 * time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	_, err := e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.requestsTokens()).To(BeFalse())
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].Spec.AutomountServiceAccountToken).To(BeNil())
+	g.Expect(pods[0].Spec.Volumes).To(HaveLen(2))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	g.Expect(k.secrets[pods[0].Name]).NotTo(HaveKey(terraformer.EnvAPIToken))
+}
+
+type serviceAccountClaims struct {
+	IssuedAt   int64 `json:"iat"`
+	Expiry     int64 `json:"exp"`
+	Kubernetes struct {
+		Pod struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		} `json:"pod"`
+		ServiceAccount struct {
+			Name string `json:"name"`
+		} `json:"serviceaccount"`
+	} `json:"kubernetes.io"`
+}
+
+// tokenClaims reads the claims of a ServiceAccount token (a JWT) without verifying it:
+// the API server's TokenReview does that.
+func tokenClaims(g Gomega, token string) serviceAccountClaims {
+	parts := strings.Split(token, ".")
+	g.Expect(parts).To(HaveLen(3), "a JWT")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	g.Expect(err).NotTo(HaveOccurred())
+	var claims serviceAccountClaims
+	g.Expect(json.Unmarshal(payload, &claims)).To(Succeed())
+	return claims
+}
