@@ -114,7 +114,7 @@ func TestChartControllerRunsInPods(t *testing.T) {
 		names = append(names, p.Name)
 		g.Expect(p.Spec.Containers[0].Image).To(Equal(ImageName))
 		g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "the liveness probe never failed: %s", previousRun(p))
-		expectHardened(t, p.Status.ContainerStatuses[0].ContainerID)
+		expectHardened(t, p.Status.ContainerStatuses[0].ContainerID, true)
 		pid, err := node.ContainerPID(context.Background(), p.Status.ContainerStatuses[0].ContainerID)
 		g.Expect(err).NotTo(HaveOccurred())
 		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
@@ -308,7 +308,11 @@ func TestControllerPodDeletedMidRun(t *testing.T) {
 
 	g.Eventually(gate.Held).WithTimeout(runTimeout).WithPolling(pollEvery).Should(BeNumerically(">=", 1), "the run pod's first create is held")
 	pod := s.pods.running(t, runPod)
-	expectHardened(t, pod.Status.ContainerStatuses[0].ContainerID)
+	// The controller requests the run pod's token: the pod mounts no volume, and writes
+	// in its own layer, of which only /tmp is the run's.
+	g.Expect(pod.Spec.Volumes).To(BeEmpty())
+	g.Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+	expectHardened(t, pod.Status.ContainerStatuses[0].ContainerID, false)
 	var old string
 	g.Eventually(func(g Gomega) { old = leader(g) }).WithTimeout(quickAction).Should(Succeed())
 	g.Expect(podLogs(g, releaseNamespace, old)).To(ContainSubstring("runPodCreated"), "the leader started the run")

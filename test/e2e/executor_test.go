@@ -161,7 +161,9 @@ func TestRunPodAppliesAndDestroys(t *testing.T) {
 	g.Eventually(gate.Held).WithTimeout(runTimeout).WithPolling(pollEvery).Should(BeNumerically(">=", 1), "a create is held: the run is under way")
 	pod := r.pods.running(t, r.objects.ID.PodName())
 	g.Expect(pod.Spec.NodeName).To(Equal("terraseed-node"), "the scheduler placed the run pod")
-	expectHardened(t, pod.Status.ContainerStatuses[0].ContainerID)
+	// Given no CA, the executor has the kubelet mount the pod's token, and the pod its
+	// volumes on a read-only root.
+	expectHardened(t, pod.Status.ContainerStatuses[0].ContainerID, true)
 	logs, err := clientset.CoreV1().Pods(r.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
 	g.Expect(err).NotTo(HaveOccurred(), "the API server reads the log from the kubelet")
 	g.Expect(string(logs)).To(ContainSubstring("Creating..."), "terraform's output")

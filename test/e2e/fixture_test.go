@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,22 +159,79 @@ func processStatus(t *testing.T, pid int) map[string]string {
 // rootMountOptions returns the mount options of a process's root file system.
 func rootMountOptions(t *testing.T, pid int) []string {
 	t.Helper()
+	options, _ := mounts(t, pid)
+	return options
+}
+
+// mounts returns the options of a process's root mount and the paths of its other mounts.
+func mounts(t *testing.T, pid int) (rootOptions []string, others []string) {
+	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) > 5 && fields[4] == "/" {
-			return strings.Split(fields[5], ",")
+		switch {
+		case len(fields) <= 5:
+		case fields[4] == "/":
+			rootOptions = strings.Split(fields[5], ",")
+		default:
+			others = append(others, fields[4])
 		}
 	}
-	t.Fatalf("process %d has no root mount", pid)
-	return nil
+	if rootOptions == nil {
+		t.Fatalf("process %d has no root mount", pid)
+	}
+	return rootOptions, others
+}
+
+// writableInTheImage lists what of a container's image, seen through one of its
+// processes, the user 65532 may write: its owner's or group's and writable by them, or
+// writable by anybody. The container's mounts (volumes, /proc, the files the kubelet
+// mounts), /tmp and the user's home are not the image's to hold.
+func writableInTheImage(t *testing.T, pid int) []string {
+	t.Helper()
+	// The root is a link to the process's root directory: walked from inside it.
+	root := fmt.Sprintf("/proc/%d/root/", pid)
+	_, others := mounts(t, pid)
+	skip := map[string]bool{"/tmp": true, "/home/nonroot": true}
+	for _, m := range others {
+		skip[m] = true
+	}
+	var writable []string
+	walked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		walked++
+		name := "/" + strings.TrimPrefix(path, root)
+		if skip[name] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Mode()&fs.ModeSymlink != 0 {
+			return err
+		}
+		owner, perm := info.Sys().(*syscall.Stat_t), info.Mode().Perm()
+		if (owner.Uid == 65532 && perm&0o200 != 0) || (owner.Gid == 65532 && perm&0o020 != 0) || perm&0o002 != 0 {
+			writable = append(writable, name)
+		}
+		return nil
+	})
+	g := NewWithT(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(walked).To(BeNumerically(">", 10), "the image's files were walked")
+	return writable
 }
 
 // expectHardened checks what the kernel says about a container's processes: they run
-// as the unprivileged user 65532 with no capabilities and no way to gain privileges, on
-// a read-only root file system.
-func expectHardened(t *testing.T, containerID string) {
+// as the unprivileged user 65532 with no capabilities and no way to gain privileges,
+// and can write nothing of the image but /tmp and their home; readOnlyRoot: the root
+// file system is mounted read-only too.
+func expectHardened(t *testing.T, containerID string, readOnlyRoot bool) {
 	t.Helper()
 	g := NewWithT(t)
 	pids := processes(t, containerID)
@@ -183,7 +242,10 @@ func expectHardened(t *testing.T, containerID string) {
 		g.Expect(status["Gid"]).To(Equal("65532 65532 65532 65532"), "process %d (%s)", pid, status["Name"])
 		g.Expect(status["NoNewPrivs"]).To(Equal("1"), "process %d (%s)", pid, status["Name"])
 		g.Expect(status["CapEff"]).To(Equal("0000000000000000"), "process %d (%s)", pid, status["Name"])
-		g.Expect(rootMountOptions(t, pid)).To(ContainElement("ro"), "process %d (%s): the root file system", pid, status["Name"])
+		g.Expect(writableInTheImage(t, pid)).To(BeEmpty(), "process %d (%s): what of the image it may write", pid, status["Name"])
+		if readOnlyRoot {
+			g.Expect(rootMountOptions(t, pid)).To(ContainElement("ro"), "process %d (%s): the root file system", pid, status["Name"])
+		}
 	}
 }
 
