@@ -233,6 +233,13 @@ func (e *PodExecutor) podToAdopt(ctx context.Context, req run.Request) (*corev1.
 		return nil, nil
 	case pod.Labels[labelCommand] != string(req.Command):
 		return nil, inProgress(req.Command, fmt.Sprintf("%s (pod %s runs %s)", run.ErrRunInProgress, pod.Name, pod.Labels[labelCommand]))
+	case e.cutOffBeforeItsSecret(ctx, req.ID, pod):
+		// Its executor stopped between the pod and its Secret: the kubelet cannot start
+		// it, and it ran nothing. This run replaces it.
+		if err := e.cleanup(ctx, req.ID, pod); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	case req.Digest != "" && pod.Labels[labelDigest] != req.Digest:
 		// A pod of another configuration, e.g. of the generation before a restart: its
 		// outcome is not this run's. This run starts once it ended.

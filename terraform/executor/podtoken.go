@@ -10,9 +10,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 )
 
@@ -79,4 +82,20 @@ func (e *PodExecutor) requestToken(ctx context.Context, pod *corev1.Pod) (map[st
 		terraformer.EnvAPICA:      ca,
 		terraformer.EnvAPIStartBy: []byte(startBy.UTC().Format(time.RFC3339)),
 	}, nil
+}
+
+// cutOffBeforeItsSecret reports whether pod is a run pod with a requested token whose
+// container never started and whose credentials Secret is not there: its executor
+// stopped after creating it, before writing the Secret, which only this executor writes.
+func (e *PodExecutor) cutOffBeforeItsSecret(ctx context.Context, id run.ID, pod *corev1.Pod) bool {
+	if ptr.Deref(pod.Spec.AutomountServiceAccountToken, true) || len(pod.Spec.Volumes) > 0 {
+		return false
+	}
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.State.Waiting == nil {
+			return false
+		}
+	}
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.EnvSecretName()}, &corev1.Secret{})
+	return apierrors.IsNotFound(err)
 }

@@ -120,3 +120,29 @@ func tokenClaims(g Gomega, token string) serviceAccountClaims {
 	g.Expect(json.Unmarshal(payload, &claims)).To(Succeed())
 	return claims
 }
+
+// An executor that stopped between creating a run pod and writing its credentials Secret
+// (which then holds the pod's token) left a pod the kubelet cannot start: the next run
+// replaces it rather than wait for it until the creation timeout.
+func TestARunPodLeftWithoutItsSecretIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	k := startKubelet(f, false)
+	e := f.podExecutor()
+	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := f.request(run.Apply)
+	labels := req.ID.Labels()
+	labels[labelCommand] = string(req.Command)
+	left := e.podFor(req, labels, nil, true)
+	g.Expect(env.Client.Create(ctx, left)).To(Succeed())
+
+	started := time.Now()
+	_, err := e.Run(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(time.Since(started)).To(BeNumerically("<", e.CreationTimeout), "not waited for until the creation timeout")
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].UID).NotTo(Equal(left.UID), "a new pod ran")
+}
