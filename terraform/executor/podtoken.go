@@ -88,7 +88,8 @@ func (e *PodExecutor) requestToken(ctx context.Context, pod *corev1.Pod) (map[st
 // container never started and whose credentials Secret is not there: its executor
 // stopped after creating it, before writing the Secret, which only this executor writes.
 func (e *PodExecutor) cutOffBeforeItsSecret(ctx context.Context, id run.ID, pod *corev1.Pod) bool {
-	if ptr.Deref(pod.Spec.AutomountServiceAccountToken, true) || len(pod.Spec.Volumes) > 0 {
+	// Only a pod of a requested token mounts none.
+	if ptr.Deref(pod.Spec.AutomountServiceAccountToken, true) {
 		return false
 	}
 	for _, status := range pod.Status.ContainerStatuses {
