@@ -22,12 +22,8 @@ import (
 // bound to the pod and lives as long as the pod may; once the pod is gone, it is refused.
 func TestARunPodWithARequestedTokenMountsNoVolume(t *testing.T) {
 	g := NewWithT(t)
-	f := newFixture(t, 3)
-	k := startKubelet(f, false)
-	e := f.podExecutor()
-	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	f, k, e := tokenFixture(t, 3)
+	ctx := tokenContext(t)
 
 	result, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -75,13 +71,9 @@ func TestARunPodWithARequestedTokenMountsNoVolume(t *testing.T) {
 // the first run on.
 func TestRunPodsMountTheirTokenWhereRequestedOnesWouldExpireTooSoon(t *testing.T) {
 	g := NewWithT(t)
-	f := newFixture(t, 1)
-	k := startKubelet(f, false)
-	e := f.podExecutor()
-	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	f, k, e := tokenFixture(t, 1)
 	e.RunTimeout = 3 * time.Hour
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := tokenContext(t)
 
 	_, err := e.Run(ctx, f.request(run.Apply))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -93,6 +85,22 @@ func TestRunPodsMountTheirTokenWhereRequestedOnesWouldExpireTooSoon(t *testing.T
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	g.Expect(k.secrets[pods[0].Name]).NotTo(HaveKey(terraformer.EnvAPIToken))
+}
+
+// tokenFixture is a fixture of n resources, its kubelet, and a pod executor that
+// requests its run pods' tokens.
+func tokenFixture(t *testing.T, n int) (*fixture, *kubelet, *PodExecutor) {
+	f := newFixture(t, n)
+	k := startKubelet(f, false)
+	e := f.podExecutor()
+	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	return f, k, e
+}
+
+func tokenContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 type serviceAccountClaims struct {
@@ -126,12 +134,8 @@ func tokenClaims(g Gomega, token string) serviceAccountClaims {
 // replaces it rather than wait for it until the creation timeout.
 func TestARunPodLeftWithoutItsSecretIsReplaced(t *testing.T) {
 	g := NewWithT(t)
-	f := newFixture(t, 1)
-	k := startKubelet(f, false)
-	e := f.podExecutor()
-	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	f, k, e := tokenFixture(t, 1)
+	ctx := tokenContext(t)
 	req := f.request(run.Apply)
 	labels := req.ID.Labels()
 	labels[labelCommand] = string(req.Command)
