@@ -10,7 +10,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/terraformer"
@@ -85,6 +90,39 @@ func TestRunPodsMountTheirTokenWhereRequestedOnesWouldExpireTooSoon(t *testing.T
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	g.Expect(k.secrets[pods[0].Name]).NotTo(HaveKey(terraformer.EnvAPIToken))
+}
+
+// A run pod being deleted still runs in its grace period, its terraformer saving the
+// state: its token still works then, as the kubelet's would, until the pod is gone.
+func TestARequestedTokenWorksWhileItsPodStops(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	e := f.podExecutor()
+	e.ManageServiceAccount, e.APICA = true, env.Config.CAData
+	ctx := tokenContext(t)
+	pod, err := e.create(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	pod.Finalizers = append(pod.Finalizers, "terraseed.test/hold")
+	g.Expect(env.Client.Update(ctx, pod)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, secret)).To(Succeed())
+	asRunPod, err := client.New(&rest.Config{Host: env.Config.Host, BearerToken: string(secret.Data[terraformer.EnvAPIToken]),
+		TLSClientConfig: rest.TLSClientConfig{CAData: secret.Data[terraformer.EnvAPICA]}}, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// On a node: a pod on none is deleted with no grace period.
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node"}}
+	g.Expect(env.Client.SubResource("binding").Create(ctx, pod, binding)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, pod)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	g.Expect(pod.DeletionTimestamp.Time).To(BeTemporally(">", time.Now()), "in its grace period")
+	config := &corev1.ConfigMap{}
+	g.Expect(asRunPod.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ConfigName()}, config)).To(Succeed(), "the run pod's token works in its grace period")
+	g.Expect(asRunPod.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "cloudprovider"}, &corev1.Secret{})).To(
+		Satisfy(apierrors.IsForbidden), "as the run pods' ServiceAccount, which reads no other Secret")
 }
 
 // tokenFixture is a fixture of n resources, its kubelet, and a pod executor that
