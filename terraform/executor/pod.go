@@ -354,9 +354,12 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 	// token bound to it: the kubelet starts the container only once the Secret is there.
 	requestToken := e.requestsTokens()
 	if !requestToken {
-		if err := e.writeEnvSecret(ctx, secret, labels, owners, data); err != nil {
+		if err := e.writeEnvSecret(ctx, secret, labels, owners, data, false); err != nil {
 			return nil, err
 		}
+	} else if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		// One an earlier run left, with a token bound to its pod, would start this one.
+		return nil, fmt.Errorf("deleting an earlier run's credentials Secret: %w", err)
 	}
 	pod := e.podFor(req, labels, owners, requestToken)
 	for _, kv := range traceEnv {
@@ -382,7 +385,7 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 	access, err := e.requestToken(ctx, pod)
 	if err == nil {
 		maps.Copy(data, access)
-		err = e.writeEnvSecret(ctx, secret, labels, owners, data)
+		err = e.writeEnvSecret(ctx, secret, labels, owners, data, true)
 	}
 	if err != nil {
 		// The pod cannot have started without its Secret: it goes at once.
@@ -398,14 +401,22 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 	return pod, nil
 }
 
-// writeEnvSecret writes the run's credentials Secret.
-func (e *PodExecutor) writeEnvSecret(ctx context.Context, secret *corev1.Secret, labels map[string]string, owners []metav1.OwnerReference, data map[string][]byte) error {
-	if _, err := controllerutil.CreateOrUpdate(ctx, e.Client, secret, func() error {
+// writeEnvSecret writes the run's credentials Secret; fresh: it is known not to exist.
+func (e *PodExecutor) writeEnvSecret(ctx context.Context, secret *corev1.Secret, labels map[string]string, owners []metav1.OwnerReference, data map[string][]byte, fresh bool) error {
+	fill := func() error {
 		secret.Labels, secret.OwnerReferences = labels, owners
 		secret.Type = corev1.SecretTypeOpaque
 		secret.Data = data
 		return nil
-	}); err != nil {
+	}
+	var err error
+	if fresh {
+		_ = fill()
+		err = e.Client.Create(ctx, secret)
+	} else {
+		_, err = controllerutil.CreateOrUpdate(ctx, e.Client, secret, fill)
+	}
+	if err != nil {
 		if refusedByQuota(err) {
 			return &notStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
 		}

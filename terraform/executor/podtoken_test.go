@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,4 +189,56 @@ func TestARunPodLeftWithoutItsSecretIsReplaced(t *testing.T) {
 	pods := k.startedPods()
 	g.Expect(pods).To(HaveLen(1))
 	g.Expect(pods[0].UID).NotTo(Equal(left.UID), "a new pod ran")
+}
+
+// A credentials Secret an earlier run left (its cleanup failed) is not what a run pod
+// starts with: it would hold a token bound to the earlier pod. The token request is
+// slowed down here so that the kubelet looks for the Secret before the new one is written.
+func TestACredentialsSecretAnEarlierRunLeftDoesNotStartARunPod(t *testing.T) {
+	g := NewWithT(t)
+	f, k, e := tokenFixture(t, 1)
+	e.Clientset = slowTokens{Interface: e.Clientset, delay: 500 * time.Millisecond}
+	ctx := tokenContext(t)
+	left := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: f.Objects.ID.EnvSecretName()}, Data: map[string][]byte{
+		terraformer.EnvAPIToken: []byte("an-earlier-pods-token"), terraformer.EnvAPICA: env.Config.CAData,
+		terraformer.EnvAPIStartBy: []byte(time.Now().Add(time.Hour).UTC().Format(time.RFC3339)),
+	}}
+	g.Expect(env.Client.Create(ctx, left)).To(Succeed())
+
+	_, err := e.Run(ctx, f.request(run.Apply))
+	g.Expect(err).NotTo(HaveOccurred())
+	pods := k.startedPods()
+	g.Expect(pods).To(HaveLen(1))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	g.Expect(tokenClaims(g, string(k.secrets[pods[0].Name][terraformer.EnvAPIToken])).Kubernetes.Pod.UID).To(BeEquivalentTo(pods[0].UID))
+}
+
+// slowTokens is the test's API server, whose token requests take delay longer.
+type slowTokens struct {
+	kubernetes.Interface
+	delay time.Duration
+}
+
+func (c slowTokens) CoreV1() typedcorev1.CoreV1Interface {
+	return slowCore{CoreV1Interface: c.Interface.CoreV1(), delay: c.delay}
+}
+
+type slowCore struct {
+	typedcorev1.CoreV1Interface
+	delay time.Duration
+}
+
+func (c slowCore) ServiceAccounts(namespace string) typedcorev1.ServiceAccountInterface {
+	return slowAccounts{ServiceAccountInterface: c.CoreV1Interface.ServiceAccounts(namespace), delay: c.delay}
+}
+
+type slowAccounts struct {
+	typedcorev1.ServiceAccountInterface
+	delay time.Duration
+}
+
+func (a slowAccounts) CreateToken(ctx context.Context, name string, request *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error) {
+	time.Sleep(a.delay)
+	return a.ServiceAccountInterface.CreateToken(ctx, name, request, opts)
 }
