@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -335,7 +336,7 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
 		// Nothing reads the managed fields of a cached object; kept, they were nearly half of
 		// what the cache of a seed's Infrastructures and Secrets' metadata held.
-		Cache:         cache.Options{ByObject: controlPlaneWorkloads(managerScheme), DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:         cache.Options{ByObject: cachedObjects(managerScheme), DefaultTransform: cache.TransformStripManagedFields()},
 		WebhookServer: controlPlaneWebhook.Server(),
 		// The runs the controller hosts stop and save their state before it exits.
 		GracefulShutdownTimeout: &shutdownTimeout,
@@ -417,6 +418,14 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOpt
 		return nil, err
 	}
 	return controlPlaneTypes, nil
+}
+
+// cachedObjects is what the cache keeps of a kind when not all of it: the workloads a
+// ControlPlane deployed, and Infrastructures without their index.
+func cachedObjects(s *k8sruntime.Scheme) map[client.Object]cache.ByObject {
+	byObject := controlPlaneWorkloads(s)
+	maps.Copy(byObject, infrastructure.CachedInfrastructures())
+	return byObject
 }
 
 // controlPlaneWorkloads limits the cache of the workloads the health check watches to

@@ -156,8 +156,9 @@ func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]st
 	if len(adoptions) == 0 {
 		return nil
 	}
+	// From the API server: the cache keeps no indexes (CachedInfrastructures).
 	infras := &extensionsv1alpha1.InfrastructureList{}
-	if err := op.actuator.Client.List(ctx, infras); err != nil {
+	if err := op.actuator.APIReader.List(ctx, infras); err != nil {
 		return fmt.Errorf("listing the Infrastructures whose indexes an adoption must not take from: %w", err)
 	}
 	type holder struct{ infra, address string }

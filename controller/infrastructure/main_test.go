@@ -48,6 +48,8 @@ type controllerUnderTest struct {
 	done   chan error
 	// output collects what the terraformer processes of this controller printed.
 	output *testenv.SyncBuffer
+	// cached reads the manager's cache.
+	cached client.Reader
 }
 
 // startController runs the controller with the local executor; runs keep their working
@@ -92,7 +94,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: cached},
+		Cache:                  cache.Options{DefaultNamespaces: cached, ByObject: infrastructure.CachedInfrastructures()},
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -108,7 +110,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
-	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output}
+	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache()}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue(), "the controller's caches sync")

@@ -1,0 +1,25 @@
+package infrastructure
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+)
+
+// CachedInfrastructures is what the manager's cache keeps of each Infrastructure: all
+// but its managed fields and its .status.state, the controller's index of the state
+// (up to 1 MiB each). A reconcile reads its Infrastructure from the API server, and
+// what reads other Infrastructures' indexes lists them from there too (adoptsNoOthers);
+// the cache serves the watch, the secretRef index and the progress of a run, which
+// patches its lastOperation alone.
+func CachedInfrastructures() map[client.Object]cache.ByObject {
+	stripManagedFields := cache.TransformStripManagedFields()
+	return map[client.Object]cache.ByObject{&extensionsv1alpha1.Infrastructure{}: {Transform: func(in any) (any, error) {
+		out, err := stripManagedFields(in)
+		if infra, ok := out.(*extensionsv1alpha1.Infrastructure); ok {
+			infra.Status.State = nil
+		}
+		return out, err
+	}}}
+}
