@@ -77,13 +77,7 @@ func checkTerraformVersion(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		name, value, _ := strings.Cut(kv, "=")
-		env[name] = value
-	}
-	env["CHECKPOINT_DISABLE"] = "1"
-	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+	if err := setEnv(tf, os.Environ(), "CHECKPOINT_DISABLE", "1"); err != nil {
 		return err
 	}
 	v, _, err := tf.Version(ctx, true)

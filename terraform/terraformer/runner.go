@@ -361,16 +361,22 @@ func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 	r.cliConfig = cliConfig
 	// The commands terraform-exec runs (version, init, validate) read no variables: it
 	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
-	env := map[string]string{}
-	for _, kv := range r.terraformEnv() {
-		name, value, _ := strings.Cut(kv, "=")
-		env[name] = value
-	}
-	env["TF_CLI_CONFIG_FILE"] = cliConfig
-	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+	if err := setEnv(tf, r.terraformEnv(), "TF_CLI_CONFIG_FILE", cliConfig); err != nil {
 		return nil, nil, err
 	}
 	return tf, stderr, nil
+}
+
+// setEnv makes environ, with name set to value, the environment of the commands tf
+// runs, less what terraform-exec sets itself.
+func setEnv(tf *tfexec.Terraform, environ []string, name, value string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	env[name] = value
+	return tf.SetEnv(tfexec.CleanEnv(env))
 }
 
 func orDiscard(w io.Writer) io.Writer {
