@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/terraseed/terraseed/terraform/run"
@@ -345,21 +344,26 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 			return nil, err
 		}
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName()}}
-	data := map[string][]byte{}
-	for k, v := range req.Env {
-		data[k] = []byte(v)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName(), Labels: labels, OwnerReferences: owners},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{},
 	}
-	// A pod with a requested token is created before its Secret, which then holds the
-	// token bound to it: the kubelet starts the container only once the Secret is there.
+	for k, v := range req.Env {
+		secret.Data[k] = []byte(v)
+	}
+	// The Secret is created afresh: one an earlier run left (with a token bound to its
+	// pod) would start this run's pod. A pod with a requested token is created before
+	// its Secret, which then holds the token bound to it: the kubelet starts the
+	// container only once the Secret is there.
+	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting an earlier run's credentials Secret: %w", err)
+	}
 	requestToken := e.requestsTokens()
 	if !requestToken {
-		if err := e.writeEnvSecret(ctx, secret, labels, owners, data, false); err != nil {
+		if err := e.createEnvSecret(ctx, secret); err != nil {
 			return nil, err
 		}
-	} else if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
-		// One an earlier run left, with a token bound to its pod, would start this one.
-		return nil, fmt.Errorf("deleting an earlier run's credentials Secret: %w", err)
 	}
 	pod := e.podFor(req, labels, owners, requestToken)
 	for _, kv := range traceEnv {
@@ -384,8 +388,8 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 	}
 	access, err := e.requestToken(ctx, pod)
 	if err == nil {
-		maps.Copy(data, access)
-		err = e.writeEnvSecret(ctx, secret, labels, owners, data, true)
+		maps.Copy(secret.Data, access)
+		err = e.createEnvSecret(ctx, secret)
 	}
 	if err != nil {
 		// The pod cannot have started without its Secret: it goes at once.
@@ -401,26 +405,13 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 	return pod, nil
 }
 
-// writeEnvSecret writes the run's credentials Secret; fresh: it is known not to exist.
-func (e *PodExecutor) writeEnvSecret(ctx context.Context, secret *corev1.Secret, labels map[string]string, owners []metav1.OwnerReference, data map[string][]byte, fresh bool) error {
-	fill := func() error {
-		secret.Labels, secret.OwnerReferences = labels, owners
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = data
-		return nil
-	}
-	var err error
-	if fresh {
-		_ = fill()
-		err = e.Client.Create(ctx, secret)
-	} else {
-		_, err = controllerutil.CreateOrUpdate(ctx, e.Client, secret, fill)
-	}
-	if err != nil {
+// createEnvSecret creates the run's credentials Secret.
+func (e *PodExecutor) createEnvSecret(ctx context.Context, secret *corev1.Secret) error {
+	if err := e.Client.Create(ctx, secret); err != nil {
 		if refusedByQuota(err) {
 			return &notStartedError{Reason: "the run's credentials Secret is refused by a ResourceQuota: " + err.Error()}
 		}
-		return fmt.Errorf("writing the credentials Secret: %w", err)
+		return fmt.Errorf("creating the credentials Secret: %w", err)
 	}
 	return nil
 }
