@@ -27,7 +27,7 @@ func (r *Runner) apply(ctx context.Context) error {
 	if !r.guarded() {
 		err := r.timed(ctx, string(run.Apply), func() error {
 			w := r.tracker.writer(planningApplyOutput)
-			_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, ""))
+			_, err := r.runTerraform(ctx, w, applyArgs(r.Settings.Parallelism, ""))
 			_ = w.Close()
 			return err
 		})
@@ -60,7 +60,7 @@ func (r *Runner) apply(ctx context.Context) error {
 	}
 	return r.timed(ctx, string(run.Apply), func() error {
 		w := r.tracker.writer(appliedPlanOutput)
-		_, err := r.runJSON(ctx, w, applyArgs(r.Settings.Parallelism, planFile))
+		_, err := r.runTerraform(ctx, w, applyArgs(r.Settings.Parallelism, planFile))
 		_ = w.Close()
 		return err
 	})

@@ -28,10 +28,11 @@ func parallelismArg(parallelism int) string {
 	return "-parallelism=" + strconv.Itoa(parallelism)
 }
 
-// runJSON runs terraform with args in the working directory, its JSON output to stdout
-// and its errors to the run's stderr, and returns its exit code. Cancelling ctx
-// interrupts terraform, which then stops cleanly, and kills it after the stop timeout.
-func (r *Runner) runJSON(ctx context.Context, stdout io.Writer, args []string) (int, error) {
+// runTerraform runs terraform with args in the working directory, its output (JSON, for
+// all but init) to stdout and its errors to the run's stderr, and returns its exit code.
+// Cancelling ctx interrupts terraform, which then stops cleanly, and kills it after the
+// stop timeout.
+func (r *Runner) runTerraform(ctx context.Context, stdout io.Writer, args []string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -5,7 +5,7 @@ import "context"
 // destroy runs `terraform destroy`.
 func (r *Runner) destroy(ctx context.Context) error {
 	w := r.tracker.writer(planOutput)
-	_, err := r.runJSON(ctx, w, destroyArgs(r.Settings.Parallelism))
+	_, err := r.runTerraform(ctx, w, destroyArgs(r.Settings.Parallelism))
 	_ = w.Close()
 	return err
 }

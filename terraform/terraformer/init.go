@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -21,7 +20,7 @@ const initRecord = ".terraform/terraseed-initialised"
 // init runs terraform init unless the working directory was initialised for the same
 // configuration files, lock file, CLI configuration and binary by an earlier run that
 // succeeded: init would then change nothing, and costs a terraform process.
-func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
+func (r *Runner) init(ctx context.Context) error {
 	record := filepath.Join(r.WorkDir, initRecord)
 	digest, err := r.initDigest()
 	if err != nil {
@@ -38,7 +37,8 @@ func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
 			return err
 		}
 		defer unlock()
-		return tf.Init(ctx, tfexec.Upgrade(false))
+		_, err = r.runTerraform(ctx, orDiscard(r.Stdout), initArgs())
+		return err
 	})
 	if err != nil {
 		return err
@@ -52,6 +52,13 @@ func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
 		return err
 	}
 	return os.WriteFile(record, []byte(digest), 0o600)
+}
+
+// initArgs are terraform-exec's defaults for init. terraform-exec's own Init would start
+// `terraform version` first, for each new working directory, to choose its flags: as long
+// again as what a create's run adds to terraform's two commands.
+func initArgs() []string {
+	return []string{"init", "-no-color", "-input=false", "-backend=true", "-get=true", "-upgrade=false"}
 }
 
 // forgetInit has the next run of dir initialise it.

@@ -9,7 +9,7 @@ import (
 // changes.
 func (r *Runner) plan(ctx context.Context, out string, lock bool) (bool, error) {
 	w := r.tracker.writer(planOutput)
-	code, err := r.runJSON(ctx, w, planArgs(r.Settings.Parallelism, out, lock))
+	code, err := r.runTerraform(ctx, w, planArgs(r.Settings.Parallelism, out, lock))
 	_ = w.Close()
 	if code == exitChanges {
 		return true, nil

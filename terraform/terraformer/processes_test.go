@@ -325,3 +325,22 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands()).To(Equal([]string{"version", "init", "plan"}), "a changed binary is checked, and initialises again")
 }
+
+// A create in a new working directory, of a binary this process checked already, starts
+// terraform twice, as `terraform init && terraform apply` does: its init asks no version.
+func TestACreateOfACheckedBinaryStartsInitAndApplyOnly(t *testing.T) {
+	g := NewWithT(t)
+	binary, commands := loggingTerraform(t)
+	first := newFixture(t, 2)
+	first.settings.Terraform = binary
+	_, err := first.run(run.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"version", "init", "apply"}))
+
+	second := newFixture(t, 2)
+	second.settings.Terraform = binary
+	g.Expect(second.workDir).NotTo(Equal(first.workDir))
+	_, err = second.run(run.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"init", "apply"}))
+}

@@ -243,8 +243,7 @@ func (r *Runner) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer,
 	if err := checkedVersion(); err != nil {
 		return nil, nil, err
 	}
-	tf.SetStdout(orDiscard(r.Stdout))
-	if err := r.init(ctx, tf); err != nil {
+	if err := r.init(ctx); err != nil {
 		return nil, nil, run.NewError("init", stderr.String(), err)
 	}
 	return tf, stderr, nil
@@ -359,7 +358,7 @@ func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 		return nil, nil, err
 	}
 	r.cliConfig = cliConfig
-	// The commands terraform-exec runs (version, init, validate) read no variables: it
+	// The commands terraform-exec runs (version, validate) read no variables: it
 	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
 	if err := setEnv(tf, r.terraformEnv(), "TF_CLI_CONFIG_FILE", cliConfig); err != nil {
 		return nil, nil, err
