@@ -5,7 +5,6 @@ package serving
 import (
 	"crypto/tls"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -27,7 +26,7 @@ func MetricsOptions(address string, secure bool) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    address,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: MetricsAuth,
 		TLSOpts:        []func(*tls.Config){HardenTLS},
 	}
 }

@@ -95,6 +95,8 @@ func TestMetricsAreServedToAuthorizedReadersOnly(t *testing.T) {
 	}
 
 	g.Eventually(func() int { code, _, _ := scrape(""); return code }).WithTimeout(30 * time.Second).Should(Equal(http.StatusUnauthorized))
+	code, _, _ := scrape("not-a-token")
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "a token the API server does not know")
 	// The filter caches a denial for a while: the reader is asked once RBAC surely has its binding.
 	g.Eventually(func() bool {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -102,7 +104,8 @@ func TestMetricsAreServedToAuthorizedReadersOnly(t *testing.T) {
 		}}
 		return env.Client.Create(ctx, review) == nil && review.Status.Allowed
 	}).WithTimeout(30 * time.Second).Should(BeTrue())
-	code, proto, body := scrape(tokens["prometheus"])
+	var proto, body string
+	code, proto, body = scrape(tokens["prometheus"])
 	g.Expect(code).To(Equal(http.StatusOK))
 	g.Expect(proto).To(Equal("HTTP/1.1"), "HTTP/2 is off")
 	g.Expect(body).To(ContainSubstring("# HELP"))
