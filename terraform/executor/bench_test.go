@@ -26,7 +26,8 @@ import (
 // configuration with bare terraform doing the same work on its own copy of it (both with
 // the mirror and the shared plugin cache). Each iteration is one pair; which of the two
 // runs first alternates, because the second finds more of the machine warmed up. Run them
-// with at least ten pairs, as `make bench` does: -benchtime 10x.
+// with at least ten pairs; `make bench` runs twenty (-benchtime 20x), as one pair's ratio
+// ranges over ±25% on a shared machine.
 const benchResources = 20
 
 // BenchmarkApply compares a create from nothing with bare `terraform init && terraform
