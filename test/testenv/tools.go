@@ -1,12 +1,16 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -79,7 +83,9 @@ func ControllerBinary(t testing.TB) string { return controller.binary(t) }
 func (b *built) binary(t testing.TB) string {
 	t.Helper()
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "terraseed-"+b.pkg+"-")
+		prefix := "terraseed-" + b.pkg + "-"
+		removeAbandoned(prefix)
+		dir, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			b.err = err
 			return
@@ -117,6 +123,23 @@ func dropFromPageCache(path string) error {
 		return err
 	}
 	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+}
+
+// removeAbandoned deletes the builds of test processes that are gone without removing
+// them (killed, or stopped at a timeout): each is some 100 MB, and they would fill the
+// machine's temporary directory over many runs.
+func removeAbandoned(prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*-*"))
+	for _, dir := range dirs {
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), prefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // removeBuilt deletes what TerraformerBinary and ControllerBinary built.
