@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -98,4 +99,19 @@ func TestTerraformOfAnotherVersionIsRefused(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("terraform 1.5.7 is not installed"))
 	g.Expect(err.Error()).To(ContainSubstring("is terraform 1.4.6"))
 	g.Expect(f.Items(g)).To(BeEmpty())
+}
+
+// A configuration that terraform init accepts and terraform validate does not fails the
+// validation with terraform's own error, a configuration problem.
+func TestAValidationSaysWhatIsInvalid(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 1)
+	g.Expect(f.Objects.WriteConfig(context.Background(), env.Client, map[string]string{"main.tf": "output \"x\" {\n  value = var.undeclared\n}\n"})).To(Succeed())
+
+	_, err := f.run(run.Validate)
+	re := tftest.ExpectRunError(g, err)
+	t.Logf("message: %s", re.Message)
+	g.Expect(re.Message).To(ContainSubstring("Reference to undeclared input variable"))
+	g.Expect(tftest.CodesOf(re)).To(Equal([]extensionsv1alpha1.ErrorCode{extensionsv1alpha1.ErrorConfigurationProblem}))
+	g.Expect(errors.Is(err, run.ErrTerraformFailed)).To(BeTrue())
 }

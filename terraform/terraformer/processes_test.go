@@ -327,7 +327,8 @@ func TestTheVersionIsCheckedOncePerBinaryAndWorkingDirectory(t *testing.T) {
 }
 
 // A create in a new working directory, of a binary this process checked already, starts
-// terraform twice, as `terraform init && terraform apply` does: its init asks no version.
+// terraform twice, as `terraform init && terraform apply` does: its init asks no version,
+// nor does a validation's validate.
 func TestACreateOfACheckedBinaryStartsInitAndApplyOnly(t *testing.T) {
 	g := NewWithT(t)
 	binary, commands := loggingTerraform(t)
@@ -343,4 +344,11 @@ func TestACreateOfACheckedBinaryStartsInitAndApplyOnly(t *testing.T) {
 	_, err = second.run(run.Apply)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(commands()).To(Equal([]string{"init", "apply"}))
+
+	// Nor does a validation.
+	third := newFixture(t, 2)
+	third.settings.Terraform = binary
+	_, err = third.run(run.Validate)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(commands()).To(Equal([]string{"init", "validate"}))
 }

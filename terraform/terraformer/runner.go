@@ -156,7 +156,7 @@ func (r *Runner) Run(ctx context.Context) (_ *run.Result, err error) {
 		return nil, err
 	}
 	defer unlock()
-	tf, stderr, err := r.prepare(ctx)
+	stderr, err := r.prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (r *Runner) Run(ctx context.Context) (_ *run.Result, err error) {
 		r.tracker.setConfiguration(r.configuration)
 	}
 	result := &run.Result{}
-	runErr := r.execute(ctx, tf, result)
+	runErr := r.execute(ctx, result)
 	if runErr != nil {
 		// The next run initialises again, in case the working directory was the cause.
 		forgetInit(r.WorkDir)
@@ -209,10 +209,10 @@ func (r *Runner) checkInput() error {
 
 // prepare makes the working directory ready for the command: the binary checked, the
 // configuration and the state in place, terraform initialised.
-func (r *Runner) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer, error) {
+func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
 	tf, stderr, err := r.terraform()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
 	// unless it checked this binary in this working directory before.
@@ -238,15 +238,15 @@ func (r *Runner) prepare(ctx context.Context) (*tfexec.Terraform, *bytes.Buffer,
 		prepared.Go(func() error { return r.prepareState(prepareCtx, filesRead) })
 	}
 	if err := prepared.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := checkedVersion(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := r.init(ctx); err != nil {
-		return nil, nil, run.NewError("init", stderr.String(), err)
+		return nil, run.NewError("init", stderr.String(), err)
 	}
-	return tf, stderr, nil
+	return stderr, nil
 }
 
 // report is where the run's progress and plan go, where the executor reads them: the
@@ -319,7 +319,7 @@ func (r *Runner) finish(ctx context.Context, result *run.Result) error {
 	return nil
 }
 
-func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.Result) error {
+func (r *Runner) execute(ctx context.Context, result *run.Result) error {
 	switch r.Command {
 	case run.Apply:
 		return r.apply(ctx)
@@ -335,7 +335,7 @@ func (r *Runner) execute(ctx context.Context, tf *tfexec.Terraform, result *run.
 			return err
 		})
 	case run.Validate:
-		return r.timed(ctx, string(run.Validate), func() error { return r.validate(ctx, tf) })
+		return r.timed(ctx, string(run.Validate), func() error { return r.validate(ctx) })
 	}
 	return run.InvalidInput("command", string(r.Command))
 }
@@ -358,7 +358,7 @@ func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
 		return nil, nil, err
 	}
 	r.cliConfig = cliConfig
-	// The commands terraform-exec runs (version, validate) read no variables: it
+	// The command terraform-exec runs (version) reads no variables: it
 	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
 	if err := setEnv(tf, r.terraformEnv(), "TF_CLI_CONFIG_FILE", cliConfig); err != nil {
 		return nil, nil, err
