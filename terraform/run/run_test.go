@@ -1,9 +1,11 @@
 package run
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestNamesAreGardenersTerraformerNames(t *testing.T) {
@@ -19,4 +21,15 @@ func TestNamesAreGardenersTerraformerNames(t *testing.T) {
 	err := ID{Namespace: "ns", Name: "a"}.Validate()
 	g.Expect(err).To(MatchError(ErrInvalidInput))
 	g.Expect(err.Error()).To(Equal("purpose: must not be empty"))
+}
+
+// The labels of a run are valid label values for any name an object may have.
+func TestTheLabelsOfARunAreValidForAnyName(t *testing.T) {
+	g := NewWithT(t)
+	for _, name := range []string{"a", strings.Repeat("b", 63), strings.Repeat("c", 64), strings.Repeat("d.", 120) + "e"} {
+		for key, value := range (ID{Namespace: "ns", Name: name, Purpose: PurposeInfra}).Labels() {
+			g.Expect(validation.IsValidLabelValue(value)).To(BeEmpty(), "%s of a name of %d characters", key, len(name))
+		}
+	}
+	g.Expect(ID{Name: strings.Repeat("b", 63)}.Labels()[LabelInfrastructure]).To(Equal(strings.Repeat("b", 63)), "a name that fits is the value")
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -57,4 +58,27 @@ func TestCreateFirstWritesANewObjectInOneRequestAndStillUpdatesAnExistingOne(t *
 	counter.requests.Store(0)
 	g.Expect(objects.WriteConfig(ctx, c, map[string]string{"main.tf": "# second"})).To(Succeed())
 	g.Expect(counter.requests.Load()).To(BeEquivalentTo(1))
+}
+
+// An owner's name may be 253 characters long and a label value 63: the run objects of an
+// owner with a long name are created, labelled with a value that still tells it from
+// another owner whose name starts alike.
+func TestTheRunObjectsOfAnOwnerWithALongNameAreCreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	namespace := env.Namespace(t)
+	long := strings.Repeat("a", 60) + "--0d6c5f2e-0b5f-4b7c-9c1e-4a3f1d2c3b4a"
+	labels := map[string]string{}
+	for _, name := range []string{long, strings.Replace(long, "4a3f", "5a3f", 1)} {
+		objects := RunObjects{ID: run.ID{Namespace: namespace, Name: name, Purpose: run.PurposeInfra}}
+		g.Expect(objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": ""})).To(Succeed())
+		g.Expect(objects.WriteVars(ctx, env.Client, []byte("{}"))).To(Succeed())
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: objects.ID.ConfigName()}, cm)).To(Succeed())
+		value := cm.Labels[run.LabelInfrastructure]
+		g.Expect(len(value)).To(Equal(63))
+		g.Expect(value).To(HavePrefix(name[:52]))
+		labels[name] = value
+	}
+	g.Expect(labels[long]).NotTo(Equal(labels[strings.Replace(long, "4a3f", "5a3f", 1)]))
 }
