@@ -210,7 +210,7 @@ func (r *Runner) checkInput() error {
 // prepare makes the working directory ready for the command: the binary checked, the
 // configuration and the state in place, terraform initialised.
 func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
-	tf, stderr, err := r.terraform()
+	stderr, err := r.setUp()
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
 	if r.versionChecked() {
 		versionChecked <- nil
 	} else {
-		go func() { versionChecked <- r.checkVersion(ctx, tf) }()
+		go func() { versionChecked <- r.checkVersion(ctx) }()
 	}
 	checkedVersion := sync.OnceValue(func() error { return <-versionChecked })
 	defer func() { _ = checkedVersion() }()
@@ -340,30 +340,17 @@ func (r *Runner) execute(ctx context.Context, result *run.Result) error {
 	return run.InvalidInput("command", string(r.Command))
 }
 
-func (r *Runner) terraform() (*tfexec.Terraform, *bytes.Buffer, error) {
-	tf, err := tfexec.NewTerraform(r.WorkDir, r.Settings.Terraform)
-	if err != nil {
-		return nil, nil, fmt.Errorf("preparing terraform: %w", err)
-	}
+// setUp writes the run's CLI configuration and collects terraform's errors, which the
+// run's error quotes, besides passing them on to Stderr.
+func (r *Runner) setUp() (*bytes.Buffer, error) {
 	stderr := &bytes.Buffer{}
-	// `terraform version -json` is of no interest in the run's output.
-	tf.SetStdout(io.Discard)
 	r.stderr = io.MultiWriter(orDiscard(r.Stderr), stderr)
-	tf.SetStderr(r.stderr)
-	if err := tf.SetWaitDelay(r.Settings.stopTimeout()); err != nil {
-		return nil, nil, err
-	}
 	cliConfig, err := plugins(r.Settings.Plugins).writeCLIConfig(r.WorkDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	r.cliConfig = cliConfig
-	// The command terraform-exec runs (version) reads no variables: it
-	// refuses to be given TF_VAR_* and the like, and sets what it sets itself.
-	if err := setEnv(tf, r.terraformEnv(), "TF_CLI_CONFIG_FILE", cliConfig); err != nil {
-		return nil, nil, err
-	}
-	return tf, stderr, nil
+	return stderr, nil
 }
 
 // setEnv makes environ, with name set to value, the environment of the commands tf

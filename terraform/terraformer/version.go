@@ -3,6 +3,7 @@ package terraformer
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,8 +12,23 @@ import (
 )
 
 // checkVersion refuses a binary of another version, and records a binary it accepted in
-// the working directory.
-func (r *Runner) checkVersion(ctx context.Context, tf *tfexec.Terraform) error {
+// the working directory. `terraform version` is the one command terraform-exec runs.
+func (r *Runner) checkVersion(ctx context.Context) error {
+	tf, err := tfexec.NewTerraform(r.WorkDir, r.Settings.Terraform)
+	if err != nil {
+		return fmt.Errorf("preparing terraform: %w", err)
+	}
+	// Its JSON is of no interest in the run's output.
+	tf.SetStdout(io.Discard)
+	tf.SetStderr(r.stderr)
+	if err := tf.SetWaitDelay(r.Settings.stopTimeout()); err != nil {
+		return err
+	}
+	// It reads no variables: terraform-exec refuses to be given TF_VAR_* and the like,
+	// and sets what it sets itself.
+	if err := setEnv(tf, r.terraformEnv(), "TF_CLI_CONFIG_FILE", r.cliConfig); err != nil {
+		return err
+	}
 	v, _, err := tf.Version(ctx, false)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errTerraformNotFound, r.Settings.Terraform, err)
