@@ -14,3 +14,27 @@ func (c *ControlPlane) GetExtensionSpec() *DefaultSpec { return &c.Spec.DefaultS
 
 // GetExtensionStatus returns the status fields every extension kind shares.
 func (c *ControlPlane) GetExtensionStatus() *DefaultStatus { return &c.Status.DefaultStatus }
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (b *BackupBucket) GetExtensionSpec() *DefaultSpec { return &b.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (b *BackupBucket) GetExtensionStatus() *DefaultStatus { return &b.Status.DefaultStatus }
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (e *BackupEntry) GetExtensionSpec() *DefaultSpec { return &e.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (e *BackupEntry) GetExtensionStatus() *DefaultStatus { return &e.Status.DefaultStatus }
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (r *DNSRecord) GetExtensionSpec() *DefaultSpec { return &r.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (r *DNSRecord) GetExtensionStatus() *DefaultStatus { return &r.Status.DefaultStatus }
+
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (b *Bastion) GetExtensionSpec() *DefaultSpec { return &b.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (b *Bastion) GetExtensionStatus() *DefaultStatus { return &b.Status.DefaultStatus }

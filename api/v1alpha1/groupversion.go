@@ -18,7 +18,9 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Infrastructure{}, &InfrastructureList{}, &ControlPlane{}, &ControlPlaneList{}, &Cluster{}, &ClusterList{})
+	s.AddKnownTypes(GroupVersion, &Infrastructure{}, &InfrastructureList{}, &ControlPlane{}, &ControlPlaneList{}, &Cluster{}, &ClusterList{},
+		&BackupBucket{}, &BackupBucketList{}, &BackupEntry{}, &BackupEntryList{},
+		&DNSRecord{}, &DNSRecordList{}, &Bastion{}, &BastionList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
