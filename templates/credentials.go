@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,41 +24,72 @@ func IsWorkloadIdentity(secret *corev1.Secret) bool {
 	return secret != nil && secret.Labels[purposeLabel] == purposeWorkloadIdentityRequestor
 }
 
+// credentialSet is what a provider, or one of its kinds, declares for its secrets.
+type credentialSet struct {
+	providerType     string
+	static           []Credential
+	workloadIdentity *WorkloadIdentity
+}
+
+func (p *Provider) credentialSet() credentialSet {
+	return credentialSet{providerType: p.Manifest.Type, static: p.Manifest.Credentials, workloadIdentity: p.Manifest.WorkloadIdentity}
+}
+
 // credentialsFor are the credentials the provider declares for secret's kind.
 func (p *Provider) credentialsFor(secret *corev1.Secret) ([]Credential, error) {
-	if !IsWorkloadIdentity(secret) {
-		return p.Manifest.Credentials, nil
-	}
-	if p.Manifest.WorkloadIdentity == nil {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Invalid(
-			field.NewPath("metadata", "labels").Key(purposeLabel), purposeWorkloadIdentityRequestor,
-			fmt.Sprintf("the credentials secret %s/%s holds a workload identity's token, and provider %q declares no workloadIdentity credentials in provider.yaml",
-				secret.Namespace, secret.Name, p.Manifest.Type))}}
-	}
-	return p.Manifest.WorkloadIdentity.Credentials, nil
+	return p.credentialSet().forSecret(secret)
 }
 
 // OperatorOnlyCredentials are the keys of secret that the provider marks operatorOnly
 // and the secret sets.
 func (p *Provider) OperatorOnlyCredentials(secret *corev1.Secret) []string {
-	credentials, _ := p.credentialsFor(secret)
-	var keys []string
-	for _, c := range credentials {
-		if c.OperatorOnly && secret != nil && len(secret.Data[c.Key]) > 0 {
-			keys = append(keys, c.Key)
-		}
-	}
-	return keys
+	return p.credentialSet().operatorOnly(secret)
 }
 
 // Credentials maps the credentials secret to the environment terraform runs with, but for
 // the credentials that are files (CredentialFiles). The values must only ever reach a
 // process environment, never a file, log or object.
 func (p *Provider) Credentials(secret *corev1.Secret) (map[string]string, error) {
-	if secret == nil {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: field.ErrorList{field.Required(field.NewPath("spec", "secretRef"), "the credentials secret is missing")}}
+	return p.credentialSet().environment(secret)
+}
+
+// CredentialFiles are the keys of secret that reach terraform as files, by the
+// environment variable that gets the file's path: a workload identity's token, which the
+// executor keeps as fresh as the Secret while a run goes on. Credentials checks that
+// secret holds them.
+func (p *Provider) CredentialFiles(secret *corev1.Secret) map[string]string {
+	return p.credentialSet().files(secret)
+}
+
+func (s credentialSet) forSecret(secret *corev1.Secret) ([]Credential, error) {
+	if !IsWorkloadIdentity(secret) {
+		return s.static, nil
 	}
-	credentials, err := p.credentialsFor(secret)
+	if s.workloadIdentity == nil {
+		return nil, &ValidationError{Type: s.providerType, Errors: field.ErrorList{field.Invalid(
+			field.NewPath("metadata", "labels").Key(purposeLabel), purposeWorkloadIdentityRequestor,
+			fmt.Sprintf("the credentials secret %s/%s holds a workload identity's token, and provider %q declares no workloadIdentity credentials in provider.yaml",
+				secret.Namespace, secret.Name, s.providerType))}}
+	}
+	return s.workloadIdentity.Credentials, nil
+}
+
+func (s credentialSet) operatorOnly(secret *corev1.Secret) []string {
+	credentials, _ := s.forSecret(secret)
+	var keys []string
+	for _, c := range credentials {
+		if key, _ := lookupKey(secret, c); c.OperatorOnly && key != "" {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+func (s credentialSet) environment(secret *corev1.Secret) (map[string]string, error) {
+	if secret == nil {
+		return nil, &ValidationError{Type: s.providerType, Errors: field.ErrorList{field.Required(field.NewPath("spec", "secretRef"), "the credentials secret is missing")}}
+	}
+	credentials, err := s.forSecret(secret)
 	if err != nil {
 		return nil, err
 	}
@@ -75,40 +107,54 @@ func (p *Provider) Credentials(secret *corev1.Secret) (map[string]string, error)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &ValidationError{Type: p.Manifest.Type, Errors: errs}
+		return nil, &ValidationError{Type: s.providerType, Errors: errs}
 	}
 	return env, nil
 }
 
-// CredentialFiles are the keys of secret that reach terraform as files, by the
-// environment variable that gets the file's path: a workload identity's token, which the
-// executor keeps as fresh as the Secret while a run goes on. Credentials checks that
-// secret holds them.
-func (p *Provider) CredentialFiles(secret *corev1.Secret) map[string]string {
-	credentials, err := p.credentialsFor(secret)
+func (s credentialSet) files(secret *corev1.Secret) map[string]string {
+	credentials, err := s.forSecret(secret)
 	if err != nil {
 		return nil
 	}
 	files := map[string]string{}
 	for _, c := range credentials {
-		if c.File && secret != nil && len(secret.Data[c.Key]) > 0 {
-			files[c.EnvName()] = c.Key
+		if key, _ := lookupKey(secret, c); c.File && key != "" {
+			files[c.EnvName()] = key
 		}
 	}
 	return files
 }
 
+// lookupKey finds the key of secret that holds c, its own or an alias, and its value;
+// "" when none holds a value.
+func lookupKey(secret *corev1.Secret, c Credential) (string, []byte) {
+	if secret == nil {
+		return "", nil
+	}
+	for _, key := range append([]string{c.Key}, c.Aliases...) {
+		if raw := secret.Data[key]; len(raw) > 0 {
+			return key, raw
+		}
+	}
+	return "", nil
+}
+
 // credentialValue is the value of c in secret, "" for an absent optional one, or the
 // error naming the field that lacks it.
 func credentialValue(secret *corev1.Secret, c Credential) (string, *field.Error) {
-	path := field.NewPath("data").Key(c.Key)
-	raw, ok := secret.Data[c.Key]
-	if !ok || len(raw) == 0 {
+	key, raw := lookupKey(secret, c)
+	if key == "" {
 		if c.Optional {
 			return "", nil
 		}
-		return "", field.Required(path, fmt.Sprintf("the credentials secret %s/%s must hold this key", secret.Namespace, secret.Name))
+		holds := "this key"
+		if len(c.Aliases) > 0 {
+			holds = fmt.Sprintf("this key or one of %s", strings.Join(c.Aliases, ", "))
+		}
+		return "", field.Required(field.NewPath("data").Key(c.Key), fmt.Sprintf("the credentials secret %s/%s must hold %s", secret.Namespace, secret.Name, holds))
 	}
+	path := field.NewPath("data").Key(key)
 	if c.Field == "" {
 		return string(raw), nil
 	}
@@ -124,7 +170,7 @@ func credentialValue(secret *corev1.Secret, c Credential) (string, *field.Error)
 		if c.Optional {
 			return "", nil
 		}
-		return "", field.Required(path, fmt.Sprintf("the credentials secret %s/%s must hold this field in the object of key %q", secret.Namespace, secret.Name, c.Key))
+		return "", field.Required(path, fmt.Sprintf("the credentials secret %s/%s must hold this field in the object of key %q", secret.Namespace, secret.Name, key))
 	}
 	s, ok := value.(string)
 	if !ok {

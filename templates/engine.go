@@ -31,11 +31,17 @@ func manifestFuncMap(state *renderState) template.FuncMap {
 	return funcs
 }
 
-// executeText runs one template on data; a missing map key is an error.
-func executeText(name, text string, funcs template.FuncMap, data any) (string, error) {
+// executeText runs one template on data; a missing map key is an error. helpers are
+// the provider's named templates (its _*.tpl files) that text may call.
+func executeText(name, text, helpers string, funcs template.FuncMap, data any) (string, error) {
 	tpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(text)
 	if err != nil {
 		return "", err
+	}
+	if helpers != "" {
+		if _, err := tpl.New(helpersName).Parse(helpers); err != nil {
+			return "", err
+		}
 	}
 	var buf bytes.Buffer
 	if err := tpl.Execute(&buf, data); err != nil {
@@ -45,7 +51,7 @@ func executeText(name, text string, funcs template.FuncMap, data any) (string, e
 }
 
 func executeManifest(name, text string, data any, state *renderState) (string, error) {
-	return executeText(name, text, manifestFuncMap(state), data)
+	return executeText(name, text, "", manifestFuncMap(state), data)
 }
 
 // renderState collects the tfvars the templates ask for during one render.

@@ -60,6 +60,9 @@ type Manifest struct {
 	// Parallelism is terraform's -parallelism for the provider's runs; none: the
 	// controller's (--parallelism), or terraform's default.
 	Parallelism *int `json:"parallelism,omitempty"`
+	// Kinds declares the kinds besides the Infrastructure the provider serves, each from
+	// its directory <kind>/ beside provider.yaml (see Kind).
+	Kinds map[Kind]KindManifest `json:"kinds,omitempty"`
 }
 
 // Account names the credentials keys that identify a cloud account, such as AWS's access
@@ -105,6 +108,10 @@ type Credential struct {
 	// Field is the name of a field of the key's value, a YAML or JSON object (a workload
 	// identity's config), whose string the credential is, such as aws's roleARN.
 	Field string `json:"field,omitempty"`
+	// Aliases are other keys that may hold the value, tried in order when Key is absent:
+	// Gardener fills some secrets under another naming (a DNS provider's
+	// AWS_ACCESS_KEY_ID for accessKeyID).
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // EnvName is the environment variable that carries the credential.
@@ -174,6 +181,9 @@ type Provider struct {
 	mutations    *mutations.Set
 	throttling   []*regexp.Regexp
 	importIDs    *imports.IDs
+	kinds        map[Kind]*KindProvider
+	// helpers are the named templates of the provider's _*.tpl files.
+	helpers string
 }
 
 // Mutations returns the provider's control-plane mutations; nil when it declares none.
@@ -191,6 +201,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 
 var (
 	variableName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	secretKey    = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 	envName      = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 )
 
@@ -231,6 +242,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	if p.ControlPlane, err = loadControlPlane(fsys, dir); err != nil {
 		return nil, err
 	}
+	if p.helpers, err = loadHelpers(fsys, dir, ""); err != nil {
+		return nil, err
+	}
 	if p.templates, err = loadTerraformTemplates(fsys, dir); err != nil {
 		return nil, err
 	}
@@ -239,6 +253,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 	}
 	if p.importIDs, err = checkImportIDs(p.Manifest, p.templates); err != nil {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if p.kinds, err = loadKinds(fsys, dir, p, p.Manifest.Kinds); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -320,6 +337,8 @@ func checkCredentials(path string, credentials []Credential) error {
 			return fmt.Errorf("%s[%d]: a file holds the whole key %q: set file or field, not both", path, i, c.Key)
 		case c.Field != "" && !variableName.MatchString(c.Field):
 			return fmt.Errorf("%s[%d].field %q is not a field name", path, i, c.Field)
+		case slices.ContainsFunc(c.Aliases, func(a string) bool { return !secretKey.MatchString(a) || a == c.Key }):
+			return fmt.Errorf("%s[%d].aliases: each must be a Secret key other than key %q", path, i, c.Key)
 		case seen[c.Key+"."+c.Field]:
 			return fmt.Errorf("%s[%d]: key %q (field %q) is declared twice", path, i, c.Key, c.Field)
 		case c.Field == "" && seen[c.Key+".*"] || c.Field != "" && whole[c.Key]:

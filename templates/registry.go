@@ -15,7 +15,7 @@ import (
 // embedded holds the providers that ship in the binary: every directory next to this file
 // that has a provider.yaml.
 //
-//go:embed */provider.yaml */schema.json */*.tf.tpl */controlplane */mutations.yaml
+//go:embed */provider.yaml */schema.json */*.tf.tpl */controlplane */mutations.yaml */_*.tpl */dnsrecord */backupbucket */backupentry */bastion
 var embedded embed.FS
 
 // Registry holds the known providers by type.
@@ -84,6 +84,21 @@ func (r *Registry) add(fsys fs.FS, dir, source string) error {
 	if err != nil {
 		return err
 	}
+	for _, kind := range p.Kinds() {
+		k, _ := p.Kind(kind)
+		for _, other := range r.providers {
+			if other.Manifest.Type == p.Manifest.Type {
+				continue
+			}
+			if theirs, err := other.Kind(kind); err == nil {
+				for _, t := range k.Types() {
+					if slices.Contains(theirs.Types(), t) {
+						return &ProviderError{Source: source, Err: fmt.Errorf("kinds.%s: type %q is served by provider %q (%s) already", kind, t, other.Manifest.Type, other.Source)}
+					}
+				}
+			}
+		}
+	}
 	r.providers[p.Manifest.Type] = p
 	return nil
 }
@@ -99,4 +114,43 @@ func (r *Registry) Provider(infraType string) (*Provider, error) {
 // Types lists the provider types, sorted.
 func (r *Registry) Types() []string {
 	return slices.Sorted(maps.Keys(r.providers))
+}
+
+// UnknownKindTypeError says no provider serves a kind's spec.type.
+type UnknownKindTypeError struct {
+	Kind  Kind
+	Type  string
+	Known []string
+}
+
+func (e *UnknownKindTypeError) Error() string {
+	known := "none"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("no provider serves %s type %q (known: %s)", e.Kind, e.Type, known)
+}
+
+// Kind returns the kind directory that serves objects of kind with spec.type specType.
+func (r *Registry) Kind(kind Kind, specType string) (*KindProvider, error) {
+	for _, providerType := range r.Types() {
+		k, err := r.providers[providerType].Kind(kind)
+		if err == nil && slices.Contains(k.Types(), specType) {
+			return k, nil
+		}
+	}
+	return nil, &UnknownKindTypeError{Kind: kind, Type: specType, Known: r.KindTypes(kind)}
+}
+
+// KindTypes lists the spec.type values some provider serves kind for, sorted; none: no
+// provider ships a directory for kind, and it is not served.
+func (r *Registry) KindTypes(kind Kind) []string {
+	var types []string
+	for _, p := range r.providers {
+		if k, err := p.Kind(kind); err == nil {
+			types = append(types, k.Types()...)
+		}
+	}
+	slices.Sort(types)
+	return slices.Compact(types)
 }

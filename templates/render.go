@@ -58,6 +58,31 @@ func (e *RenderError) Error() string {
 }
 func (e *RenderError) Unwrap() error { return e.Err }
 
+// helpersName names the provider's helper templates; their files start with "_" and end
+// in ".tpl", as Helm's _helpers.tpl: they define named templates and render no file.
+const helpersName = "_helpers"
+
+// loadHelpers reads the helper templates in dir, appended to those of the directories
+// above it (inherited), and checks that they parse.
+func loadHelpers(fsys fs.FS, dir, inherited string) (string, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "_*.tpl"))
+	if err != nil {
+		return "", err
+	}
+	helpers := inherited
+	for _, name := range names {
+		text, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return "", err
+		}
+		if _, err := template.New(path.Base(name)).Funcs(funcMap(nil)).Parse(string(text)); err != nil {
+			return "", err
+		}
+		helpers += string(text) + "\n"
+	}
+	return helpers, nil
+}
+
 // loadTerraformTemplates reads the provider's terraform templates in dir, by the name of
 // the file each renders.
 func loadTerraformTemplates(fsys fs.FS, dir string) (map[string]string, error) {
@@ -222,7 +247,12 @@ func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
 }
 
 func (p *Provider) execute(file string, data any, state *renderState) (string, error) {
-	text, err := executeText(file, p.templates[file], funcMap(state), data)
+	return executeHCL(file, p.templates[file], p.helpers, data, state)
+}
+
+// executeHCL runs one terraform template and formats what it wrote.
+func executeHCL(file, template, helpers string, data any, state *renderState) (string, error) {
+	text, err := executeText(file, template, helpers, funcMap(state), data)
 	if err != nil {
 		return "", err
 	}

@@ -31,25 +31,11 @@ func (e *OutputError) Error() string {
 // Status maps terraform outputs (JSON-typed values) into the status the provider declares.
 func (p *Provider) Status(outputs map[string]any) (*Status, error) {
 	mapping := p.Manifest.Status
-	status := map[string]any{
-		"apiVersion": mapping.ProviderStatus.APIVersion,
-		"kind":       mapping.ProviderStatus.Kind,
-	}
-	for _, f := range slices.Sorted(maps.Keys(mapping.ProviderStatus.Fields)) {
-		output := mapping.ProviderStatus.Fields[f]
-		value, ok := outputs[output]
-		if !ok {
-			return nil, &OutputError{Type: p.Manifest.Type, Output: output, Reason: "is missing"}
-		}
-		if err := setPath(status, strings.Split(f, "."), value); err != nil {
-			return nil, &OutputError{Type: p.Manifest.Type, Output: output, Reason: err.Error()}
-		}
-	}
-	raw, err := json.Marshal(status)
+	providerStatus, err := providerStatus(p.Manifest.Type, mapping.ProviderStatus, outputs)
 	if err != nil {
-		return nil, &OutputError{Type: p.Manifest.Type, Output: "(all)", Reason: err.Error()}
+		return nil, err
 	}
-	out := &Status{ProviderStatus: &runtime.RawExtension{Raw: raw}}
+	out := &Status{ProviderStatus: providerStatus}
 
 	if name := mapping.NodesCIDR; name != "" {
 		switch v := outputs[name].(type) {
@@ -78,6 +64,29 @@ func (p *Provider) Status(outputs map[string]any) (*Status, error) {
 		}
 	}
 	return out, nil
+}
+
+// providerStatus builds a providerStatus from outputs as mapping declares it.
+func providerStatus(providerType string, mapping ProviderStatusMapping, outputs map[string]any) (*runtime.RawExtension, error) {
+	status := map[string]any{
+		"apiVersion": mapping.APIVersion,
+		"kind":       mapping.Kind,
+	}
+	for _, f := range slices.Sorted(maps.Keys(mapping.Fields)) {
+		output := mapping.Fields[f]
+		value, ok := outputs[output]
+		if !ok {
+			return nil, &OutputError{Type: providerType, Output: output, Reason: "is missing"}
+		}
+		if err := setPath(status, strings.Split(f, "."), value); err != nil {
+			return nil, &OutputError{Type: providerType, Output: output, Reason: err.Error()}
+		}
+	}
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return nil, &OutputError{Type: providerType, Output: "(all)", Reason: err.Error()}
+	}
+	return &runtime.RawExtension{Raw: raw}, nil
 }
 
 func setPath(obj map[string]any, path []string, value any) error {

@@ -1,0 +1,7 @@
+output "bucket_name" {
+  value = kubectl_manifest.bucket.name
+}
+
+output "region" {
+  value = var.region
+}
