@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -16,10 +17,19 @@ import (
 	"github.com/terraseed/terraseed/templates/engine"
 )
 
+// KindObject is an object of a kind that renders from templates: a BackupBucket,
+// BackupEntry, DNSRecord or Bastion.
+type KindObject interface {
+	runtime.Object
+	metav1.Object
+	GetExtensionSpec() *extensionsv1alpha1.DefaultSpec
+	GetSecretRef() corev1.SecretReference
+}
+
 // KindInput is what a kind renders from.
 type KindInput struct {
-	// Object is the kind's object: a BackupBucket, BackupEntry, DNSRecord or Bastion.
-	Object runtime.Object
+	// Object is the kind's object, of the kind that renders it.
+	Object KindObject
 	// Cluster may be nil: a BackupBucket or BackupEntry has none.
 	Cluster *extensionsv1alpha1.Cluster
 	// WorkloadIdentity renders for the provider's workloadIdentity credentials.
@@ -337,4 +347,11 @@ func stringOutput(providerType, name string, outputs map[string]any) (string, er
 	default:
 		return "", &OutputError{Type: providerType, Output: name, Reason: fmt.Sprintf("must be a string, got %T", v)}
 	}
+}
+
+// DeclaredCredentials are the credentials the kind reads from a secret of static keys, or
+// from a workload identity's; nil when the provider declares none for that.
+func (k *KindProvider) DeclaredCredentials(workloadIdentity bool) []Credential {
+	credentials, _ := k.credentialSet().forSecret(workloadIdentityMarker(workloadIdentity))
+	return credentials
 }

@@ -70,8 +70,8 @@ func bastion(providerType string) *extensionsv1alpha1.Bastion {
 }
 
 // kindObjects are one valid object of every kind, of providerType.
-func kindObjects(providerType string) map[templates.Kind]runtime.Object {
-	return map[templates.Kind]runtime.Object{
+func kindObjects(providerType string) map[templates.Kind]templates.KindObject {
+	return map[templates.Kind]templates.KindObject{
 		templates.KindDNSRecord:    dnsRecord(providerType),
 		templates.KindBackupBucket: backupBucket(providerType),
 		templates.KindBackupEntry:  backupEntry(providerType),
@@ -281,30 +281,30 @@ func TestKindObjectsAreCheckedNamingTheField(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		kind   templates.Kind
-		mutate func(runtime.Object)
+		mutate func(templates.KindObject)
 		want   string
 	}{
-		{"record type", templates.KindDNSRecord, func(o runtime.Object) { o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = "MX" }, `spec.recordType: Unsupported value: "MX"`},
-		{"A of IPv6", templates.KindDNSRecord, func(o runtime.Object) { o.(*extensionsv1alpha1.DNSRecord).Spec.Values = []string{"2001:db8::1"} }, `spec.values[0]: Invalid value: "2001:db8::1": must be an IPv4 address`},
-		{"AAAA of IPv4", templates.KindDNSRecord, func(o runtime.Object) {
+		{"record type", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = "MX" }, `spec.recordType: Unsupported value: "MX"`},
+		{"A of IPv6", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Values = []string{"2001:db8::1"} }, `spec.values[0]: Invalid value: "2001:db8::1": must be an IPv4 address`},
+		{"AAAA of IPv4", templates.KindDNSRecord, func(o templates.KindObject) {
 			o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = extensionsv1alpha1.DNSRecordTypeAAAA
 		}, `spec.values[0]: Invalid value: "192.0.2.10": must be an IPv6 address`},
-		{"CNAME of two", templates.KindDNSRecord, func(o runtime.Object) {
+		{"CNAME of two", templates.KindDNSRecord, func(o templates.KindObject) {
 			o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = extensionsv1alpha1.DNSRecordTypeCNAME
 		}, `spec.values: Invalid value: ["192.0.2.10","192.0.2.11"]: a CNAME record has one value`},
-		{"no values", templates.KindDNSRecord, func(o runtime.Object) { o.(*extensionsv1alpha1.DNSRecord).Spec.Values = nil }, "spec.values: Required value"},
-		{"ttl", templates.KindDNSRecord, func(o runtime.Object) { o.(*extensionsv1alpha1.DNSRecord).Spec.TTL = new(int64) }, "spec.ttl: Invalid value: 0: must be between 1 and 2147483647 seconds"},
-		{"top-level name", templates.KindDNSRecord, func(o runtime.Object) { o.(*extensionsv1alpha1.DNSRecord).Spec.Name = "localhost" }, `spec.name: Invalid value: "localhost": a record of a top-level name needs spec.zone`},
-		{"providerConfig", templates.KindDNSRecord, func(o runtime.Object) {
+		{"no values", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Values = nil }, "spec.values: Required value"},
+		{"ttl", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.TTL = new(int64) }, "spec.ttl: Invalid value: 0: must be between 1 and 2147483647 seconds"},
+		{"top-level name", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Name = "localhost" }, `spec.name: Invalid value: "localhost": a record of a top-level name needs spec.zone`},
+		{"providerConfig", templates.KindDNSRecord, func(o templates.KindObject) {
 			o.(*extensionsv1alpha1.DNSRecord).Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"namespace": "Not_A_Namespace"}`)}
 		}, "providerConfig.namespace"},
-		{"no ingress", templates.KindBastion, func(o runtime.Object) { o.(*extensionsv1alpha1.Bastion).Spec.Ingress = nil }, "spec.ingress: Required value"},
-		{"ingress CIDR", templates.KindBastion, func(o runtime.Object) {
+		{"no ingress", templates.KindBastion, func(o templates.KindObject) { o.(*extensionsv1alpha1.Bastion).Spec.Ingress = nil }, "spec.ingress: Required value"},
+		{"ingress CIDR", templates.KindBastion, func(o templates.KindObject) {
 			o.(*extensionsv1alpha1.Bastion).Spec.Ingress[1].IPBlock.CIDR = "203.0.113.7/24"
 		}, `spec.ingress[1].ipBlock.cidr: Invalid value: "203.0.113.7/24": must be a CIDR without host bits`},
-		{"no user data", templates.KindBastion, func(o runtime.Object) { o.(*extensionsv1alpha1.Bastion).Spec.UserData = nil }, "spec.userData: Required value"},
-		{"no bucket", templates.KindBackupEntry, func(o runtime.Object) { o.(*extensionsv1alpha1.BackupEntry).Spec.BucketName = "" }, "spec.bucketName: Required value"},
-		{"no region", templates.KindBackupBucket, func(o runtime.Object) { o.(*extensionsv1alpha1.BackupBucket).Spec.Region = "" }, "spec.region: Required value"},
+		{"no user data", templates.KindBastion, func(o templates.KindObject) { o.(*extensionsv1alpha1.Bastion).Spec.UserData = nil }, "spec.userData: Required value"},
+		{"no bucket", templates.KindBackupEntry, func(o templates.KindObject) { o.(*extensionsv1alpha1.BackupEntry).Spec.BucketName = "" }, "spec.bucketName: Required value"},
+		{"no region", templates.KindBackupBucket, func(o templates.KindObject) { o.(*extensionsv1alpha1.BackupBucket).Spec.Region = "" }, "spec.region: Required value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -326,7 +326,7 @@ func TestKindObjectsAreCheckedNamingTheField(t *testing.T) {
 func TestKindObjectsAreNeverHCL(t *testing.T) {
 	r := registry(t)
 	evil := hostile[5]
-	objects := map[templates.Kind]runtime.Object{}
+	objects := map[templates.Kind]templates.KindObject{}
 	record := dnsRecord("local")
 	record.Spec.Name = "a" + evil + ".example.com"
 	record.Spec.Values = []string{evil}

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import corev1 "k8s.io/api/core/v1"
+
 // The accessors below let one reconciler serve every extension kind through the parts
 // their specs and statuses share.
 
@@ -38,3 +40,22 @@ func (b *Bastion) GetExtensionSpec() *DefaultSpec { return &b.Spec.DefaultSpec }
 
 // GetExtensionStatus returns the status fields every extension kind shares.
 func (b *Bastion) GetExtensionStatus() *DefaultStatus { return &b.Status.DefaultStatus }
+
+// BastionSecretName is the Secret in a Bastion's namespace that holds the shoot's cloud
+// credentials: a Bastion names none, it uses the shoot's, as Gardener's providers do.
+const BastionSecretName = "cloudprovider"
+
+// GetSecretRef returns the reference to the provider credentials.
+func (b *BackupBucket) GetSecretRef() corev1.SecretReference { return b.Spec.SecretRef }
+
+// GetSecretRef returns the reference to the provider credentials.
+func (e *BackupEntry) GetSecretRef() corev1.SecretReference { return e.Spec.SecretRef }
+
+// GetSecretRef returns the reference to the provider credentials.
+func (r *DNSRecord) GetSecretRef() corev1.SecretReference { return r.Spec.SecretRef }
+
+// GetSecretRef returns the reference to the shoot's cloud credentials in the Bastion's
+// namespace.
+func (b *Bastion) GetSecretRef() corev1.SecretReference {
+	return corev1.SecretReference{Name: BastionSecretName, Namespace: b.Namespace}
+}

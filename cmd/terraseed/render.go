@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -47,6 +48,9 @@ func runRender(args []string, stdout io.Writer) error {
 	if kind == "ControlPlane" {
 		return renderControlPlane(registry, *infraFile, cluster, stdout)
 	}
+	if kind, ok := kinds[kind]; ok {
+		return renderKind(registry, kind, *infraFile, cluster, *workloadIdentity, stdout)
+	}
 	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster, WorkloadIdentity: *workloadIdentity}
 	if err := readObject(*infraFile, in.Infrastructure); err != nil {
 		return err
@@ -59,7 +63,51 @@ func runRender(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	credentials := provider.Manifest.Credentials
+	if *workloadIdentity {
+		// Render refused a provider without them.
+		credentials = provider.Manifest.WorkloadIdentity.Credentials
+	}
+	printRendered(stdout, out, in.Infrastructure.Spec.SecretRef, in.Infrastructure.Namespace, credentials)
+	return nil
+}
 
+// kinds are the kinds besides the Infrastructure that render from templates, by the kind
+// their objects name.
+var kinds = map[string]renderedKind{
+	"BackupBucket": {templates.KindBackupBucket, func() templates.KindObject { return &extensionsv1alpha1.BackupBucket{} }},
+	"BackupEntry":  {templates.KindBackupEntry, func() templates.KindObject { return &extensionsv1alpha1.BackupEntry{} }},
+	"DNSRecord":    {templates.KindDNSRecord, func() templates.KindObject { return &extensionsv1alpha1.DNSRecord{} }},
+	"Bastion":      {templates.KindBastion, func() templates.KindObject { return &extensionsv1alpha1.Bastion{} }},
+}
+
+type renderedKind struct {
+	kind      templates.Kind
+	newObject func() templates.KindObject
+}
+
+// renderKind prints what terraform would run for an object of a kind besides the
+// Infrastructure, as for an Infrastructure.
+func renderKind(registry *templates.Registry, kind renderedKind, file string, cluster *extensionsv1alpha1.Cluster, workloadIdentity bool, stdout io.Writer) error {
+	obj := kind.newObject()
+	if err := readObject(file, obj); err != nil {
+		return err
+	}
+	k, err := registry.Kind(kind.kind, obj.GetExtensionSpec().Type)
+	if err != nil {
+		return err
+	}
+	out, err := k.Render(templates.KindInput{Object: obj, Cluster: cluster, WorkloadIdentity: workloadIdentity})
+	if err != nil {
+		return err
+	}
+	printRendered(stdout, out, obj.GetSecretRef(), obj.GetNamespace(), k.DeclaredCredentials(workloadIdentity))
+	return nil
+}
+
+// printRendered prints the rendered files, the tfvars, and the environment the
+// credentials would fill, redacted.
+func printRendered(stdout io.Writer, out *templates.Rendered, secretRef corev1.SecretReference, namespace string, credentials []templates.Credential) {
 	names := make([]string, 0, len(out.Files))
 	for name := range out.Files {
 		names = append(names, name)
@@ -69,16 +117,11 @@ func runRender(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "# ---- %s\n%s\n", name, out.Files[name])
 	}
 	fmt.Fprintf(stdout, "# ---- terraform.tfvars.json\n%s\n", out.TFVarsJSON)
-	secretNamespace := in.Infrastructure.Spec.SecretRef.Namespace
+	secretNamespace := secretRef.Namespace
 	if secretNamespace == "" {
-		secretNamespace = in.Infrastructure.Namespace
+		secretNamespace = namespace
 	}
-	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", secretNamespace, in.Infrastructure.Spec.SecretRef.Name)
-	credentials := provider.Manifest.Credentials
-	if *workloadIdentity {
-		// Render refused a provider without them.
-		credentials = provider.Manifest.WorkloadIdentity.Credentials
-	}
+	fmt.Fprintf(stdout, "# ---- environment (from secret %s/%s)\n", secretNamespace, secretRef.Name)
 	for _, c := range credentials {
 		optional := ""
 		if c.Optional {
@@ -91,9 +134,11 @@ func runRender(args []string, stdout io.Writer) error {
 		case c.Field != "":
 			value = fmt.Sprintf("<redacted: field %q of key %q>", c.Field, c.Key)
 		}
+		if len(c.Aliases) > 0 {
+			value = strings.TrimSuffix(value, ">") + fmt.Sprintf(" or %s>", strings.Join(c.Aliases, ", "))
+		}
 		fmt.Fprintf(stdout, "# %s=%s%s\n", c.EnvName(), value, optional)
 	}
-	return nil
 }
 
 // readClusterAndProviders reads the optional Cluster file and loads the providers, as the

@@ -83,3 +83,47 @@ func TestRenderControlPlane(t *testing.T) {
 	g.Expect(os.WriteFile(bad, []byte(strings.Replace(string(data), "replicas: 1", "replicas: 5", 1)), 0o600)).To(Succeed())
 	g.Expect(runRender([]string{"-f", bad}, &bytes.Buffer{})).To(MatchError(ContainSubstring("providerConfig.cloudControllerManager.replicas")))
 }
+
+// A kind besides the Infrastructure renders offline too: its files, and the environment
+// its own credentials fill, redacted.
+func TestRenderKinds(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		kind, object string
+		want         []string
+	}{
+		{"DNSRecord", `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: DNSRecord
+metadata: {name: api, namespace: shoot--dev--local}
+spec: {type: local, secretRef: {name: dns}, name: api.dev.example.com, recordType: A, values: [192.0.2.1]}
+`, []string{`"record_values": [`, `"zone": "dev.example.com"`, "# ---- environment (from secret shoot--dev--local/dns)", `# TF_VAR_kubeconfig=<redacted: key "kubeconfig">`}},
+		{"Bastion", `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: Bastion
+metadata: {name: cli-1, namespace: shoot--dev--local}
+spec: {type: local, userData: IyEvYmluL3NoCg==, ingress: [{ipBlock: {cidr: 0.0.0.0/0}}]}
+`, []string{`resource "kubectl_manifest" "ssh"`, "# ---- environment (from secret shoot--dev--local/cloudprovider)"}},
+		{"BackupBucket", `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: BackupBucket
+metadata: {name: seed-uid}
+spec: {type: local, region: local, secretRef: {name: backup, namespace: garden}}
+`, []string{`name = "bucket-seed-uid"`, "from secret garden/backup"}},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			g := NewWithT(t)
+			file := filepath.Join(dir, c.kind+".yaml")
+			g.Expect(os.WriteFile(file, []byte(c.object), 0o600)).To(Succeed())
+			var out bytes.Buffer
+			g.Expect(runRender([]string{"-f", file}, &out)).To(Succeed())
+			for _, want := range c.want {
+				g.Expect(out.String()).To(ContainSubstring(want))
+			}
+		})
+	}
+
+	g := NewWithT(t)
+	file := filepath.Join(dir, "typo.yaml")
+	g.Expect(os.WriteFile(file, []byte("kind: DNSRecord\nspec: {type: locl, name: a.b, recordType: A, values: [192.0.2.1]}\n"), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", file}, &bytes.Buffer{})).To(MatchError(ContainSubstring(`no provider serves dnsrecord type "locl" (known: `)))
+	g.Expect(os.WriteFile(file, []byte("kind: DNSRecord\nspec: {type: local, name: a.b, recordType: MX, values: [x]}\n"), 0o600)).To(Succeed())
+	g.Expect(runRender([]string{"-f", file}, &bytes.Buffer{})).To(MatchError(ContainSubstring(`spec.recordType: Unsupported value: "MX"`)))
+}
