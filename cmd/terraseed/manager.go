@@ -384,7 +384,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		State:                         r.state,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
-	return runner, infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{MaxConcurrentReconciles: o.concurrency})
+	return runner, infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), controller.Options{MaxConcurrentReconciles: o.concurrency})
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control

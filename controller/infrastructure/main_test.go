@@ -26,6 +26,7 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/executor"
+	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/terraformer"
 	"github.com/terraseed/terraseed/test/testenv"
 )
@@ -109,7 +110,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	setup.Runs = runs
 	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
+	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache()}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)

@@ -66,8 +66,15 @@ type Pipeline struct {
 	*Scheduler
 	executor Executor
 
-	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	mu sync.Mutex
+	// ends are the queues of the controllers of each purpose's runs (Ends).
+	ends map[run.Purpose]endsQueue
+}
+
+// endsQueue is the queue of the controller of one purpose's runs.
+type endsQueue struct {
+	queue         workqueue.TypedRateLimitingInterface[reconcile.Request]
+	clusterScoped bool
 }
 
 // NewPipeline runs e's runs with the scheduler's settings of cfg (MaxRuns, DriftShare,
@@ -90,12 +97,19 @@ func NewPipeline(e Executor, cfg Config, hooks run.Hooks) *Pipeline {
 	return p
 }
 
-// Ends is the source of a reconcile of the object of each run whose outcome can be read.
-func (p *Pipeline) Ends() source.Source {
+// Ends is the source of a reconcile of the object of each run of purpose whose outcome
+// can be read, for the controller of the kind whose runs have that purpose: one pipeline
+// serves the runs of every kind, whose objects are named as their runs. The runs of a
+// cluster-scoped kind's objects are kept in a namespace of the controller's, and their
+// objects are in none (clusterScoped).
+func (p *Pipeline) Ends(purpose run.Purpose, clusterScoped bool) source.Source {
 	return source.Func(func(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.queue = queue
+		if p.ends == nil {
+			p.ends = map[run.Purpose]endsQueue{}
+		}
+		p.ends[purpose] = endsQueue{queue: queue, clusterScoped: clusterScoped}
 		return nil
 	})
 }
@@ -104,9 +118,15 @@ func (p *Pipeline) finished(id run.ID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Before the controller started, its first list reconciles every object anyway.
-	if p.queue != nil {
-		p.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: id.Namespace, Name: id.Name}})
+	ends, ok := p.ends[id.Purpose]
+	if !ok {
+		return
 	}
+	key := types.NamespacedName{Namespace: id.Namespace, Name: id.Name}
+	if ends.clusterScoped {
+		key.Namespace = ""
+	}
+	ends.queue.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Active says whether a run of id is under way in the executor, also one an earlier

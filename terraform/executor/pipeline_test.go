@@ -40,7 +40,7 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(queue.ShutDown)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(p.Ends().Start(ctx, queue)).To(Succeed())
+	g.Expect(p.Ends(run.PurposeInfra, false).Start(ctx, queue)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- p.Start(ctx) }()
 	t.Cleanup(func() {
@@ -97,4 +97,51 @@ func TestPipelineOfAnExecutorWithoutRunsElsewhere(t *testing.T) {
 	g.Expect(asked).To(BeFalse())
 	g.Expect(p.Clean(context.Background(), id)).To(Succeed())
 	g.Expect(p.maxRuns()).To(Equal(DefaultMaxRuns))
+}
+
+// One pipeline serves the runs of every kind: the end of a run reconciles the object of
+// its own kind's controller, named as the run, in no namespace for a cluster-scoped kind.
+func TestTheEndOfARunReconcilesTheObjectOfItsKind(t *testing.T) {
+	g := NewWithT(t)
+	p := NewPipeline(newTimedRuns(time.Millisecond), Config{MaxRuns: 4}, run.Hooks{})
+	ctx, cancel := context.WithCancel(context.Background())
+	newQueue := func() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		t.Cleanup(queue.ShutDown)
+		return queue
+	}
+	infras, records, buckets := newQueue(), newQueue(), newQueue()
+	g.Expect(p.Ends(run.PurposeInfra, false).Start(ctx, infras)).To(Succeed())
+	g.Expect(p.Ends("dnsrecord", false).Start(ctx, records)).To(Succeed())
+	g.Expect(p.Ends("backupbucket", true).Start(ctx, buckets)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	for _, id := range []run.ID{
+		{Namespace: "shoot--a--b", Name: "b", Purpose: run.PurposeInfra},
+		{Namespace: "shoot--a--b", Name: "b", Purpose: "dnsrecord"},
+		{Namespace: "garden-terraseed", Name: "seed-uid", Purpose: "backupbucket"},
+		// No controller serves bastions: their ends reach no queue.
+		{Namespace: "shoot--a--b", Name: "cli", Purpose: "bastion"},
+	} {
+		g.Expect(p.Submit(ctx, run.Request{ID: id, Command: run.Apply}, run.PriorityReconcile)).To(Succeed())
+	}
+	g.Eventually(func() []int { return []int{infras.Len(), records.Len(), buckets.Len()} }, 10*time.Second).Should(Equal([]int{1, 1, 1}))
+	g.Eventually(func() run.Phase {
+		ticket, _ := p.Lookup(run.ID{Namespace: "shoot--a--b", Name: "cli", Purpose: "bastion"})
+		return ticket.Phase
+	}).Should(Equal(run.PhaseDone))
+	next := func(queue workqueue.TypedRateLimitingInterface[reconcile.Request]) types.NamespacedName {
+		item, _ := queue.Get()
+		queue.Done(item)
+		return item.NamespacedName
+	}
+	g.Expect(next(infras)).To(Equal(types.NamespacedName{Namespace: "shoot--a--b", Name: "b"}))
+	g.Expect(next(records)).To(Equal(types.NamespacedName{Namespace: "shoot--a--b", Name: "b"}))
+	g.Expect(next(buckets)).To(Equal(types.NamespacedName{Name: "seed-uid"}))
+	g.Expect([]int{infras.Len(), records.Len(), buckets.Len()}).To(Equal([]int{0, 0, 0}), "each end reached its own kind's queue once")
 }
