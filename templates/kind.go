@@ -140,8 +140,8 @@ func (k *KindProvider) Types() []string {
 // ImportIDs are the kind's import ID templates.
 func (k *KindProvider) ImportIDs() *imports.IDs { return k.importIDs }
 
-// loadKinds loads every kind directory of the provider in dir, and checks that
-// provider.yaml's kinds and the directories name the same kinds.
+// loadKinds loads every kind directory of the provider in dir, with what provider.yaml
+// declares of it, and checks that each kind provider.yaml declares has its directory.
 func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManifest) (map[Kind]*KindProvider, error) {
 	for kind := range declared {
 		if !slices.Contains(Kinds, kind) {
@@ -163,11 +163,8 @@ func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManife
 		case !info.IsDir():
 			return nil, fmt.Errorf("%s: must be a directory of the kind's templates", kind)
 		}
-		manifest, ok := declared[kind]
-		if !ok {
-			return nil, fmt.Errorf("%s/: declare the kind in %s under kinds.%s (its resources, import IDs and status)", kind, manifestFile, kind)
-		}
-		k, err := loadKind(fsys, kindDir, kind, p, manifest)
+		// The directory serves the kind; kinds.<kind> adds what it declares.
+		k, err := loadKind(fsys, kindDir, kind, p, declared[kind])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kind, err)
 		}

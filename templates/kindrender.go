@@ -162,7 +162,7 @@ func workloadIdentityMarker(workloadIdentity bool) *corev1.Secret {
 	if !workloadIdentity {
 		return nil
 	}
-	return &corev1.Secret{}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{purposeLabel: purposeWorkloadIdentityRequestor}}}
 }
 
 func (k *KindProvider) render(data map[string]any, credentials []Credential, state *renderState) (*Rendered, error) {

@@ -112,6 +112,7 @@ func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
 	var unknown *templates.UnknownKindTypeError
 	g.Expect(errors.As(err, &unknown)).To(BeTrue(), "got %v", err)
 	g.Expect(unknown.Known).To(ContainElement("local"))
+	g.Expect(err).To(MatchError(`no provider serves bastion type "third" (known: aws, local)`))
 	g.Expect(unknown.Known).NotTo(ContainElement("third"))
 
 	k, err := r.Kind(templates.KindDNSRecord, "local")
@@ -157,8 +158,8 @@ output "zone" {
 }
 `
 
-// A kind's directory and its declaration in provider.yaml go together, and each mistake
-// in the declaration fails the provider's load naming the field.
+// A kind provider.yaml declares has its directory, and each mistake in a declaration
+// fails the provider's load naming the field.
 func TestKindDeclarationsAreChecked(t *testing.T) {
 	valid := kindProviderYAML + `kinds:
   dnsrecord:
@@ -173,7 +174,7 @@ func TestKindDeclarationsAreChecked(t *testing.T) {
 		want     string
 	}{
 		{"no directory", valid, nil, "kinds.dnsrecord: the provider has no dnsrecord/ directory"},
-		{"no declaration", kindProviderYAML, map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, "dnsrecord/: declare the kind in provider.yaml under kinds.dnsrecord"},
+		{"undeclared resource type", kindProviderYAML, map[string]string{"dnsrecord/main.tf.tpl": kindTemplate + `resource "kubectl_manifest" "x" {}`}, "kinds.dnsrecord.importIDs: resource type kubectl_manifest has no import ID"},
 		{"unknown kind", kindProviderYAML + "kinds:\n  worker: {}\n", nil, "kinds.worker: no such kind"},
 		{"status field of another kind", strings.Replace(valid, "{zone: zone}", "{ingress.ip: zone}", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, `status.fields: "ingress.ip" is not a status field outputs may set for a dnsrecord (they are: zone)`},
 		{"generated secret of a record", strings.Replace(valid, "{fields: {zone: zone}}", "{generatedSecret: {a: zone}}", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, "status.generatedSecret: only a backupbucket has a generated Secret"},
@@ -372,4 +373,24 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// A kind's directory alone serves the kind: provider.yaml declares only what the kind
+// needs beyond it.
+func TestAKindDirectoryAloneServesTheKind(t *testing.T) {
+	g := NewWithT(t)
+	dir := writeProvider(t, map[string]string{
+		"provider.yaml":         kindProviderYAML,
+		"schema.json":           `{"type": "object"}`,
+		"main.tf.tpl":           `resource "terraform_data" "x" {}`,
+		"dnsrecord/main.tf.tpl": kindTemplate,
+	})
+	k, err := registry(t, dir).Kind(templates.KindDNSRecord, "fourth")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = k.Render(templates.KindInput{Object: dnsRecord("fourth")})
+	g.Expect(err).NotTo(HaveOccurred())
+	status, err := k.Status(map[string]any{"zone": "example.com"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Fields).To(BeEmpty(), "no output is mapped")
+	g.Expect(status.ProviderStatus).To(BeNil())
 }

@@ -45,6 +45,16 @@ func New(t testing.TB, out *templates.Rendered, env map[string]string) *Terrafor
 	return &Terraform{Dir: dir, tf: tf}
 }
 
+// Rewrite replaces the configuration with another rendering, keeping the state: the
+// next apply changes what the first one made.
+func (tf *Terraform) Rewrite(t testing.TB, out *templates.Rendered) {
+	t.Helper()
+	for name, content := range out.Files {
+		write(t, filepath.Join(tf.Dir, name), []byte(content))
+	}
+	write(t, filepath.Join(tf.Dir, "terraform.tfvars.json"), out.TFVarsJSON)
+}
+
 func write(t testing.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o600); err != nil {

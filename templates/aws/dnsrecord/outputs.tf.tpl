@@ -1,0 +1,3 @@
+output "zone" {
+  value = aws_route53_record.record.zone_id
+}
