@@ -115,11 +115,12 @@ func TestProviderAuthoringGuide(t *testing.T) {
 		}
 	}
 	// The page still teaches the whole way: files, render and apply, a refused input, a
-	// control plane and its mutation.
-	g.Expect(files).To(BeNumerically(">=", 7))
-	g.Expect(steps).To(Equal(4))
-	g.Expect(expects).To(Equal(4))
+	// control plane and its mutation, a DNSRecord.
+	g.Expect(files).To(BeNumerically(">=", 9))
+	g.Expect(steps).To(Equal(5))
+	g.Expect(expects).To(Equal(5))
 	g.Expect(filepath.Join(work, "run", "terraform.tfstate")).To(BeAnExistingFile())
+	g.Expect(filepath.Join(work, "record", "terraform.tfstate")).To(BeAnExistingFile())
 
 	// The mutation is idempotent, as the webhook's must be: mutating the result again
 	// prints it unchanged.
