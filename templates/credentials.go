@@ -35,11 +35,6 @@ func (p *Provider) credentialSet() credentialSet {
 	return credentialSet{providerType: p.Manifest.Type, static: p.Manifest.Credentials, workloadIdentity: p.Manifest.WorkloadIdentity}
 }
 
-// credentialsFor are the credentials the provider declares for secret's kind.
-func (p *Provider) credentialsFor(secret *corev1.Secret) ([]Credential, error) {
-	return p.credentialSet().forSecret(secret)
-}
-
 // OperatorOnlyCredentials are the keys of secret that the provider marks operatorOnly
 // and the secret sets.
 func (p *Provider) OperatorOnlyCredentials(secret *corev1.Secret) []string {
@@ -61,6 +56,8 @@ func (p *Provider) CredentialFiles(secret *corev1.Secret) map[string]string {
 	return p.credentialSet().files(secret)
 }
 
+// forSecret are the credentials declared for secret's kind: static keys, or a workload
+// identity's.
 func (s credentialSet) forSecret(secret *corev1.Secret) ([]Credential, error) {
 	if !IsWorkloadIdentity(secret) {
 		return s.static, nil

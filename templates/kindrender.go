@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -194,6 +195,11 @@ func (k *KindProvider) execute(file string, data any, state *renderState) (strin
 func checkKindObject(kind Kind, obj runtime.Object) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
+	if _, isBastion := obj.(*extensionsv1alpha1.Bastion); !isBastion {
+		if ref, ok := obj.(interface{ GetSecretRef() corev1.SecretReference }); ok && ref.GetSecretRef().Name == "" {
+			errs = append(errs, field.Required(spec.Child("secretRef", "name"), "the credentials secret"))
+		}
+	}
 	switch o := obj.(type) {
 	case *extensionsv1alpha1.BackupBucket:
 		if o.Spec.Region == "" {
@@ -230,8 +236,8 @@ func checkKindObject(kind Kind, obj runtime.Object) field.ErrorList {
 func checkDNSRecord(r *extensionsv1alpha1.DNSRecord) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if r.Spec.Name == "" || strings.ContainsAny(r.Spec.Name, " \t\n") {
-		errs = append(errs, field.Invalid(spec.Child("name"), r.Spec.Name, "must be a domain name"))
+	if !domainName(r.Spec.Name, true) {
+		errs = append(errs, field.Invalid(spec.Child("name"), r.Spec.Name, "must be a domain name, optionally starting with a wildcard label (*.)"))
 	}
 	types := []string{string(extensionsv1alpha1.DNSRecordTypeA), string(extensionsv1alpha1.DNSRecordTypeAAAA), string(extensionsv1alpha1.DNSRecordTypeCNAME), string(extensionsv1alpha1.DNSRecordTypeTXT)}
 	if !slices.Contains(types, string(r.Spec.RecordType)) {
@@ -255,7 +261,7 @@ func checkDNSRecord(r *extensionsv1alpha1.DNSRecord) field.ErrorList {
 				errs = append(errs, field.Invalid(spec.Child("values").Index(i), v, "must be an IPv6 address"))
 			}
 		case extensionsv1alpha1.DNSRecordTypeCNAME:
-			if v == "" || strings.ContainsAny(v, " \t\n") {
+			if !domainName(v, false) {
 				errs = append(errs, field.Invalid(spec.Child("values").Index(i), v, "must be a domain name"))
 			}
 		}
@@ -267,6 +273,28 @@ func checkDNSRecord(r *extensionsv1alpha1.DNSRecord) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("zone"), "", "must not be empty when set"))
 	}
 	return errs
+}
+
+// dnsLabel is one label of a domain name as DNS providers take them: letters, digits,
+// hyphens inside, and underscores (_acme-challenge).
+var dnsLabel = regexp.MustCompile(`^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?$`)
+
+// domainName says whether name is a domain name of at most 253 characters, with or
+// without the root's dot, starting with the wildcard label "*" where wildcard allows it.
+func domainName(name string, wildcard bool) bool {
+	name = strings.TrimSuffix(name, ".")
+	if wildcard {
+		name = strings.TrimPrefix(name, "*.")
+	}
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(name, ".") {
+		if !dnsLabel.MatchString(label) {
+			return false
+		}
+	}
+	return true
 }
 
 func (k *KindProvider) credentialSet() credentialSet {

@@ -293,6 +293,12 @@ func TestKindObjectsAreCheckedNamingTheField(t *testing.T) {
 		{"CNAME of two", templates.KindDNSRecord, func(o templates.KindObject) {
 			o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = extensionsv1alpha1.DNSRecordTypeCNAME
 		}, `spec.values: Invalid value: ["192.0.2.10","192.0.2.11"]: a CNAME record has one value`},
+		{"name", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Name = "api.\"x\".example.com" }, `spec.name: Invalid value: "api.\"x\".example.com": must be a domain name`},
+		{"CNAME value", templates.KindDNSRecord, func(o templates.KindObject) {
+			o.(*extensionsv1alpha1.DNSRecord).Spec.RecordType = extensionsv1alpha1.DNSRecordTypeCNAME
+			o.(*extensionsv1alpha1.DNSRecord).Spec.Values = []string{"lb..example.com"}
+		}, `spec.values[0]: Invalid value: "lb..example.com": must be a domain name`},
+		{"no secret", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.SecretRef.Name = "" }, "spec.secretRef.name: Required value"},
 		{"no values", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Values = nil }, "spec.values: Required value"},
 		{"ttl", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.TTL = new(int64) }, "spec.ttl: Invalid value: 0: must be between 1 and 2147483647 seconds"},
 		{"top-level name", templates.KindDNSRecord, func(o templates.KindObject) { o.(*extensionsv1alpha1.DNSRecord).Spec.Name = "localhost" }, `spec.name: Invalid value: "localhost": a record of a top-level name needs spec.zone`},
