@@ -55,6 +55,7 @@ func TestDNSRecordApplyChangeAndDestroy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: namespace},
 		Spec: extensionsv1alpha1.DNSRecordSpec{
 			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace": "` + namespace + `"}`)}},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
 			Name:        "api.foobar.example.com",
 			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
 			Values:      []string{"192.0.2.10"},
@@ -92,7 +93,9 @@ func TestBackupBucketAndEntryApplyAndDestroy(t *testing.T) {
 	bucketName := env.Namespace(t)
 	bucket := &extensionsv1alpha1.BackupBucket{
 		ObjectMeta: metav1.ObjectMeta{Name: bucketName},
-		Spec:       extensionsv1alpha1.BackupBucketSpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local"},
+		Spec: extensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local", SecretRef: corev1.SecretReference{Name: "backup", Namespace: "garden"},
+		},
 	}
 	var bucketTF *tftest.Terraform
 	status := applyKind(t, &bucketTF, templates.KindBackupBucket, bucket)
@@ -102,7 +105,9 @@ func TestBackupBucketAndEntryApplyAndDestroy(t *testing.T) {
 
 	entry := &extensionsv1alpha1.BackupEntry{
 		ObjectMeta: metav1.ObjectMeta{Name: "shoot--foobar--local--1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d"},
-		Spec:       extensionsv1alpha1.BackupEntrySpec{DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local", BucketName: bucketName},
+		Spec: extensionsv1alpha1.BackupEntrySpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local", BucketName: bucketName, SecretRef: corev1.SecretReference{Name: "backup", Namespace: "garden"},
+		},
 	}
 	var entryTF *tftest.Terraform
 	applyKind(t, &entryTF, templates.KindBackupEntry, entry)
