@@ -56,6 +56,19 @@ func (p *Provider) CredentialFiles(secret *corev1.Secret) map[string]string {
 	return p.credentialSet().files(secret)
 }
 
+// declared are the credentials declared for a secret of static keys, or for a workload
+// identity's; a provider without the latter refuses it, naming spec.secretRef.
+func (s credentialSet) declared(workloadIdentity bool) ([]Credential, error) {
+	if !workloadIdentity {
+		return s.static, nil
+	}
+	if s.workloadIdentity == nil {
+		return nil, &ValidationError{Type: s.providerType, Errors: field.ErrorList{field.Invalid(field.NewPath("spec", "secretRef"), "",
+			fmt.Sprintf("the credentials secret holds a workload identity's token, and provider %q declares no workloadIdentity credentials in provider.yaml", s.providerType))}}
+	}
+	return s.workloadIdentity.Credentials, nil
+}
+
 // forSecret are the credentials declared for secret's kind: static keys, or a workload
 // identity's.
 func (s credentialSet) forSecret(secret *corev1.Secret) ([]Credential, error) {

@@ -210,19 +210,12 @@ func (m *KindManifest) check(kind Kind) error {
 			return err
 		}
 	}
-	for i, t := range m.ProtectedResources {
-		if !slices.Contains(m.Resources, t) || strings.HasPrefix(t, "data.") {
-			return fmt.Errorf("protectedResources[%d]: %q is not a resource type declared in resources", i, t)
-		}
+	if err := checkProtected(m.Resources, m.ProtectedResources); err != nil {
+		return err
 	}
 	if ps := m.Status.ProviderStatus; ps != nil {
-		if ps.APIVersion == "" || ps.Kind == "" {
-			return fmt.Errorf("status.providerStatus needs apiVersion and kind")
-		}
-		for field := range ps.Fields {
-			if field == "apiVersion" || field == "kind" || strings.HasPrefix(field, ".") || strings.HasSuffix(field, ".") || strings.Contains(field, "..") {
-				return fmt.Errorf("status.providerStatus.fields: %q is not a field path", field)
-			}
+		if err := ps.check(); err != nil {
+			return err
 		}
 	}
 	for _, field := range slices.Sorted(maps.Keys(m.Status.Fields)) {

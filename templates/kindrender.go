@@ -118,7 +118,7 @@ func (k *KindProvider) data(in KindInput) (map[string]any, []Credential, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	errs := checkKindObject(k.Kind, in.Object)
+	errs := checkKindObject(in.Object)
 	if !slices.Contains(k.Types(), common.Type) {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "type"), common.Type, k.Types()))
 	}
@@ -145,7 +145,7 @@ func (k *KindProvider) templateData(object map[string]any, in KindInput) (map[st
 	if invalid != nil {
 		return nil, nil, &ValidationError{Type: k.Type, Object: string(k.Kind), Errors: field.ErrorList{invalid}}
 	}
-	credentials, err := k.credentialSet().forSecret(workloadIdentityMarker(in.WorkloadIdentity))
+	credentials, err := k.credentialSet().declared(in.WorkloadIdentity)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,47 +158,17 @@ func (k *KindProvider) templateData(object map[string]any, in KindInput) (map[st
 	}, credentials, nil
 }
 
-// workloadIdentityMarker stands for a secret of the kind the input names.
-func workloadIdentityMarker(workloadIdentity bool) *corev1.Secret {
-	if !workloadIdentity {
-		return nil
-	}
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{purposeLabel: purposeWorkloadIdentityRequestor}}}
-}
-
 func (k *KindProvider) render(data map[string]any, credentials []Credential, state *renderState) (*Rendered, error) {
-	out := &Rendered{Files: map[string]string{}}
-	for _, file := range k.Templates() {
-		text, err := k.execute(file, data, state)
-		if err != nil {
-			return nil, templateError(k.Type, string(k.Kind), kindFile(k.Kind, file), data, err)
-		}
-		out.Files[file] = text
-	}
-	out.Files[variablesFile] = variablesTF(state.vars, credentials)
-	var err error
-	if out.TFVarsJSON, err = json.MarshalIndent(state.vars, "", "  "); err != nil {
-		return nil, &RenderError{Type: k.Type, File: kindFile(k.Kind, "terraform.tfvars.json"), Err: err}
-	}
-	out.TFVarsJSON = append(out.TFVarsJSON, '\n')
-	return out, nil
-}
-
-func kindFile(kind Kind, file string) string { return string(kind) + "/" + file }
-
-func (k *KindProvider) execute(file string, data any, state *renderState) (string, error) {
-	return executeHCL(file, k.templates[file], k.helpers, data, state)
+	return renderTerraform(terraformSet{providerType: k.Type, kind: k.Kind, templates: k.templates, helpers: k.helpers}, data, credentials, state)
 }
 
 // checkKindObject checks what Gardener's own validation of the kind checks, naming each
 // field: the templates can then rely on it.
-func checkKindObject(kind Kind, obj runtime.Object) field.ErrorList {
+func checkKindObject(obj KindObject) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if _, isBastion := obj.(*extensionsv1alpha1.Bastion); !isBastion {
-		if ref, ok := obj.(interface{ GetSecretRef() corev1.SecretReference }); ok && ref.GetSecretRef().Name == "" {
-			errs = append(errs, field.Required(spec.Child("secretRef", "name"), "the credentials secret"))
-		}
+	if _, isBastion := obj.(*extensionsv1alpha1.Bastion); !isBastion && obj.GetSecretRef().Name == "" {
+		errs = append(errs, field.Required(spec.Child("secretRef", "name"), "the credentials secret"))
 	}
 	switch o := obj.(type) {
 	case *extensionsv1alpha1.BackupBucket:
@@ -380,6 +350,6 @@ func stringOutput(providerType, name string, outputs map[string]any) (string, er
 // DeclaredCredentials are the credentials the kind reads from a secret of static keys, or
 // from a workload identity's; nil when the provider declares none for that.
 func (k *KindProvider) DeclaredCredentials(workloadIdentity bool) []Credential {
-	credentials, _ := k.credentialSet().forSecret(workloadIdentityMarker(workloadIdentity))
+	credentials, _ := k.credentialSet().declared(workloadIdentity)
 	return credentials
 }

@@ -302,18 +302,30 @@ func (m *Manifest) check() error {
 			return fmt.Errorf("networks: %w", err)
 		}
 	}
-	ps := m.Status.ProviderStatus
+	if err := m.Status.ProviderStatus.check(); err != nil {
+		return err
+	}
+	return checkProtected(m.Resources, m.ProtectedResources)
+}
+
+// check checks a providerStatus mapping; errors start with status.providerStatus.
+func (ps ProviderStatusMapping) check() error {
 	if ps.APIVersion == "" || ps.Kind == "" {
 		return fmt.Errorf("status.providerStatus needs apiVersion and kind")
-	}
-	for i, t := range m.ProtectedResources {
-		if !slices.Contains(m.Resources, t) || strings.HasPrefix(t, "data.") {
-			return fmt.Errorf("protectedResources[%d]: %q is not a resource type declared in resources", i, t)
-		}
 	}
 	for field := range ps.Fields {
 		if field == "apiVersion" || field == "kind" || strings.HasPrefix(field, ".") || strings.HasSuffix(field, ".") || strings.Contains(field, "..") {
 			return fmt.Errorf("status.providerStatus.fields: %q is not a field path", field)
+		}
+	}
+	return nil
+}
+
+// checkProtected checks that each protected type is a managed type of resources.
+func checkProtected(resources, protected []string) error {
+	for i, t := range protected {
+		if !slices.Contains(resources, t) || strings.HasPrefix(t, "data.") {
+			return fmt.Errorf("protectedResources[%d]: %q is not a resource type declared in resources", i, t)
 		}
 	}
 	return nil

@@ -223,31 +223,48 @@ func (p *Provider) validate(doc *input) error {
 }
 
 func (p *Provider) render(doc *input, state *renderState) (*Rendered, error) {
-	var err error
 	data := map[string]any{
 		"infrastructure":   doc.infrastructure,
 		"cluster":          doc.cluster,
 		"credentials":      credentialReferences(doc.credentials),
 		"workloadIdentity": doc.workloadIdentity,
 	}
+	return renderTerraform(terraformSet{providerType: p.Manifest.Type, templates: p.templates, helpers: p.helpers}, data, doc.credentials, state)
+}
+
+// terraformSet is one set of terraform templates: a provider's, or one of its kinds'.
+type terraformSet struct {
+	providerType string
+	// kind is the kind the set renders; empty for the Infrastructure.
+	kind      Kind
+	templates map[string]string
+	helpers   string
+}
+
+// renderTerraform renders every template of set, the variables the templates asked for
+// and the credentials' declarations.
+func renderTerraform(set terraformSet, data map[string]any, credentials []Credential, state *renderState) (*Rendered, error) {
+	name := func(file string) string {
+		if set.kind == "" {
+			return file
+		}
+		return string(set.kind) + "/" + file
+	}
 	out := &Rendered{Files: map[string]string{}}
-	for _, file := range p.Templates() {
-		text, err := p.execute(file, data, state)
+	for _, file := range slices.Sorted(maps.Keys(set.templates)) {
+		text, err := executeHCL(file, set.templates[file], set.helpers, data, state)
 		if err != nil {
-			return nil, templateError(p.Manifest.Type, "", file, data, err)
+			return nil, templateError(set.providerType, string(set.kind), name(file), data, err)
 		}
 		out.Files[file] = text
 	}
-	out.Files[variablesFile] = variablesTF(state.vars, doc.credentials)
+	out.Files[variablesFile] = variablesTF(state.vars, credentials)
+	var err error
 	if out.TFVarsJSON, err = json.MarshalIndent(state.vars, "", "  "); err != nil {
-		return nil, &RenderError{Type: p.Manifest.Type, File: "terraform.tfvars.json", Err: err}
+		return nil, &RenderError{Type: set.providerType, File: name("terraform.tfvars.json"), Err: err}
 	}
 	out.TFVarsJSON = append(out.TFVarsJSON, '\n')
 	return out, nil
-}
-
-func (p *Provider) execute(file string, data any, state *renderState) (string, error) {
-	return executeHCL(file, p.templates[file], p.helpers, data, state)
 }
 
 // executeHCL runs one terraform template and formats what it wrote.
