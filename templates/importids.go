@@ -52,7 +52,9 @@ func (p *Provider) ImportIDs() *imports.IDs { return p.importIDs }
 
 // ImportIDsFile is the configuration file that carries the import ID templates to a
 // run, which indexes every state it saves with them.
-func (p *Provider) ImportIDsFile() string {
-	raw, _ := json.Marshal(p.importIDs.Declared())
+func (p *Provider) ImportIDsFile() string { return importIDsFile(p.importIDs) }
+
+func importIDsFile(ids *imports.IDs) string {
+	raw, _ := json.Marshal(ids.Declared())
 	return string(raw)
 }

@@ -140,6 +140,13 @@ func (k *KindProvider) Types() []string {
 // ImportIDs are the kind's import ID templates.
 func (k *KindProvider) ImportIDs() *imports.IDs { return k.importIDs }
 
+// ImportIDsFile is Provider.ImportIDsFile for the kind's import IDs.
+func (k *KindProvider) ImportIDsFile() string { return importIDsFile(k.importIDs) }
+
+// Provider is the provider the kind's directory belongs to: its account, throttling and
+// parallelism are the kind's too.
+func (k *KindProvider) Provider() *Provider { return k.provider }
+
 // loadKinds loads every kind directory of the provider in dir, with what provider.yaml
 // declares of it, and checks that each kind provider.yaml declares has its directory.
 func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManifest) (map[Kind]*KindProvider, error) {

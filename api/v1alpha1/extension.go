@@ -46,6 +46,9 @@ func (b *Bastion) GetExtensionStatus() *DefaultStatus { return &b.Status.Default
 const BastionSecretName = "cloudprovider"
 
 // GetSecretRef returns the reference to the provider credentials.
+func (i *Infrastructure) GetSecretRef() corev1.SecretReference { return i.Spec.SecretRef }
+
+// GetSecretRef returns the reference to the provider credentials.
 func (b *BackupBucket) GetSecretRef() corev1.SecretReference { return b.Spec.SecretRef }
 
 // GetSecretRef returns the reference to the provider credentials.

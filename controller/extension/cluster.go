@@ -59,6 +59,10 @@ func (s *shoot) forceDeletion() bool {
 // clusterOf returns the Cluster named like the namespace, nil when there is none (an
 // object outside a shoot namespace, as in tests and `make run`).
 func clusterOf(ctx context.Context, c client.Reader, namespace string) (*extensionsv1alpha1.Cluster, error) {
+	if namespace == "" {
+		// A cluster-scoped object, a BackupBucket's, is of no shoot.
+		return nil, nil
+	}
 	cluster := &extensionsv1alpha1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {

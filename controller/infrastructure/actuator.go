@@ -74,6 +74,9 @@ type Actuator struct {
 	// operatorOnly, such as aws's endpoint, which sends every cloud call, and the outputs
 	// that flow into Gardener and the control plane, to the URL it names.
 	AllowOperatorOnlyCredentials bool
+	// Namespace is the controller's own, where the runs of cluster-scoped kinds (a
+	// BackupBucket, a BackupEntry) are kept.
+	Namespace string
 	// State is how the states are kept (--state-storage, --max-state-size,
 	// --state-history): a state kept in the other kind of object is moved into
 	// State.Storage before the Infrastructure's next run, or when it is found up to date.
@@ -86,14 +89,18 @@ type Reconciler = extension.Reconciler[*extensionsv1alpha1.Infrastructure]
 // NewReconciler serves the given provider types and extension classes (shoot when none)
 // with the actuator.
 func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.ExtensionClass) *Reconciler {
-	return &Reconciler{
-		Kind:      "Infrastructure",
-		Finalizer: Finalizer,
+	return newReconciler[*extensionsv1alpha1.Infrastructure](a, a, infrastructureKind, types, classes)
+}
+
+func newReconciler[T Subject](a *Actuator, actuator extension.Actuator[T], kind *kindSpec, types []string, classes []extensionsv1alpha1.ExtensionClass) *extension.Reconciler[T] {
+	return &extension.Reconciler[T]{
+		Kind:      kind.name,
+		Finalizer: kind.finalizer,
 		Client:    a.Client,
 		APIReader: a.APIReader,
 		Recorder:  a.Recorder,
-		Actuator:  a,
-		NewObject: func() *extensionsv1alpha1.Infrastructure { return &extensionsv1alpha1.Infrastructure{} },
+		Actuator:  actuator,
+		NewObject: func() T { return kind.newObject().(T) },
 		Types:     types,
 		Classes:   classes,
 	}
@@ -103,55 +110,87 @@ func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.Ext
 // referenced secret reconciles the ones using it, and so does the end of a run, which
 // runEnds tells (executor.Pipeline.Ends).
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, runEnds source.Source, options controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &extensionsv1alpha1.Infrastructure{}, secretRefIndex, indexSecretRef); err != nil {
-		return fmt.Errorf("indexing Infrastructures by secret: %w", err)
+	return setupWithManager(ctx, mgr, r, infrastructureKind, runEnds, options)
+}
+
+func setupWithManager[T Subject](ctx context.Context, mgr ctrl.Manager, r *extension.Reconciler[T], kind *kindSpec, runEnds source.Source, options controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, kind.newObject(), secretRefIndex, indexSecretRef); err != nil {
+		return fmt.Errorf("indexing %ss by secret: %w", kind.name, err)
 	}
 	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
 		return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
-			return infrastructuresUsingSecret(ctx, r, secret)
+			return usingSecret(ctx, r, kind, secret)
 		})).WatchesRawSource(runEnds)
 	})
 }
 
-func secretKeyOf(infra *extensionsv1alpha1.Infrastructure) client.ObjectKey {
-	ref := infra.Spec.SecretRef
+func secretKeyOf(obj Subject) client.ObjectKey {
+	ref := obj.GetSecretRef()
 	if ref.Namespace == "" {
-		return client.ObjectKey{Namespace: infra.Namespace, Name: ref.Name}
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
 	}
 	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
 }
 
 func indexSecretRef(obj client.Object) []string {
-	return []string{secretKeyOf(obj.(*extensionsv1alpha1.Infrastructure)).String()}
+	return []string{secretKeyOf(obj.(Subject)).String()}
 }
 
-func infrastructuresUsingSecret(ctx context.Context, r *Reconciler, secret client.Object) []reconcile.Request {
-	list := &extensionsv1alpha1.InfrastructureList{}
+// usingSecret are the served objects of kind whose spec.secretRef names secret.
+func usingSecret[T Subject](ctx context.Context, r *extension.Reconciler[T], kind *kindSpec, secret client.Object) []reconcile.Request {
+	list := kind.newList()
 	if err := r.Client.List(ctx, list, client.MatchingFields{secretRefIndex: client.ObjectKeyFromObject(secret).String()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listingInfrastructuresForSecret", "secret", client.ObjectKeyFromObject(secret))
+		ctrl.LoggerFrom(ctx).Error(err, "listingObjectsForSecret", "kind", kind.name, "secret", client.ObjectKeyFromObject(secret))
 		return nil
 	}
 	var requests []reconcile.Request
-	for _, infra := range list.Items {
-		if r.Serves(&infra) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&infra)})
+	for _, obj := range listItems(list) {
+		if r.Serves(obj) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 		}
 	}
 	return requests
 }
 
-type request = extension.Request[*extensionsv1alpha1.Infrastructure]
+// request is one operation on one object of any kind served.
+type request struct {
+	Object    Subject
+	Cluster   *extensionsv1alpha1.Cluster
+	Operation extensionsv1alpha1.LastOperationType
+	FirstRun  bool
+	// kind is the object's; nil: an Infrastructure.
+	kind *kindSpec
+	requestActions
+}
 
-// operation is one operation of the actuator on one Infrastructure.
+// requestActions are what an operation asks of the reconciler (extension.Request).
+type requestActions interface {
+	PatchStatus(ctx context.Context) error
+	EnsureFinalizer(ctx context.Context) error
+	RemoveAnnotation(ctx context.Context, key string) error
+}
+
+func requestOf[T Subject](kind *kindSpec, req extension.Request[T]) request {
+	return request{Object: req.Object, Cluster: req.Cluster, Operation: req.Operation, FirstRun: req.FirstRun, kind: kind, requestActions: req}
+}
+
+// operation is one operation of the actuator on one object.
 type operation struct {
 	actuator *Actuator
 	req      request
-	infra    *extensionsv1alpha1.Infrastructure
+	kind     *kindSpec
+	obj      Subject
 }
 
 func (a *Actuator) operation(req request) *operation {
-	return &operation{actuator: a, req: req, infra: req.Object}
+	if req.kind == nil {
+		req.kind = infrastructureKind
+	}
+	return &operation{actuator: a, req: req, kind: req.kind, obj: req.Object}
 }
+
+func (op *operation) status() *extensionsv1alpha1.DefaultStatus { return op.obj.GetExtensionStatus() }
+func (op *operation) spec() *extensionsv1alpha1.DefaultSpec     { return op.obj.GetExtensionSpec() }
 
 // phase is one step of an operation (an apply, a deletion) over the scope S its steps
 // share; an error ends the operation, a runPendingError until the operation's run ended.
@@ -167,14 +206,46 @@ func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
 }
 
 // Reconcile applies the infrastructure.
-func (a *Actuator) Reconcile(ctx context.Context, req request) error {
-	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
+func (a *Actuator) Reconcile(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) error {
+	return a.reconcile(ctx, requestOf(infrastructureKind, req))
 }
 
 // UpToDate is true when the credentials did not change since the last apply. A state kept
 // in the other kind of object than State.Storage is moved first: a controller restarted with
 // another --state-storage moves every state without a run.
-func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
+func (a *Actuator) UpToDate(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) (bool, error) {
+	return a.upToDate(ctx, requestOf(infrastructureKind, req))
+}
+
+// Delete destroys the infrastructure.
+func (a *Actuator) Delete(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) error {
+	return a.delete(ctx, requestOf(infrastructureKind, req))
+}
+
+// ForceDelete forgets the infrastructure without destroying it.
+func (a *Actuator) ForceDelete(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) error {
+	return a.forceDelete(ctx, requestOf(infrastructureKind, req))
+}
+
+// Migrate keeps the state in .status.state and releases the run objects.
+func (a *Actuator) Migrate(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) error {
+	return a.migrate(ctx, requestOf(infrastructureKind, req))
+}
+
+// Restore writes the state kept in .status.state back, then applies.
+func (a *Actuator) Restore(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) error {
+	return a.restore(ctx, requestOf(infrastructureKind, req))
+}
+
+// Forget drops what the scheduler kept of a run of an Infrastructure that is gone, and
+// its metrics.
+func (a *Actuator) Forget(key client.ObjectKey) { a.forget(infrastructureKind, key) }
+
+func (a *Actuator) reconcile(ctx context.Context, req request) error {
+	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))
+}
+
+func (a *Actuator) upToDate(ctx context.Context, req request) (bool, error) {
 	op := a.operation(req)
 	if err := op.moveStateBetweenRuns(ctx); err != nil {
 		return false, err
@@ -182,38 +253,34 @@ func (a *Actuator) UpToDate(ctx context.Context, req request) (bool, error) {
 	return op.upToDate(ctx)
 }
 
-// Delete destroys the infrastructure.
-func (a *Actuator) Delete(ctx context.Context, req request) error {
+func (a *Actuator) delete(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).delete(ctx))
 }
 
-// ForceDelete forgets the infrastructure without destroying it.
-func (a *Actuator) ForceDelete(ctx context.Context, req request) error {
+func (a *Actuator) forceDelete(ctx context.Context, req request) error {
 	return classify(a.operation(req).forceDelete(ctx))
 }
 
-// Migrate keeps the state in .status.state and releases the run objects.
-func (a *Actuator) Migrate(ctx context.Context, req request) error {
+func (a *Actuator) migrate(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).migrate(ctx))
 }
 
-// Restore writes the state kept in .status.state back, then applies.
-func (a *Actuator) Restore(ctx context.Context, req request) error {
+func (a *Actuator) restore(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).restore(ctx))
 }
 
-// Forget drops what the scheduler kept of a run of an Infrastructure that is gone, and
-// its metrics.
-func (a *Actuator) Forget(key client.ObjectKey) {
-	forgetMetrics(key)
+func (a *Actuator) forget(kind *kindSpec, key client.ObjectKey) {
+	if kind == infrastructureKind {
+		forgetMetrics(key)
+	}
 	if a.Runs != nil {
-		a.Runs.ForgetName(run.ID{Namespace: key.Namespace, Name: key.Name, Purpose: run.PurposeInfra})
+		a.Runs.ForgetName(a.runID(kind, key.Namespace, key.Name, ""))
 	}
 }
 
 // outcome says in lastOperation what an operation waits for, and classifies its error.
 func (a *Actuator) outcome(req request, err error) error {
-	describeWaiting(req.Object, err)
+	describeWaiting(req.Object.GetExtensionStatus(), err)
 	return classify(err)
 }
 

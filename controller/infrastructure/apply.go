@@ -38,7 +38,7 @@ type applyScope struct {
 	// restore writes the state kept in .status.state back before the run (see restore).
 	restore bool
 
-	provider *templates.Provider
+	provider served
 	secret   *corev1.Secret
 	// restored is the state of .status.state a restore writes back.
 	restored []byte
@@ -50,8 +50,8 @@ type applyScope struct {
 	request   run.Request
 	// result is the outcome of the run once it ended.
 	result *run.Result
-	// status is the provider's status of the run's outputs that are not sensitive.
-	status *templates.Status
+	// report is what the apply reports of the run's outputs that are not sensitive.
+	report report
 	// recovered says that the apply ended a recovery of a lost state.
 	recovered bool
 }
@@ -89,7 +89,7 @@ func (op *operation) readInputs(ctx context.Context, s *applyScope) error {
 	if s.provider, s.secret, err = op.inputs(ctx); err != nil {
 		return err
 	}
-	return op.checkLocalNamespace(ctx)
+	return s.provider.check(ctx, op)
 }
 
 func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
@@ -98,8 +98,7 @@ func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
 		tracing.Fail(span, err)
 		span.End()
 	}()
-	in := templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(s.secret)}
-	if s.rendered, err = s.provider.Render(in); err != nil {
+	if s.rendered, err = s.provider.render(op.obj, op.req.Cluster, templates.IsWorkloadIdentity(s.secret)); err != nil {
 		return err
 	}
 	if s.env, err = s.provider.Credentials(s.secret); err != nil {
@@ -118,7 +117,7 @@ func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
 
 // adoptions are the imports the Infrastructure's annotation asks for, checked.
 func (op *operation) adoptions() (map[string]string, error) {
-	imports, err := importAnnotation(op.infra)
+	imports, err := importAnnotation(op.obj)
 	if err != nil {
 		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
 	}
@@ -127,8 +126,8 @@ func (op *operation) adoptions() (map[string]string, error) {
 
 // importAnnotation reads the import annotation of infra: nil without one; an address
 // must be a plain resource instance address and an ID must not be empty.
-func importAnnotation(infra *extensionsv1alpha1.Infrastructure) (map[string]string, error) {
-	raw, ok := infra.Annotations[AnnotationImport]
+func importAnnotation(obj client.Object) (map[string]string, error) {
+	raw, ok := obj.GetAnnotations()[AnnotationImport]
 	if !ok {
 		return nil, nil
 	}
@@ -148,40 +147,39 @@ func importAnnotation(infra *extensionsv1alpha1.Infrastructure) (map[string]stri
 	return imports, nil
 }
 
-// adoptsNoOthers refuses an adoption of an ID that the index of another Infrastructure
-// holds: adopting it would make one object two Infrastructures', and the adopting apply
+// adoptsNoOthers refuses an adoption of an ID that the index of another object of the
+// kind holds: adopting it would make one resource two objects', and the adopting apply
 // could change or replace what the other one's shoot runs on. The indexes asked are those
-// this controller wrote into each Infrastructure's status, never one a run wrote.
+// this controller wrote into each object's status, never one a run wrote.
 func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]string) error {
 	if len(adoptions) == 0 {
 		return nil
 	}
 	// From the API server: the cache keeps no indexes (CachedInfrastructures).
-	infras := &extensionsv1alpha1.InfrastructureList{}
-	if err := op.actuator.APIReader.List(ctx, infras); err != nil {
-		return fmt.Errorf("listing the Infrastructures whose indexes an adoption must not take from: %w", err)
+	list := op.kind.newList()
+	if err := op.actuator.APIReader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing the %ss whose indexes an adoption must not take from: %w", op.kind.name, err)
 	}
-	type holder struct{ infra, address string }
+	type holder struct{ object, address string }
 	held := map[string]holder{}
-	for i := range infras.Items {
-		other := &infras.Items[i]
-		if other.UID == op.infra.UID {
+	for _, other := range listItems(list) {
+		if other.GetUID() == op.obj.GetUID() {
 			continue
 		}
-		index, err := statusIndex(other.Status.State)
+		index, err := statusIndex(other.GetExtensionStatus().State)
 		if err != nil || index == nil {
 			continue
 		}
 		for address, id := range index.IDs {
-			held[id] = holder{infra: other.Namespace + "/" + other.Name, address: address}
+			held[id] = holder{object: client.ObjectKeyFromObject(other).String(), address: address}
 		}
 	}
 	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
 	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
 		if h, ok := held[adoptions[address]]; ok {
 			return extension.InvalidInput(ReasonInvalidConfiguration,
-				"%s: %s: the ID %q is Infrastructure %s's (its %s): an adoption never takes what another Infrastructure's state holds",
-				field, address, adoptions[address], h.infra, h.address)
+				"%s: %s: the ID %q is %s %s's (its %s): an adoption never takes what another %s's state holds",
+				field, address, adoptions[address], op.kind.name, strings.TrimPrefix(h.object, "/"), h.address, op.kind.name)
 		}
 	}
 	return nil
@@ -196,8 +194,8 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 	}
 	req := run.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Apply, Env: s.env, Files: credentialFiles(s.provider, s.secret),
-		ProtectedTypes: s.provider.Manifest.ProtectedResources, AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
-		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+		ProtectedTypes: s.provider.protectedResources(), AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
+		Progress: op.actuator.progressReporter(op.kind, client.ObjectKeyFromObject(op.obj)),
 	}
 	req = op.withFleet(req, s.provider)
 	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req, s.adoptions)
@@ -224,7 +222,7 @@ func (op *operation) storeCredentials(ctx context.Context, s *applyScope) error 
 	if templates.IsWorkloadIdentity(s.secret) {
 		annotations[annotationWorkloadIdentity] = "true"
 	}
-	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.infra, annotations, s.env, state.CreateFirst(op.req.FirstRun))
+	return op.objects().WriteCredentials(ctx, op.actuator.Client, op.obj, annotations, s.env, state.CreateFirst(op.req.FirstRun))
 }
 
 func (op *operation) writeConfig(ctx context.Context, s *applyScope) error {
@@ -298,23 +296,23 @@ func (op *operation) keepOutputs(ctx context.Context, s *applyScope) error {
 	if err != nil {
 		return err
 	}
-	s.status, err = s.provider.Status(outputs)
+	s.report, err = s.provider.report(outputs)
 	return err
 }
 
 // keepSensitiveOutputs writes the outputs the configuration marks sensitive into a Secret
-// owned by the Infrastructure, `<name>.infra.outputs`, and returns the others, the only
+// owned by the object, `<name>.<purpose>.outputs`, and returns the others, the only
 // ones the status may be built from.
-func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templates.Provider, saved []byte) (map[string]any, error) {
+func (op *operation) keepSensitiveOutputs(ctx context.Context, provider served, saved []byte) (map[string]any, error) {
 	plain, sensitive, err := state.SplitOutputs(saved)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range provider.Manifest.Status.Outputs() {
+	for _, name := range provider.statusOutputs() {
 		if _, ok := sensitive[name]; ok {
 			return nil, extension.InvalidInput(ReasonInvalidConfiguration,
 				"provider %s: status maps the output %q, which is sensitive: sensitive outputs go to the Secret %s, never to the status",
-				provider.Manifest.Type, name, op.objects().ID.OutputsName())
+				op.spec().Type, name, op.objects().ID.OutputsName())
 		}
 	}
 	data := make(map[string][]byte, len(sensitive))
@@ -329,7 +327,7 @@ func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templat
 		}
 		data[name] = encoded
 	}
-	if err := op.objects().WriteSensitiveOutputs(ctx, op.actuator.Client, op.infra, data); err != nil {
+	if err := op.objects().WriteSensitiveOutputs(ctx, op.actuator.Client, op.obj, data); err != nil {
 		return nil, err
 	}
 	return plain, nil
@@ -340,13 +338,13 @@ func (op *operation) keepSensitiveOutputs(ctx context.Context, provider *templat
 func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 	now := metav1.Now()
 	if plan := s.result.Plan; plan != nil {
-		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+		extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 			Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonPlanApplied,
 			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
-	if op.actuator.DriftInterval > 0 {
-		extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+	if op.actuator.DriftInterval > 0 && op.kind == infrastructureKind {
+		extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonApplied,
 			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,
 		})
@@ -354,7 +352,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 	// A confirmation of resources removed by hand is used up: the index this apply leaves
 	// names none of them, and a later loss is another operator's call.
 	for _, annotation := range []string{AnnotationAllowDestroy, AnnotationLostRemoved} {
-		if _, ok := op.infra.Annotations[annotation]; ok {
+		if _, ok := op.obj.GetAnnotations()[annotation]; ok {
 			if err := op.req.RemoveAnnotation(ctx, annotation); err != nil {
 				return err
 			}
@@ -370,7 +368,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 // the annotation was set) keeps the annotation, and an event names it: that resource and
 // the one named are two, and which to keep is the operator's call.
 func (op *operation) adopted(ctx context.Context, s *applyScope) error {
-	if _, ok := op.infra.Annotations[AnnotationImport]; !ok {
+	if _, ok := op.obj.GetAnnotations()[AnnotationImport]; !ok {
 		return nil
 	}
 	held := map[string]string{}
@@ -389,7 +387,7 @@ func (op *operation) adopted(ctx context.Context, s *applyScope) error {
 	}
 	if len(differ) > 0 {
 		if op.actuator.Recorder != nil {
-			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, reasonAdoptionIncomplete, "Reconcile",
+			op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, reasonAdoptionIncomplete, "Reconcile",
 				"%s is kept: the state does not hold what it names (%s); remove the resource the state holds from it, or the address from the annotation",
 				AnnotationImport, strings.Join(differ, "; "))
 		}
@@ -404,10 +402,9 @@ const reasonAdoptionIncomplete = "AdoptionIncomplete"
 // writeStatus reports the provider's status, keeps the state in the history, and in
 // .status.state for Gardener's backup of the shoot's state.
 func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
-	infra := op.infra
-	infra.Status.ProviderStatus = s.status.ProviderStatus
-	infra.Status.NodesCIDR = s.status.NodesCIDR
-	infra.Status.EgressCIDRs = s.status.EgressCIDRs
+	if err := s.report(ctx, op); err != nil {
+		return err
+	}
 	index := op.indexOf(s.result.State)
 	op.keepHistory(ctx, s.result.State, index, s.recovered || s.restore)
 	return op.keepStateInStatus(s.result.State, index)

@@ -23,9 +23,9 @@ type deleteScope struct {
 	// nothingToDestroy is true when no state holds anything to destroy: the deletion only
 	// removes what the runs kept.
 	nothingToDestroy bool
-	// provider is the Infrastructure's provider; nil when it is unknown, which a deletion
-	// goes on without.
-	provider *templates.Provider
+	// provider is what the object's provider serves for it; nil when it is unknown, which
+	// a deletion goes on without.
+	provider served
 	request  run.Request
 }
 
@@ -40,6 +40,7 @@ func (op *operation) delete(ctx context.Context) error {
 		op.destroyRequest,     // the destroy request with the credentials, of the last run if the secret is gone
 		op.runOrWaitDestroy,   // the destroy's outcome once it ended; until then prepare and submit it
 		op.removeRunObjects,   // the run objects and the run directory
+		op.removeGenerated,    // what the object's status named beside its resources: a BackupBucket's Secret
 	})
 }
 
@@ -134,9 +135,9 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 	}
 	req := run.Request{
 		ID: op.objects().ID, Owner: op.owner(), Command: run.Destroy, Env: env, Files: files,
-		Progress: op.actuator.progressReporter(client.ObjectKeyFromObject(op.infra)),
+		Progress: op.actuator.progressReporter(op.kind, client.ObjectKeyFromObject(op.obj)),
 	}
-	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	provider, err := op.served()
 	if err == nil {
 		req = op.withFleet(req, provider)
 		s.provider = provider
@@ -160,7 +161,7 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 		if storedErr != nil {
 			return nil, nil, storedErr
 		}
-		key := secretKeyOf(op.infra)
+		key := op.secretKey()
 		if stored == nil {
 			return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
 		}
@@ -188,11 +189,11 @@ func (op *operation) runOrWaitDestroy(ctx context.Context, s *deleteScope) error
 // it rendered again, since destroying needs the provider configuration.
 func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	objects := op.objects()
-	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: op.infra.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	provider, err := op.served()
 	if err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	// other provider settings. A Secret that cannot be read (gone, or of a namespace not
 	// allowed) leaves the static keys' configuration, as the credentials of the last run are.
 	secret, _ := op.sourceSecret(ctx)
-	rendered, err := provider.Render(templates.Input{Infrastructure: op.infra, Cluster: op.req.Cluster, WorkloadIdentity: templates.IsWorkloadIdentity(secret)})
+	rendered, err := provider.render(op.obj, op.req.Cluster, templates.IsWorkloadIdentity(secret))
 	if err != nil {
 		return err
 	}
@@ -212,6 +213,10 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 
 func (op *operation) removeRunObjects(ctx context.Context, _ *deleteScope) error {
 	return op.deleteRunObjects(ctx)
+}
+
+func (op *operation) removeGenerated(ctx context.Context, _ *deleteScope) error {
+	return op.deleteGeneratedSecret(ctx)
 }
 
 // deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
@@ -233,5 +238,8 @@ func (op *operation) forceDelete(ctx context.Context) error {
 	if err := op.endRuns(ctx, "", true); err != nil {
 		return err
 	}
-	return op.deleteRunObjects(ctx)
+	if err := op.deleteRunObjects(ctx); err != nil {
+		return err
+	}
+	return op.deleteGeneratedSecret(ctx)
 }

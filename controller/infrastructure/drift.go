@@ -33,8 +33,12 @@ const (
 // InfrastructureInSync condition whether the infrastructure still matches its
 // configuration. Each Infrastructure's plans fall at its own point of the interval (see
 // nextDriftCheck), so that a seed's plans spread over it, also after a restart.
-func (a *Actuator) Verify(ctx context.Context, req request) time.Duration {
-	infra := req.Object
+func (a *Actuator) Verify(ctx context.Context, req extension.Request[*extensionsv1alpha1.Infrastructure]) time.Duration {
+	return a.verify(ctx, requestOf(infrastructureKind, req))
+}
+
+func (a *Actuator) verify(ctx context.Context, req request) time.Duration {
+	infra := req.Object.(*extensionsv1alpha1.Infrastructure)
 	// What an earlier process recorded, before this one's first apply or plan; with or
 	// without drift checks.
 	if infra.Status.State != nil {

@@ -50,7 +50,7 @@ type destroyPermission struct {
 // allowDestroy reads the allow-destroy annotation: "true" (any plan, deprecated), or the
 // digest of the plan allowed, optionally followed by ",expires=<RFC 3339 time>".
 func (op *operation) allowDestroy(now time.Time) (destroyPermission, error) {
-	value, ok := op.infra.Annotations[AnnotationAllowDestroy]
+	value, ok := op.obj.GetAnnotations()[AnnotationAllowDestroy]
 	if !ok {
 		return destroyPermission{}, nil
 	}
@@ -81,7 +81,7 @@ func (op *operation) allowDestroy(now time.Time) (destroyPermission, error) {
 // warnAllowDestroy tells in an event that the deprecated allow-destroy=true allowed an apply.
 func (op *operation) warnAllowDestroy(_ context.Context, s *applyScope) error {
 	if s.request.AllowDestroy && op.actuator.Recorder != nil {
-		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonDeprecatedAllowDestroy, "Reconcile",
+		op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, ReasonDeprecatedAllowDestroy, "Reconcile",
 			"%s=true allows any plan and is deprecated: set it to the digest of the plan to allow, which the LastPlan condition names", AnnotationAllowDestroy)
 	}
 	return nil
@@ -110,12 +110,12 @@ func (op *operation) refused(err error) error {
 		message = fmt.Sprintf("%s; plan %s: to allow exactly this plan once, annotate the Infrastructure with %s=%s (optionally followed by ,expires=<RFC 3339 time>)",
 			message, runErr.PlanDigest, AnnotationAllowDestroy, runErr.PlanDigest)
 	}
-	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+	extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 		Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonDestroyProtected,
 		Message: message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	if op.actuator.Recorder != nil {
-		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, ReasonDestroyProtected, "Reconcile", "%s", message)
+		op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, ReasonDestroyProtected, "Reconcile", "%s", message)
 	}
 	return &extension.Error{
 		Reason: ReasonDestroyProtected, Terminal: true,

@@ -3,13 +3,14 @@ package infrastructure
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -30,7 +31,7 @@ const annotationWorkloadIdentity = run.LabelPrefix + "workload-identity"
 // credentialFiles are the credentials of secret that a run reads as files, from the
 // Secret itself: a workload identity's token, which gardenlet renews while a run may
 // outlive it, reaches the run as the Secret has it, and no copy of it is kept.
-func credentialFiles(provider *templates.Provider, secret *corev1.Secret) map[string]corev1.SecretKeySelector {
+func credentialFiles(provider served, secret *corev1.Secret) map[string]corev1.SecretKeySelector {
 	files := map[string]corev1.SecretKeySelector{}
 	for env, key := range provider.CredentialFiles(secret) {
 		files[env] = corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}, Key: key}
@@ -39,7 +40,20 @@ func credentialFiles(provider *templates.Provider, secret *corev1.Secret) map[st
 }
 
 func (op *operation) objects() state.RunObjects {
-	return op.actuator.State.Objects(runIDOf(op.infra))
+	return op.actuator.State.Objects(op.runID())
+}
+
+func (op *operation) runID() run.ID {
+	return op.actuator.runID(op.kind, op.obj.GetNamespace(), op.obj.GetName(), op.obj.GetUID())
+}
+
+// runID is the identity of the runs of an object of kind: in its namespace, or the
+// controller's for a cluster-scoped kind.
+func (a *Actuator) runID(kind *kindSpec, namespace, name string, uid types.UID) run.ID {
+	if kind.clusterScoped {
+		namespace = a.Namespace
+	}
+	return run.ID{Namespace: namespace, Name: name, Purpose: kind.purpose, UID: uid}
 }
 
 // runIDOf is the identity of an Infrastructure's runs.
@@ -47,13 +61,18 @@ func runIDOf(infra *extensionsv1alpha1.Infrastructure) run.ID {
 	return run.ID{Namespace: infra.Namespace, Name: infra.Name, Purpose: run.PurposeInfra, UID: infra.UID}
 }
 
+// secretKey is the Secret spec.secretRef names; a namespaced object's own namespace
+// where the reference names none.
+func (op *operation) secretKey() client.ObjectKey { return secretKeyOf(op.obj) }
+
 // sourceSecret returns the secret spec.secretRef names, or nil when it does not exist.
 func (op *operation) sourceSecret(ctx context.Context) (*corev1.Secret, error) {
-	if ref := op.infra.Spec.SecretRef; ref.Namespace != "" && ref.Namespace != op.infra.Namespace && !op.actuator.AllowCrossNamespaceSecretRefs {
-		return nil, credentialsUnavailable("spec.secretRef.namespace: %q is not the Infrastructure's namespace %q, and the operator allows no credentials from other namespaces", ref.Namespace, op.infra.Namespace)
+	// A cluster-scoped object names the namespace of its Secret; only the operator creates one.
+	if ref := op.obj.GetSecretRef(); !op.kind.clusterScoped && ref.Namespace != "" && ref.Namespace != op.obj.GetNamespace() && !op.actuator.AllowCrossNamespaceSecretRefs {
+		return nil, credentialsUnavailable("spec.secretRef.namespace: %q is not the %s's namespace %q, and the operator allows no credentials from other namespaces", ref.Namespace, op.kind.name, op.obj.GetNamespace())
 	}
 	secret := &corev1.Secret{}
-	if err := op.actuator.APIReader.Get(ctx, secretKeyOf(op.infra), secret); err != nil {
+	if err := op.actuator.APIReader.Get(ctx, op.secretKey(), secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -76,17 +95,13 @@ func envOf(secret *corev1.Secret) map[string]string {
 }
 
 func (op *operation) owner() *metav1.OwnerReference {
-	return metav1.NewControllerRef(op.infra, extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
+	return metav1.NewControllerRef(op.obj, op.kind.gvk())
 }
 
-// inputs returns the provider and the credentials secret of the Infrastructure.
-func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.Secret, error) {
-	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+// inputs returns what the provider serves for the object and its credentials secret.
+func (op *operation) inputs(ctx context.Context) (served, *corev1.Secret, error) {
+	provider, err := op.served()
 	if err != nil {
-		var unknown *templates.UnknownProviderError
-		if errors.As(err, &unknown) {
-			return nil, nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
-		}
 		return nil, nil, err
 	}
 	secret, err := op.sourceSecret(ctx)
@@ -94,18 +109,35 @@ func (op *operation) inputs(ctx context.Context) (*templates.Provider, *corev1.S
 		return nil, nil, err
 	}
 	if secret == nil {
-		key := secretKeyOf(op.infra)
+		key := op.secretKey()
 		return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found", key.Namespace, key.Name)
 	}
-	if len(provider.CredentialFiles(secret)) > 0 && secret.Namespace != op.infra.Namespace {
-		return nil, nil, credentialsUnavailable("spec.secretRef.namespace: the runs read files of secret %s/%s, a workload identity's token, from the Secret itself, which must be in the Infrastructure's namespace %q: a run pod mounts Secrets of its own namespace only",
-			secret.Namespace, secret.Name, op.infra.Namespace)
+	if runs := op.runID().Namespace; len(provider.CredentialFiles(secret)) > 0 && secret.Namespace != runs {
+		where := fmt.Sprintf("the %s's namespace %q", op.kind.name, runs)
+		if op.kind.clusterScoped {
+			where = fmt.Sprintf("the namespace of the %s's runs %q", op.kind.name, runs)
+		}
+		return nil, nil, credentialsUnavailable("spec.secretRef.namespace: the runs read files of secret %s/%s, a workload identity's token, from the Secret itself, which must be in %s: a run pod mounts Secrets of its own namespace only",
+			secret.Namespace, secret.Name, where)
 	}
 	if keys := provider.OperatorOnlyCredentials(secret); len(keys) > 0 && !op.actuator.AllowOperatorOnlyCredentials {
 		return nil, nil, credentialsUnavailable("data.%s of secret %s/%s: only the operator may allow this key (--allow-operator-only-credentials): it chooses where terraform sends every call",
 			keys[0], secret.Namespace, secret.Name)
 	}
 	return provider, secret, nil
+}
+
+// served is what the provider of the object's spec.type serves for it; an unknown type is
+// invalid input.
+func (op *operation) served() (served, error) {
+	provider, err := op.kind.serve(op.actuator.Providers, op.obj)
+	if err != nil {
+		if unknownType(err) {
+			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "spec.type: %w", err)
+		}
+		return nil, err
+	}
+	return provider, nil
 }
 
 func credentialsUnavailable(format string, args ...any) *extension.Error {
@@ -131,7 +163,7 @@ func (op *operation) upToDate(ctx context.Context) (bool, error) {
 		// gardenlet renews the token at about half its lifetime, a change of the Secret
 		// that needs no apply: the runs read the token from the Secret. Its other values
 		// must be the stored ones.
-		provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+		provider, err := op.served()
 		if err != nil {
 			return false, nil
 		}
@@ -162,17 +194,18 @@ func localNamespace(infra *extensionsv1alpha1.Infrastructure) string {
 // namespace another local Infrastructure, created before it, already owns: terraform would
 // take over, change and on deletion destroy that Infrastructure's objects.
 func (op *operation) checkLocalNamespace(ctx context.Context) error {
-	if op.infra.Spec.Type != localType {
+	infra, ok := op.obj.(*extensionsv1alpha1.Infrastructure)
+	if !ok || infra.Spec.Type != localType {
 		return nil
 	}
-	target := localNamespace(op.infra)
+	target := localNamespace(infra)
 	list := &extensionsv1alpha1.InfrastructureList{}
 	if err := op.actuator.APIReader.List(ctx, list); err != nil {
 		return fmt.Errorf("listing Infrastructures to check providerConfig.namespace: %w", err)
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == op.infra.UID || other.Spec.Type != localType || localNamespace(other) != target || !createdBefore(other, op.infra) {
+		if other.UID == infra.UID || other.Spec.Type != localType || localNamespace(other) != target || !createdBefore(other, infra) {
 			continue
 		}
 		return extension.InvalidInput(ReasonInvalidConfiguration, "providerConfig.namespace: %q is the namespace of Infrastructure %s/%s: choose another", target, other.Namespace, other.Name)

@@ -83,6 +83,14 @@ func recordStateSize(infra *extensionsv1alpha1.Infrastructure, size int) {
 	stateBytes.WithLabelValues(infra.Namespace, infra.Name).Set(float64(size))
 }
 
+// recordStateSize publishes the size of the object's encoded .status.state; the gauge is
+// the Infrastructures'.
+func (op *operation) recordStateSize(size int) {
+	if infra, ok := op.obj.(*extensionsv1alpha1.Infrastructure); ok {
+		recordStateSize(infra, size)
+	}
+}
+
 // forgetMetrics deletes every series of an Infrastructure.
 func forgetMetrics(key client.ObjectKey) {
 	labels := prometheus.Labels{"infrastructure_namespace": key.Namespace, "infrastructure_name": key.Name}
@@ -93,6 +101,9 @@ func forgetMetrics(key client.ObjectKey) {
 
 // countFailures counts the runs of an Infrastructure that failed in a row, by command.
 func countFailures(req run.Request, err error) {
+	if req.ID.Purpose != run.PurposeInfra {
+		return
+	}
 	failures := failedRuns.WithLabelValues(req.ID.Namespace, req.ID.Name, string(req.Command))
 	if err != nil {
 		failures.Inc()

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -71,7 +72,7 @@ func (op *operation) findLostState(ctx context.Context, declared func(address st
 	}
 	// The index trusted is the one this controller wrote into the status; the one kept
 	// with the state is written by the runs, and is not read.
-	index, err := statusIndex(op.infra.Status.State)
+	index, err := statusIndex(op.status().State)
 	if err != nil {
 		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
 	}
@@ -201,7 +202,7 @@ func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool
 	if index == nil {
 		return nil
 	}
-	removed := confirmedRemoved(op.infra)
+	removed := confirmedRemoved(op.obj)
 	var undeclared []string
 	for _, address := range append(slices.Sorted(maps.Keys(index.IDs)), index.Unimportable...) {
 		if !held[address] && !declared(address) && !removed[address] {
@@ -220,14 +221,14 @@ func (op *operation) refuseUndeclared(index *imports.Index, held map[string]bool
 		Err: fmt.Errorf("the state in %s %s %s, and %d resources its index names are in no state of its history and no longer declared by the configuration: %s. "+
 			"An apply can neither import nor destroy them, so they would be left behind; nothing is written: restore the state from a backup, "+
 			"or remove them by hand and confirm with the annotation %s=%q",
-			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, confirmation(op.infra, undeclared)),
+			objects.Storage.Kind(), objects.StateName(), cause, len(undeclared), strings.Join(undeclared, ", "), AnnotationLostRemoved, confirmation(op.obj, undeclared)),
 	}
 }
 
 // confirmedRemoved are the addresses AnnotationLostRemoved confirms removed by hand.
-func confirmedRemoved(infra *extensionsv1alpha1.Infrastructure) map[string]bool {
+func confirmedRemoved(obj client.Object) map[string]bool {
 	removed := map[string]bool{}
-	for _, address := range strings.Split(infra.Annotations[AnnotationLostRemoved], ",") {
+	for _, address := range strings.Split(obj.GetAnnotations()[AnnotationLostRemoved], ",") {
 		removed[strings.TrimSpace(address)] = true
 	}
 	return removed
@@ -236,9 +237,9 @@ func confirmedRemoved(infra *extensionsv1alpha1.Infrastructure) map[string]bool 
 // confirmation is the value of AnnotationLostRemoved that confirms addresses removed and
 // keeps what it confirms already: the two refusals ask for it in turn, and a value that
 // confirmed only the newest would bring the other refusal back, forever.
-func confirmation(infra *extensionsv1alpha1.Infrastructure, addresses []string) string {
+func confirmation(obj client.Object, addresses []string) string {
 	all := slices.Clone(addresses)
-	for address := range confirmedRemoved(infra) {
+	for address := range confirmedRemoved(obj) {
 		if address != "" {
 			all = append(all, address)
 		}
@@ -253,7 +254,7 @@ func confirmation(infra *extensionsv1alpha1.Infrastructure, addresses []string) 
 // destroy. The provider may have made them, and they would be left behind. Those the
 // operator confirmed removed (AnnotationLostRemoved) are let go.
 func (op *operation) refuseInterrupted(ctx context.Context, declared func(string) bool) error {
-	interrupted := statusInterrupted(op.infra.Status.State)
+	interrupted := statusInterrupted(op.status().State)
 	if len(interrupted) == 0 {
 		return nil
 	}
@@ -265,7 +266,7 @@ func (op *operation) refuseInterrupted(ctx context.Context, declared func(string
 	if err != nil {
 		return err
 	}
-	removed := confirmedRemoved(op.infra)
+	removed := confirmedRemoved(op.obj)
 	var left []string
 	for _, address := range interrupted {
 		if !held[address] && !declared(address) && !removed[address] {
@@ -280,7 +281,7 @@ func (op *operation) refuseInterrupted(ctx context.Context, declared func(string
 		Reason: reasonCreateInterrupted,
 		Err: fmt.Errorf("a run ended while terraform created %d resources that no state holds and this run would not find again: %s. "+
 			"The provider may have made them, and they would be left behind; nothing is run: remove them by hand where they exist and confirm with the annotation %s=%q",
-			len(left), strings.Join(left, ", "), AnnotationLostRemoved, confirmation(op.infra, left)),
+			len(left), strings.Join(left, ", "), AnnotationLostRemoved, confirmation(op.obj, left)),
 	}
 }
 
@@ -312,7 +313,7 @@ func indexedImports(index *imports.Index, held map[string]bool, declared func(st
 // recovering says in the StateRecovered condition that a recovery is under way.
 func (op *operation) recovering(ctx context.Context, message string) error {
 	now := metav1.Now()
-	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+	extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionFalse, Reason: reasonRecovering,
 		Message: message, LastUpdateTime: now, LastTransitionTime: now,
 	})
@@ -323,17 +324,17 @@ func (op *operation) recovering(ctx context.Context, message string) error {
 // recovered marks a recovery done once its apply succeeded, and says so in an event. It
 // reports whether the apply ended a recovery.
 func (op *operation) recovered() bool {
-	c := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionStateRecovered)
+	c := extension.FindCondition(op.status(), ConditionStateRecovered)
 	if c == nil || c.Reason != reasonRecovering {
 		return false
 	}
 	now := metav1.Now()
-	extension.SetCondition(&op.infra.Status.DefaultStatus, extensionsv1alpha1.Condition{
+	extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 		Type: ConditionStateRecovered, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonRecovered,
 		Message: c.Message, LastUpdateTime: now, LastTransitionTime: now,
 	})
 	if op.actuator.Recorder != nil {
-		op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
+		op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeNormal, reasonRecovered, "Reconcile", "%s", c.Message)
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -250,9 +252,9 @@ func (op *operation) waitForEarlierRun(ctx context.Context, stop bool) error {
 
 // describeWaiting puts what an operation waits for into lastOperation; a run under way
 // writes its progress there itself.
-func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
+func describeWaiting(status *extensionsv1alpha1.DefaultStatus, err error) {
 	var pending *runPendingError
-	last := infra.Status.LastOperation
+	last := status.LastOperation
 	if !errors.As(err, &pending) || last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
 		return
 	}
@@ -263,27 +265,27 @@ func describeWaiting(infra *extensionsv1alpha1.Infrastructure, err error) {
 	last.LastUpdateTime = metav1.Now()
 }
 
-// progressReporter writes a run's progress into the lastOperation of the Infrastructure
-// while it is processing; it patches lastOperation alone, with an optimistic lock, and
-// skips a progress another write overtook.
-func (a *Actuator) progressReporter(key client.ObjectKey) func(run.Progress) {
+// progressReporter writes a run's progress into the lastOperation of the object while it
+// is processing; it patches lastOperation alone, with an optimistic lock, and skips a
+// progress another write overtook.
+func (a *Actuator) progressReporter(kind *kindSpec, key client.ObjectKey) func(run.Progress) {
 	return func(p run.Progress) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		infra := &extensionsv1alpha1.Infrastructure{}
-		if err := a.Client.Get(ctx, key, infra); err != nil {
+		obj := kind.newObject()
+		if err := a.Client.Get(ctx, key, obj); err != nil {
 			return
 		}
-		last := infra.Status.LastOperation
+		last := obj.GetExtensionStatus().LastOperation
 		if last == nil || last.State != extensionsv1alpha1.LastOperationStateProcessing {
 			return
 		}
-		base := infra.DeepCopy()
+		base := obj.DeepCopyObject().(Subject)
 		last.Progress = p.Percent()
 		last.Description = p.Description()
 		last.LastUpdateTime = metav1.Now()
-		if err := a.Client.Status().Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			ctrl.Log.V(1).Info("progressNotPatched", "infrastructure", key, "reason", err.Error())
+		if err := a.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			ctrl.Log.V(1).Info("progressNotPatched", "kind", kind.name, "object", key, "reason", err.Error())
 		}
 	}
 }
@@ -296,12 +298,40 @@ const ReasonThrottled = "Throttled"
 // provider, the region and the project of the credentials Secret's namespace (never the
 // credentials' values, which the shoot's owner writes), the shoot project, how the
 // provider's throttling reads, and the provider's parallelism.
-func (op *operation) withFleet(req run.Request, provider *templates.Provider) run.Request {
-	req.Budget = provider.AccountKey(op.infra.Spec.Region, projectOf(secretKeyOf(op.infra).Namespace))
-	req.Project = projectOf(op.infra.Namespace)
-	req.Parallelism = provider.Parallelism()
-	req.Throttled = func(err error) bool { return throttled(provider, err) }
+func (op *operation) withFleet(req run.Request, provider served) run.Request {
+	fleet := provider.fleet()
+	req.Budget = fleet.AccountKey(op.region(), projectOf(op.secretKey().Namespace))
+	req.Project = projectOf(op.secretKey().Namespace)
+	if !op.kind.clusterScoped {
+		req.Project = projectOf(op.obj.GetNamespace())
+	}
+	req.Parallelism = fleet.Parallelism()
+	req.Throttled = func(err error) bool { return throttled(fleet, err) }
 	return req
+}
+
+// region is the cloud region of the object's calls, which its account's budget is per.
+func (op *operation) region() string {
+	switch obj := op.obj.(type) {
+	case *extensionsv1alpha1.Infrastructure:
+		return obj.Spec.Region
+	case *extensionsv1alpha1.BackupBucket:
+		return obj.Spec.Region
+	case *extensionsv1alpha1.BackupEntry:
+		return obj.Spec.Region
+	case *extensionsv1alpha1.DNSRecord:
+		return ptr.Deref(obj.Spec.Region, "")
+	}
+	// A Bastion's is its shoot's.
+	var shoot struct {
+		Spec struct {
+			Region string `json:"region"`
+		} `json:"spec"`
+	}
+	if c := op.req.Cluster; c != nil && json.Unmarshal(c.Spec.Shoot.Raw, &shoot) == nil {
+		return shoot.Spec.Region
+	}
+	return ""
 }
 
 // throttled says whether a run failed because the cloud throttled its calls.
@@ -312,9 +342,9 @@ func throttled(provider *templates.Provider, err error) bool {
 
 // throttledError is a throttled run's failure with Gardener's rate-limit code, which
 // is retried, also where only the provider's own pattern matched it.
-func throttledError(provider *templates.Provider, err error) error {
+func throttledError(provider served, err error) error {
 	var runErr *run.Error
-	if !throttled(provider, err) || !errors.As(err, &runErr) {
+	if !throttled(provider.fleet(), err) || !errors.As(err, &runErr) {
 		return err
 	}
 	codes := errorcodes.Classify(runErr.Blocks)
@@ -338,17 +368,23 @@ func projectOf(namespace string) string {
 	return project
 }
 
-// throttledEvent tells on the Infrastructure whose run the cloud throttled that its
-// account's runs back off; the account is not named, its key is in the metrics.
+// throttledEvent tells on the object whose run the cloud throttled that its account's
+// runs back off; the account is not named, its key is in the metrics.
 func throttledEvent(recorder events.EventRecorder) func(run.ID, run.Backoff) {
 	return func(id run.ID, backoff run.Backoff) {
-		if recorder == nil {
+		kind, ok := kindsByPurpose[id.Purpose]
+		if recorder == nil || !ok {
 			return
 		}
-		infra := &extensionsv1alpha1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name, UID: id.UID}}
-		infra.SetGroupVersionKind(extensionsv1alpha1.GroupVersion.WithKind("Infrastructure"))
-		recorder.Eventf(infra, nil, corev1.EventTypeWarning, ReasonThrottled, "Run",
-			"the cloud throttled the calls of this Infrastructure's account: its runs in this region now go %d at a time, none starting for %s",
-			backoff.Slots, backoff.Pause)
+		obj := kind.newObject()
+		obj.SetName(id.Name)
+		obj.SetUID(id.UID)
+		if !kind.clusterScoped {
+			obj.SetNamespace(id.Namespace)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(kind.gvk())
+		recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonThrottled, "Run",
+			"the cloud throttled the calls of this %s's account: its runs in this region now go %d at a time, none starting for %s",
+			kind.name, backoff.Slots, backoff.Pause)
 	}
 }

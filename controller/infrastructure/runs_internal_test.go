@@ -314,15 +314,15 @@ func TestDriftPlanIsSubmittedAtDriftPriorityAndItsOutcomeRead(t *testing.T) {
 	g.Expect(submitted.req.Env).To(HaveKey("TF_VAR_kubeconfig"))
 
 	// Known waiting, the check looks again later, whenever it is due.
-	g.Expect(op.actuator.Verify(context.Background(), op.req)).To(Equal(pendingRecheck))
-	g.Expect(extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionInSync)).To(BeNil())
+	g.Expect(op.actuator.verify(context.Background(), op.req)).To(Equal(pendingRecheck))
+	g.Expect(extension.FindCondition(op.status(), ConditionInSync)).To(BeNil())
 
 	plan := &plan.Summary{Changes: []plan.Change{{Address: "kubectl_manifest.namespace", Type: "kubectl_manifest", Action: "update"}}}
 	runs.tickets[id] = run.Ticket{Command: run.Plan, Priority: run.PriorityDrift, Phase: run.PhaseDone, Result: &run.Result{Plan: plan}}
-	next := op.actuator.Verify(context.Background(), op.req)
+	next := op.actuator.verify(context.Background(), op.req)
 	g.Expect(next).To(BeNumerically(">", 0))
 	g.Expect(runs.tickets).NotTo(HaveKey(id), "the plan's outcome is taken")
-	inSync := extension.FindCondition(&op.infra.Status.DefaultStatus, ConditionInSync)
+	inSync := extension.FindCondition(op.status(), ConditionInSync)
 	g.Expect(inSync).NotTo(BeNil())
 	g.Expect(inSync.Status).To(Equal(extensionsv1alpha1.ConditionFalse))
 	g.Expect(inSync.Reason).To(Equal(ReasonDrifted))

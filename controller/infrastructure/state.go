@@ -52,32 +52,32 @@ const maxStatusState = 1024 * 1024
 // index, which holds resource IDs only, is kept in either case.
 func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error {
 	if len(state) == 0 {
-		op.infra.Status.State = nil
-		recordStateSize(op.infra, 0)
+		op.status().State = nil
+		op.recordStateSize(0)
 		return nil
 	}
 	if op.actuator.State.Storage == tfstate.StorageSecret {
-		op.infra.Status.State, _ = encodeState(nil, index)
-		recordStateSize(op.infra, 0)
+		op.status().State, _ = encodeState(nil, index)
+		op.recordStateSize(0)
 		return nil
 	}
 	encoded, err := encodeState(state, index)
 	var tooLarge *stateTooLargeError
 	if errors.As(err, &tooLarge) {
-		recordStateSize(op.infra, tooLarge.size)
-		if op.infra.Status.State != nil || op.req.FirstRun {
-			op.actuator.Recorder.Eventf(op.infra, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState",
+		op.recordStateSize(tooLarge.size)
+		if op.status().State != nil || op.req.FirstRun {
+			op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState",
 				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
 		}
 		// The index, far smaller, still finds every resource again should the state be lost.
-		op.infra.Status.State, _ = encodeState(nil, index)
+		op.status().State, _ = encodeState(nil, index)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	op.infra.Status.State = encoded
-	recordStateSize(op.infra, len(encoded.Raw))
+	op.status().State = encoded
+	op.recordStateSize(len(encoded.Raw))
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (op *operation) keepHistory(ctx context.Context, state []byte, index *impor
 	if depth == 0 || len(state) == 0 {
 		return
 	}
-	if prior, _ := statusIndex(op.infra.Status.State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
+	if prior, _ := statusIndex(op.status().State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
 		return
 	}
 	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {
@@ -138,7 +138,7 @@ func (op *operation) keepFailedState(ctx context.Context, err error) {
 // forget what a state held, and the history keeps that state all the same.
 func (op *operation) indexFailedState(ctx context.Context, state []byte) {
 	index := op.indexOf(state)
-	prior, err := statusIndex(op.infra.Status.State)
+	prior, err := statusIndex(op.status().State)
 	if index == nil || err != nil {
 		return
 	}
@@ -169,7 +169,7 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 	if err != nil {
 		return
 	}
-	kept, ok := statusKept(op.infra.Status.State)
+	kept, ok := statusKept(op.status().State)
 	if !ok {
 		kept = migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
 	}
@@ -183,7 +183,7 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 		ctrl.LoggerFrom(ctx).Info("interruptedCreatesNotKept", "resources", len(interrupted))
 		return
 	}
-	op.infra.Status.State = &runtime.RawExtension{Raw: encoded}
+	op.status().State = &runtime.RawExtension{Raw: encoded}
 }
 
 // statusInterrupted are the interrupted creates .status.state keeps.
@@ -204,7 +204,7 @@ func statusKept(raw *runtime.RawExtension) (migratedState, bool) {
 // indexOf indexes state with the import IDs of the Infrastructure's provider; nil when
 // either is unknown, so that an unindexed state never blocks what keeps it.
 func (op *operation) indexOf(state []byte) *imports.Index {
-	provider, err := op.actuator.Providers.Provider(op.infra.Spec.Type)
+	provider, err := op.served()
 	if err != nil || len(state) == 0 {
 		return nil
 	}
@@ -255,7 +255,7 @@ func (op *operation) readRestored(_ context.Context, s *applyScope) error {
 		return nil
 	}
 	var err error
-	s.restored, err = decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
+	s.restored, err = decodeState(op.status().State, op.actuator.State.MaxSize)
 	return err
 }
 

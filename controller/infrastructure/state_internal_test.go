@@ -35,14 +35,14 @@ func TestLargeStateRoundTripsThroughTheStatus(t *testing.T) {
 	state.WriteString(`{}]}`)
 	op, recorder := stateOperation()
 	g.Expect(op.keepStateInStatus(state.Bytes(), nil)).To(Succeed())
-	g.Expect(op.infra.Status.State).NotTo(BeNil())
-	g.Expect(len(op.infra.Status.State.Raw)).To(BeNumerically("<", maxStatusState))
-	decoded, err := decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
+	g.Expect(op.status().State).NotTo(BeNil())
+	g.Expect(len(op.status().State.Raw)).To(BeNumerically("<", maxStatusState))
+	decoded, err := decodeState(op.status().State, op.actuator.State.MaxSize)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded).To(Equal(state.Bytes()))
 	g.Expect(recorder.Events).To(BeEmpty())
 	// A restore decodes it only within what the controller is given.
-	_, err = decodeState(op.infra.Status.State, 1<<20)
+	_, err = decodeState(op.status().State, 1<<20)
 	g.Expect(err).To(MatchError(tfstate.ErrOverBound))
 	g.Expect(err).To(MatchError(ContainSubstring("status.state: terraformState: the terraform state exceeds what this controller decodes: the state expands to more than 1048576 bytes (1.0 MiB)")))
 }
@@ -55,10 +55,10 @@ func TestStateTooLargeForTheStatusIsLeftOut(t *testing.T) {
 	_, _ = rand.Read(state)
 	op, recorder := stateOperation()
 	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
-	g.Expect(op.infra.Status.State).NotTo(BeNil())
+	g.Expect(op.status().State).NotTo(BeNil())
 
 	g.Expect(op.keepStateInStatus(state, nil)).To(Succeed())
-	g.Expect(op.infra.Status.State).To(BeNil(), "no stale state stays")
+	g.Expect(op.status().State).To(BeNil(), "no stale state stays")
 	g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+reasonStateTooLarge), ContainSubstring("infra.infra.tf-state"))))
 }
 
@@ -66,8 +66,8 @@ func TestInvalidStateInStatusNamesTheField(t *testing.T) {
 	g := NewWithT(t)
 	op, _ := stateOperation()
 	g.Expect(op.keepStateInStatus([]byte(`{"version":4}`), nil)).To(Succeed())
-	op.infra.Status.State.Raw = []byte(strings.Replace(string(op.infra.Status.State.Raw), "InfrastructureState", "Other", 1))
-	_, err := decodeState(op.infra.Status.State, op.actuator.State.MaxSize)
+	op.status().State.Raw = []byte(strings.Replace(string(op.status().State.Raw), "InfrastructureState", "Other", 1))
+	_, err := decodeState(op.status().State, op.actuator.State.MaxSize)
 	g.Expect(err).To(MatchError(ContainSubstring("status.state")))
 }
 
@@ -80,9 +80,9 @@ func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
 	op, _ := stateOperation()
 	index := &imports.Index{Serial: 7, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
 	g.Expect(op.keepStateInStatus(state, index)).To(Succeed())
-	g.Expect(op.infra.Status.State).NotTo(BeNil())
-	g.Expect(statusIndex(op.infra.Status.State)).To(Equal(index))
-	decoded, err := decodeState(op.infra.Status.State, 0)
+	g.Expect(op.status().State).NotTo(BeNil())
+	g.Expect(statusIndex(op.status().State)).To(Equal(index))
+	decoded, err := decodeState(op.status().State, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded).To(BeNil(), "the state itself is left out")
 }
