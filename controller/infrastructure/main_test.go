@@ -51,6 +51,8 @@ type controllerUnderTest struct {
 	output *testenv.SyncBuffer
 	// cached reads the manager's cache.
 	cached client.Reader
+	// served are the kinds served besides the Infrastructure (controllerSetup.Kinds).
+	served []string
 }
 
 // startController runs the controller with the local executor; runs keep their working
@@ -65,6 +67,10 @@ type controllerSetup struct {
 	*infrastructure.Actuator
 	Executor executor.Executor
 	Pipeline executor.Config
+	// Kinds serves, besides the Infrastructure, the kinds the providers serve from templates.
+	Kinds bool
+	// served are the kinds the controller serves, once started.
+	served []string
 }
 
 // actuatorOption changes the setup of a controller under test.
@@ -108,10 +114,16 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, infrastructure.RunHooks(recorder))
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
-	reconciler := infrastructure.NewReconciler(setup.Actuator, []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}, nil)
+	types := []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}
+	reconciler := infrastructure.NewReconciler(setup.Actuator, types, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency})).To(Succeed())
-	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache()}
+	options := controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency}
+	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options)).To(Succeed())
+	if setup.Kinds {
+		setup.served, err = infrastructure.SetupKinds(ctx, mgr, setup.Actuator, types, nil, runs.Ends, options)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache(), served: setup.served}
 	go func() { c.done <- mgr.Start(ctx) }()
 	t.Cleanup(c.stop)
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue(), "the controller's caches sync")

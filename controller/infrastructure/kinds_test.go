@@ -1,0 +1,338 @@
+package infrastructure_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
+)
+
+// servingKinds serves the kinds besides the Infrastructure; the runs of cluster-scoped
+// ones are kept in runsNamespace.
+func servingKinds(runsNamespace string) actuatorOption {
+	return func(s *controllerSetup) {
+		s.Kinds = true
+		s.Namespace = runsNamespace
+	}
+}
+
+// kindObject is an object of a kind served from templates, as the tests read it.
+type kindObject interface {
+	client.Object
+	GetExtensionStatus() *extensionsv1alpha1.DefaultStatus
+}
+
+// waitForKind waits until obj's last operation of the given type reached state, and reads
+// obj anew.
+func waitForKind(t *testing.T, obj kindObject, opType extensionsv1alpha1.LastOperationType, state extensionsv1alpha1.LastOperationState) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		status := obj.GetExtensionStatus()
+		g.Expect(status.LastOperation).NotTo(BeNil())
+		g.Expect(status.LastOperation.Type).To(Equal(opType), "last operation: %+v", status.LastOperation)
+		g.Expect(status.LastOperation.State).To(Equal(state), "last operation: %+v, last error: %+v", status.LastOperation, status.LastError)
+	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+func waitKindGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	}).WithTimeout(3 * time.Minute).Should(BeTrue())
+}
+
+// annotateKind asks for an operation as Gardener does.
+func annotateKind(g Gomega, obj client.Object, operation string) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[extension.AnnotationOperation] = operation
+		obj.SetAnnotations(annotations)
+		g.Expect(env.Client.Update(context.Background(), obj)).To(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// kindRunObjectsLeft are the run objects of the object of a kind that exist, in the
+// namespace of its runs.
+func kindRunObjectsLeft(g Gomega, namespace, name string, purpose run.Purpose) []string {
+	objects := state.RunObjects{ID: run.ID{Namespace: namespace, Name: name, Purpose: purpose}}
+	var left []string
+	for _, n := range []string{objects.ConfigName(), objects.StateName()} {
+		if err := env.Client.Get(context.Background(), keyOf(namespace, n), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			g.Expect(err).NotTo(HaveOccurred())
+			left = append(left, n)
+		}
+	}
+	for _, n := range []string{objects.VarsName(), objects.ID.CredentialsName(), objects.ID.OutputsName()} {
+		if err := env.Client.Get(context.Background(), keyOf(namespace, n), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			g.Expect(err).NotTo(HaveOccurred())
+			left = append(left, n)
+		}
+	}
+	return left
+}
+
+func kubeconfigSecret(t *testing.T, namespace, name string) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: map[string][]byte{"kubeconfig": adminKubeconfig(t)}}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+}
+
+func dnsRecordsOf(g Gomega, namespace string) []corev1.ConfigMap {
+	list := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(namespace), client.HasLabels{"dns.terraseed.io/zone"})).To(Succeed())
+	return list.Items
+}
+
+// A DNSRecord is created, changed and deleted through the same operations as an
+// Infrastructure, its runs named <name>.dnsrecord.tf-*; the zone found is kept in its
+// status, and the record (a ConfigMap the local provider makes) follows each step.
+func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, "dns")
+	c := startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	g.Expect(c.served).To(ConsistOf("dnsrecord", "bastion"), "without a namespace for their runs, the cluster-scoped kinds are not served")
+
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shoot-api"},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `"}`)}},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
+			Name:        "api.shoot.example.com",
+			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
+			Values:      []string{"192.0.2.10"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(record.Status.Zone).To(Equal(ptr("shoot.example.com")), "the zone found is kept")
+	g.Expect(record.Finalizers).To(ContainElement("extensions.gardener.cloud/dnsrecord"))
+	g.Expect(record.Status.ObservedGeneration).To(Equal(record.Generation))
+	records := dnsRecordsOf(g, ns)
+	g.Expect(records).To(HaveLen(1))
+	g.Expect(records[0].Data).To(HaveKeyWithValue("values", `["192.0.2.10"]`))
+	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(ConsistOf("shoot-api.dnsrecord.tf-config", "shoot-api.dnsrecord.tf-state",
+		"shoot-api.dnsrecord.tf-vars", "shoot-api.dnsrecord.credentials"), "the runs keep their objects beside the DNSRecord")
+
+	record.Spec.Values = []string{"192.0.2.11"}
+	record.Spec.TTL = ptr(int64(300))
+	g.Expect(env.Client.Update(ctx, record)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		records := dnsRecordsOf(g, ns)
+		g.Expect(records).To(HaveLen(1))
+		g.Expect(records[0].Data).To(And(HaveKeyWithValue("values", `["192.0.2.11"]`), HaveKeyWithValue("ttl", "300")))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+
+	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
+	waitKindGone(t, record)
+	g.Expect(dnsRecordsOf(g, ns)).To(BeEmpty(), "the deletion destroyed the record")
+	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
+}
+
+// A DNSRecord migrated away keeps its state in its status and releases its run objects;
+// restored, it takes the state back and recreates nothing.
+func TestDNSRecordMigrateThenRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, "dns")
+	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shoot-api"},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `"}`)}},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
+			Name:        "api.shoot.example.com",
+			RecordType:  extensionsv1alpha1.DNSRecordTypeCNAME,
+			Values:      []string{"lb.example.com"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	created := dnsRecordsOf(g, ns)[0].UID
+
+	annotateKind(g, record, extension.OperationMigrate)
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeMigrate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(record.Status.State).NotTo(BeNil(), "the state travels in the status")
+	var kept struct{ Kind string }
+	g.Expect(json.Unmarshal(record.Status.State.Raw, &kept)).To(Succeed())
+	g.Expect(kept.Kind).To(Equal("InfrastructureState"))
+	g.Eventually(func(g Gomega) []string { return kindRunObjectsLeft(g, ns, record.Name, "dnsrecord") }).
+		WithTimeout(time.Minute).Should(BeEmpty(), "a migration releases the run objects")
+
+	annotateKind(g, record, extension.OperationRestore)
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeRestore, extensionsv1alpha1.LastOperationStateSucceeded)
+	records := dnsRecordsOf(g, ns)
+	g.Expect(records).To(HaveLen(1))
+	g.Expect(records[0].UID).To(Equal(created), "the restore recreated nothing")
+	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(HaveLen(4), "the restore wrote the run objects back")
+}
+
+// A BackupBucket and a BackupEntry are cluster-scoped: their runs are kept in the
+// controller's namespace, the bucket's generated Secret in the namespace its annotation
+// names, and the deletions remove the entry, the bucket and the Secret.
+func TestBackupBucketAndEntryCreateAndDelete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	controllerNS := env.Namespace(t)
+	garden := env.Namespace(t)
+	kubeconfigSecret(t, garden, "backup")
+	c := startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
+	g.Expect(c.served).To(ConsistOf("backupbucket", "backupentry", "dnsrecord", "bastion"))
+
+	// Unique per run: envtest keeps a deleted namespace, the bucket, Terminating.
+	bucketName := controllerNS
+	bucket := &extensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: bucketName, Annotations: map[string]string{infrastructure.AnnotationGeneratedSecretNamespace: garden}},
+		Spec: extensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local",
+			SecretRef: corev1.SecretReference{Name: "backup", Namespace: garden},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucket) })
+	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(bucket.Status.GeneratedSecretRef).To(Equal(&corev1.SecretReference{Namespace: garden, Name: "generated-bucket-" + bucketName}))
+	generated := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), generated)).To(Succeed())
+	g.Expect(generated.Data).To(Equal(map[string][]byte{"bucketName": []byte("bucket-" + bucketName), "region": []byte("local")}))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, &corev1.Namespace{})).To(Succeed())
+	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(HaveLen(4), "the bucket's runs are kept in the controller's namespace")
+
+	entry := &extensionsv1alpha1.BackupEntry{
+		ObjectMeta: metav1.ObjectMeta{Name: "shoot--" + controllerNS + "--local--1b2c3d4e"},
+		Spec: extensionsv1alpha1.BackupEntrySpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local", BucketName: bucketName,
+			SecretRef: corev1.SecretReference{Name: "backup", Namespace: garden},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, entry)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), entry) })
+	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	entries := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(ctx, entries, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	g.Expect(entries.Items).To(HaveLen(1))
+	g.Expect(entries.Items[0].Data).To(HaveKeyWithValue("prefix", entry.Name))
+
+	g.Expect(env.Client.Delete(ctx, entry)).To(Succeed())
+	waitKindGone(t, entry)
+	g.Expect(env.Client.List(ctx, entries, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	g.Expect(entries.Items).To(BeEmpty(), "the entry's deletion destroyed its objects")
+	g.Expect(kindRunObjectsLeft(g, controllerNS, entry.Name, "backupentry")).To(BeEmpty())
+
+	g.Expect(env.Client.Delete(ctx, bucket)).To(Succeed())
+	waitKindGone(t, bucket)
+	ns := &corev1.Namespace{}
+	err := env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, ns)
+	g.Expect(apierrors.IsNotFound(err) || ns.DeletionTimestamp != nil).To(BeTrue(), "the bucket's deletion destroyed its namespace")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
+	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(BeEmpty())
+}
+
+// A Bastion uses the cloudprovider Secret of its namespace; its status names its
+// address; a force deletion leaves what it made and removes what its runs kept.
+func TestBastionCreateThenForceDelete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, extensionsv1alpha1.BastionSecretName)
+	s := &shoot{namespace: ns}
+	forceDeletionConfirmed(t, s)
+	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	bastion := &extensionsv1alpha1.Bastion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-abcd1234"},
+		Spec: extensionsv1alpha1.BastionSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			UserData:    []byte("#!/bin/sh\necho ssh-ed25519 AAAA >> /home/gardener/.ssh/authorized_keys\n"),
+			Ingress:     []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, bastion)).To(Succeed())
+	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(bastion.Status.Ingress).NotTo(BeNil())
+	g.Expect(bastion.Status.Ingress.Hostname).NotTo(BeEmpty(), "the status names the bastion's address")
+
+	g.Expect(env.Client.Delete(ctx, bastion)).To(Succeed())
+	waitKindGone(t, bastion)
+	g.Expect(kindRunObjectsLeft(g, ns, bastion.Name, "bastion")).To(BeEmpty())
+}
+
+// A deletion while a DNSRecord's apply is under way stops the apply, destroys what it
+// made from its final state, and leaves nothing: no run object, no record.
+func TestDNSRecordDeletionDuringItsApplyLeavesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, "dns")
+	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `","steps":3,"seconds":8}`)}},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
+			Name:        "api.slow.example.com",
+			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
+			Values:      []string{"192.0.2.10"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, keyOf(ns, "record-step-0"), &corev1.ConfigMap{})
+	}).WithTimeout(2 * time.Minute).Should(Succeed(), "the apply is under way")
+
+	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
+	waitKindGone(t, record)
+	for _, step := range []string{"record-step-0", "record-step-1", "record-step-2"} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
+	}
+	g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, ns, record.Name, "dnsrecord") }).
+		WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(BeEmpty(), "nothing writes for the DNSRecord once it is gone")
+}
+
+// A kind a provider ships no directory for is not served: a DNSRecord of the slow
+// provider, which has none, is left alone.
+func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, "dns")
+	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unserved"},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow"},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
+			Name:        "api.unserved.example.com",
+			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
+			Values:      []string{"192.0.2.10"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(record), record)).To(Succeed())
+		g.Expect(record.Status.LastOperation).To(BeNil())
+		g.Expect(record.Finalizers).To(BeEmpty())
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
+}
