@@ -40,7 +40,9 @@ type kindSpec struct {
 	serve func(providers *templates.Registry, obj Subject) (served, error)
 }
 
-func (k *kindSpec) gvk() schema.GroupVersionKind { return extensionsv1alpha1.GroupVersion.WithKind(k.name) }
+func (k *kindSpec) gvk() schema.GroupVersionKind {
+	return extensionsv1alpha1.GroupVersion.WithKind(k.name)
+}
 
 // The kinds served: the Infrastructure, and each kind a provider may serve from templates.
 var (
@@ -153,10 +155,10 @@ func (k servedKind) render(obj Subject, cluster *extensionsv1alpha1.Cluster, wor
 	return k.Render(templates.KindInput{Object: obj, Cluster: cluster, WorkloadIdentity: workloadIdentity})
 }
 
-func (k servedKind) protectedResources() []string                { return k.Manifest.ProtectedResources }
-func (k servedKind) statusOutputs() []string                     { return k.Manifest.Status.Outputs() }
-func (k servedKind) fleet() *templates.Provider                  { return k.Provider() }
-func (k servedKind) check(context.Context, *operation) error      { return nil }
+func (k servedKind) protectedResources() []string            { return k.Manifest.ProtectedResources }
+func (k servedKind) statusOutputs() []string                 { return k.Manifest.Status.Outputs() }
+func (k servedKind) fleet() *templates.Provider              { return k.Provider() }
+func (k servedKind) check(context.Context, *operation) error { return nil }
 func (k servedKind) report(outputs map[string]any) (report, error) {
 	status, err := k.Status(outputs)
 	if err != nil {

@@ -299,7 +299,7 @@ func TestDNSRecordDeletionDuringItsApplyLeavesNothing(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, keyOf(ns, "record-step-0"), &corev1.ConfigMap{})
-	}).WithTimeout(2 * time.Minute).Should(Succeed(), "the apply is under way")
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "the apply is under way")
 
 	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
 	waitKindGone(t, record)
@@ -307,7 +307,7 @@ func TestDNSRecordDeletionDuringItsApplyLeavesNothing(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
 	}
 	g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, ns, record.Name, "dnsrecord") }).
-		WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(BeEmpty(), "nothing writes for the DNSRecord once it is gone")
+		WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).Should(BeEmpty(), "nothing writes for the DNSRecord once it is gone")
 }
 
 // A kind a provider ships no directory for is not served: a DNSRecord of the slow
