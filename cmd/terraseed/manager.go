@@ -62,6 +62,10 @@ type managerOptions struct {
 	// --extension-class, which it stands for when given alone.
 	classes, class     givenString
 	heartbeatNamespace string
+	// kinds are the kinds besides the Infrastructure to serve where a provider ships them.
+	kinds string
+	// runsNamespace keeps the runs of the cluster-scoped kinds, BackupBucket and BackupEntry.
+	runsNamespace string
 	extensionName      string
 	controlPlaneHealth time.Duration
 	controlPlaneImages string
@@ -119,6 +123,8 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 	o.classes = givenString{value: string(extensionsv1alpha1.ExtensionClassShoot)}
 	flags.Var(&o.classes, "extension-classes", "comma-separated `classes` of the extension objects to serve (shoot, seed, garden), by their spec.class; an object without a class, and an empty list, are of class shoot")
 	flags.Var(&o.class, "extension-class", "one extension `class` to serve: Gardener's flag before v1.135, kept for deployments that still pass it; --extension-classes takes a list")
+	flags.StringVar(&o.kinds, "kinds", strings.Join(kindNames(), ","), "comma-separated kinds besides the Infrastructure to serve ("+strings.Join(kindNames(), ", ")+"), each for the served types whose provider ships its templates; empty: none")
+	flags.StringVar(&o.runsNamespace, "runs-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the runs of cluster-scoped kinds (BackupBucket, BackupEntry), which have none of their own; empty: those kinds are not served")
 	flags.StringVar(&o.heartbeatNamespace, "heartbeat-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the gardener-extension-heartbeat Lease renewed every 30s; empty disables it")
 	flags.StringVar(&o.extensionName, "extension-name", "terraseed", "name of the extension in the heartbeat Lease")
 	flags.DurationVar(&o.controlPlaneHealth, "controlplane-health-period", controlplane.DefaultHealthPeriod, "how often the ControlPlaneHealthy condition of every ControlPlane is refreshed, besides whenever one of its workloads changes")
@@ -164,6 +170,7 @@ type resolvedOptions struct {
 	providers *templates.Registry
 	types     []string
 	classes   []extensionsv1alpha1.ExtensionClass
+	kinds     []templates.Kind
 	executor  executor.Config
 	// imagePrefixes are --controlplane-allowed-images, each ending at a boundary of an
 	// image reference.
@@ -208,6 +215,9 @@ func (o managerOptions) resolve() (*resolvedOptions, error) {
 	}
 	r := &resolvedOptions{}
 	var err error
+	if r.kinds, err = o.servedKinds(); err != nil {
+		return nil, err
+	}
 	if r.classes, err = o.extensionClasses(); err != nil {
 		return nil, err
 	}
@@ -382,9 +392,19 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		AllowCrossNamespaceSecretRefs: o.allowCrossNamespaceSecretRefs,
 		AllowOperatorOnlyCredentials:  o.allowOperatorOnlyCredentials,
 		State:                         r.state,
+		Namespace:                     o.runsNamespace,
 	}
 	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
-	return runner, infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), controller.Options{MaxConcurrentReconciles: o.concurrency})
+	options := controller.Options{MaxConcurrentReconciles: o.concurrency}
+	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options); err != nil {
+		return nil, err
+	}
+	kinds, err := infrastructure.SetupKinds(ctx, mgr, actuator, r.kinds, r.types, r.classes, runs.Ends, options)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("servingKinds", "kinds", kinds)
+	return runner, nil
 }
 
 // setupControlPlanes serves ControlPlanes of the served types whose provider has a control
@@ -619,6 +639,30 @@ func runController(ctx context.Context, args []string) error {
 	}
 	defer stopTracing()
 	return mgr.Start(ctx)
+}
+
+func kindNames() []string {
+	names := make([]string, 0, len(templates.Kinds))
+	for _, k := range templates.Kinds {
+		names = append(names, string(k))
+	}
+	return names
+}
+
+// servedKinds are the kinds of --kinds.
+func (o managerOptions) servedKinds() ([]templates.Kind, error) {
+	var kinds []templates.Kind
+	for _, name := range strings.Split(o.kinds, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(templates.Kinds, templates.Kind(name)) {
+			return nil, fmt.Errorf("--kinds: %q is no kind served from templates (one of %s)", name, strings.Join(kindNames(), ", "))
+		}
+		kinds = append(kinds, templates.Kind(name))
+	}
+	return kinds, nil
 }
 
 // extensionClasses are the classes served: --extension-classes, or Gardener's former

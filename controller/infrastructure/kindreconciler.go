@@ -52,11 +52,11 @@ func (k kindActuator[T]) Forget(key client.ObjectKey) { k.actuator.forget(k.kind
 // RunEnds returns the source of the ends of the runs of a purpose (executor.Pipeline.Ends).
 type RunEnds func(purpose run.Purpose, clusterScoped bool) source.Source
 
-// SetupKinds serves, besides the Infrastructure, every kind that a provider of one of
+// SetupKinds serves, besides the Infrastructure, each of kinds that a provider of one of
 // types serves from templates (templates.Kinds), for the types that serve it, and returns
 // the kinds served. The runs of cluster-scoped kinds are kept in a.Namespace; without
 // one, those kinds are not served.
-func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, types []string, classes []extensionsv1alpha1.ExtensionClass, runEnds RunEnds, options controller.Options) ([]string, error) {
+func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []templates.Kind, types []string, classes []extensionsv1alpha1.ExtensionClass, runEnds RunEnds, options controller.Options) ([]string, error) {
 	var served []string
 	for _, k := range []struct {
 		kind  templates.Kind
@@ -76,7 +76,7 @@ func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, types []stri
 		}},
 	} {
 		kindTypes := KindTypes(a.Providers, k.kind, types)
-		if len(kindTypes) == 0 {
+		if len(kindTypes) == 0 || !slices.Contains(kinds, k.kind) {
 			continue
 		}
 		if kindsByPurpose[run.Purpose(k.kind)].clusterScoped && a.Namespace == "" {

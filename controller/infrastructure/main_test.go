@@ -120,7 +120,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	options := controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency}
 	g.Expect(infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options)).To(Succeed())
 	if setup.Kinds {
-		setup.served, err = infrastructure.SetupKinds(ctx, mgr, setup.Actuator, types, nil, runs.Ends, options)
+		setup.served, err = infrastructure.SetupKinds(ctx, mgr, setup.Actuator, templates.Kinds, types, nil, runs.Ends, options)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache(), served: setup.served}

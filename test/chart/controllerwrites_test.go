@@ -140,6 +140,15 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	g.Expect(controller.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "cloud-provider-config"}})).To(Succeed())
 	g.Expect(controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: release, Name: "runs-elsewhere"}})).To(Succeed(), "in its own namespace")
 	g.Expect(controller.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "aws-custom-route-controller"}})).To(Succeed())
+	// A BackupBucket's generated Secret in garden, and nothing else there.
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "garden"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	bucketSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "generated-bucket-" + release}}
+	g.Expect(controller.Create(ctx, bucketSecret)).To(Succeed(), "a BackupBucket's generated Secret")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucketSecret) })
+	err := controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "cloudprovider-" + release}})
+	g.Expect(err).To(MatchError(ContainSubstring("Secret garden/cloudprovider-" + release + ": the controller writes only in namespaces labelled")), "another Secret in garden")
 
 	for _, c := range []struct {
 		what string
@@ -147,7 +156,7 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 		want string
 	}{
 		// Outside the shoot namespaces: whatever the kind.
-		{"a DaemonSet in kube-system", daemonSet("kube-system", "miner", nil), "DaemonSet kube-system/miner: the controller writes only in namespaces labelled gardener.cloud/role=shoot and in its own, " + release + ", not in kube-system"},
+		{"a DaemonSet in kube-system", daemonSet("kube-system", "miner", nil), "DaemonSet kube-system/miner: the controller writes only in namespaces labelled gardener.cloud/role=shoot and in its own, " + release + ", and the generated Secrets of BackupBuckets in garden, not in kube-system"},
 		{"a Deployment in another namespace", deployment(other, "miner", nil), "not in " + other},
 		{"a ConfigMap in another namespace", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "x"}}, "ConfigMap " + other + "/x: the controller writes only in namespaces labelled"},
 		{"a Secret in kube-system", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "x"}}, "not in kube-system"},

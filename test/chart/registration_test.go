@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/templates"
 )
 
 // The example registration serves the types its deployment's values serve, and those
@@ -38,7 +41,7 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	registered := map[string][]any{}
 	for _, r := range resources {
 		kind := r.(map[string]any)["kind"].(string)
-		g.Expect(kind).To(BeElementOf("Infrastructure", "ControlPlane"))
+		g.Expect(kind).To(BeElementOf("Infrastructure", "ControlPlane", "BackupBucket", "BackupEntry", "DNSRecord", "Bastion"))
 		registered[kind] = append(registered[kind], r.(map[string]any)["type"])
 	}
 	// Every type with a control plane registers it: the embedded providers all have one.
@@ -47,6 +50,21 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeTrue())
 	g.Expect(values["providerTypes"]).To(ConsistOf(registered["Infrastructure"]...))
+	// Every kind the served providers ship templates for is registered with their types,
+	// and no other: the chart serves all four by default.
+	providers, err := templates.NewRegistry()
+	g.Expect(err).NotTo(HaveOccurred())
+	var types []string
+	for _, t := range registered["Infrastructure"] {
+		types = append(types, t.(string))
+	}
+	for kind, name := range map[templates.Kind]string{templates.KindBackupBucket: "BackupBucket", templates.KindBackupEntry: "BackupEntry", templates.KindDNSRecord: "DNSRecord", templates.KindBastion: "Bastion"} {
+		want := []any{}
+		for _, t := range infrastructure.KindTypes(providers, kind, types) {
+			want = append(want, t)
+		}
+		g.Expect(registered[name]).To(ConsistOf(want...), "the %s types registered", name)
+	}
 
 	valuesYAML, err := yaml.Marshal(values)
 	g.Expect(err).NotTo(HaveOccurred())

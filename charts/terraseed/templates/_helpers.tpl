@@ -94,3 +94,17 @@ templates as a nil value, which would render as the label value "<nil>".
 {{- end }}
 {{- if $set }}{{ toYaml $set }}{{ end }}
 {{- end }}
+
+{{/* The resources of the kinds served besides the Infrastructure, a YAML list; a kind
+not served from templates fails the render. */}}
+{{- define "terraseed.kindResources" -}}
+{{- $resources := dict "backupbucket" "backupbuckets" "backupentry" "backupentries" "dnsrecord" "dnsrecords" "bastion" "bastions" -}}
+{{- $out := list -}}
+{{- range .Values.kinds -}}
+{{- if not (hasKey $resources .) -}}
+{{- fail (printf "kinds: %q is no kind served from templates (one of backupbucket, backupentry, dnsrecord, bastion)" .) -}}
+{{- end -}}
+{{- $out = append $out (get $resources .) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
