@@ -65,7 +65,7 @@ type managerOptions struct {
 	// kinds are the kinds besides the Infrastructure to serve where a provider ships them.
 	kinds string
 	// runsNamespace keeps the runs of the cluster-scoped kinds, BackupBucket and BackupEntry.
-	runsNamespace string
+	runsNamespace      string
 	extensionName      string
 	controlPlaneHealth time.Duration
 	controlPlaneImages string

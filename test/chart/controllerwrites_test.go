@@ -148,7 +148,7 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	g.Expect(controller.Create(ctx, bucketSecret)).To(Succeed(), "a BackupBucket's generated Secret")
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucketSecret) })
 	err := controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "cloudprovider-" + release}})
-	g.Expect(err).To(MatchError(ContainSubstring("Secret garden/cloudprovider-" + release + ": the controller writes only in namespaces labelled")), "another Secret in garden")
+	g.Expect(err).To(MatchError(ContainSubstring("Secret garden/cloudprovider-"+release+": the controller writes only in namespaces labelled")), "another Secret in garden")
 
 	for _, c := range []struct {
 		what string
