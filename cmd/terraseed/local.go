@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -39,6 +40,9 @@ const (
 	sampleSecret    = "cloudprovider"
 	// sampleControlPlane is the sample ControlPlane, created once the Infrastructure succeeded.
 	sampleControlPlane = "control-plane"
+	// sampleDNSRecord is the sample DNSRecord, the shoot's API server's domain, created
+	// beside the ControlPlane.
+	sampleDNSRecord = "dev-external"
 )
 
 // runLocal starts kube-apiserver and etcd on this machine with the CRDs, runs the
@@ -182,7 +186,50 @@ func runSample(ctx context.Context, cfg *rest.Config, kubeconfig []byte, workloa
 	if succeeded(cp) {
 		printControlPlane(ctx, c, cp)
 	}
+	record, err := createSampleDNSRecord(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := followSample(ctx, c, managerDone, client.ObjectKeyFromObject(record), record); err != nil {
+		return err
+	}
+	if succeeded(record) {
+		printDNSRecord(ctx, c, record)
+	}
 	return nil
+}
+
+// createSampleDNSRecord creates the sample DNSRecord: the shoot's API server's name,
+// which the local provider records as a ConfigMap of the shoot namespace.
+func createSampleDNSRecord(ctx context.Context, c client.Client) (*extensionsv1alpha1.DNSRecord, error) {
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sampleNamespace, Name: sampleDNSRecord},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + sampleNamespace + `"}`)}},
+			SecretRef:   corev1.SecretReference{Name: sampleSecret, Namespace: sampleNamespace},
+			Name:        "api.dev.local.example.com",
+			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
+			Values:      []string{"192.0.2.10"},
+		},
+	}
+	if err := c.Create(ctx, record); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the sample DNSRecord: %w", err)
+	}
+	fmt.Printf("created the sample DNSRecord %s/%s (%s A %s)\n", sampleNamespace, sampleDNSRecord, record.Spec.Name, record.Spec.Values[0])
+	return record, nil
+}
+
+// printDNSRecord prints the zone the sample DNSRecord found and the record the local
+// provider made for it.
+func printDNSRecord(ctx context.Context, c client.Client, record *extensionsv1alpha1.DNSRecord) {
+	fmt.Printf("  zone: %s\n", ptr.Deref(record.Status.Zone, ""))
+	list := &corev1.ConfigMapList{}
+	if err := c.List(ctx, list, client.InNamespace(sampleNamespace), client.HasLabels{"dns.terraseed.io/zone"}); err != nil {
+		return
+	}
+	for _, cm := range list.Items {
+		fmt.Printf("  record: ConfigMap %s/%s: %s %s %s (ttl %s)\n", cm.Namespace, cm.Name, cm.Data["name"], cm.Data["type"], cm.Data["values"], cm.Data["ttl"])
+	}
 }
 
 func writeAdminKubeconfig(env *envtest.Environment, dir string) ([]byte, string, error) {
@@ -257,8 +304,11 @@ func createSample(ctx context.Context, c client.Client, secret *corev1.Secret) e
 // followSample prints each change of the sample's last operation until it is final.
 func followSample(ctx context.Context, c client.Client, managerDone <-chan error, key client.ObjectKey, obj extension.Object) error {
 	kind := "Infrastructure"
-	if _, ok := obj.(*extensionsv1alpha1.ControlPlane); ok {
+	switch obj.(type) {
+	case *extensionsv1alpha1.ControlPlane:
 		kind = "ControlPlane"
+	case *extensionsv1alpha1.DNSRecord:
+		kind = "DNSRecord"
 	}
 	var shown string
 	ticker := time.NewTicker(500 * time.Millisecond)
@@ -363,10 +413,13 @@ func printNextSteps(kubeconfigPath string) {
   kubectl get namespaces,networkpolicies -A
   kubectl get -n %[2]s controlplane %[4]s -o yaml
   kubectl get -n %[2]s deployments,services,configmaps -l controlplane.terraseed.gardener.cloud/name=%[4]s
+  kubectl get -n %[2]s dnsrecord %[5]s -o yaml
+  kubectl get -n %[2]s configmaps -l dns.terraseed.io/zone
 delete it (terraform destroys what it created):
+  kubectl delete -n %[2]s dnsrecord %[5]s
   kubectl delete -n %[2]s controlplane %[4]s
   kubectl delete -n %[2]s infrastructure %[3]s
-`, kubeconfigPath, sampleNamespace, sampleName, sampleControlPlane)
+`, kubeconfigPath, sampleNamespace, sampleName, sampleControlPlane, sampleDNSRecord)
 }
 
 func embeddedCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
