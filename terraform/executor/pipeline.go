@@ -21,18 +21,18 @@ import (
 var (
 	runDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "terraseed_terraform_run_duration_seconds",
-		Help:    "Duration of terraform runs by command and result.",
+		Help:    "Duration of terraform runs by the kind of their object (infrastructure, dnsrecord, ...), command and result.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-	}, []string{"command", "result"})
+	}, []string{"kind", "command", "result"})
 	runsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "terraseed_terraform_runs_total",
-		Help: "Terraform runs by command and result.",
-	}, []string{"command", "result"})
+		Help: "Terraform runs by the kind of their object (infrastructure, dnsrecord, ...), command and result.",
+	}, []string{"kind", "command", "result"})
 	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "terraseed_terraform_phase_duration_seconds",
-		Help:    "Duration of the terraform commands of a run (init, then apply, destroy, plan or validate) by the run's command and result.",
+		Help:    "Duration of the terraform commands of a run (init, then apply, destroy, plan or validate) by the kind of its object, the run's command and result.",
 		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16),
-	}, []string{"command", "phase", "result"})
+	}, []string{"kind", "command", "phase", "result"})
 	runsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "terraseed_terraform_runs_in_flight",
 		Help: "Terraform runs under way.",
@@ -188,10 +188,11 @@ func (m measured) Run(ctx context.Context, req run.Request) (*run.Result, error)
 	default:
 		outcome = "failed"
 	}
-	runDuration.WithLabelValues(string(req.Command), outcome).Observe(time.Since(start).Seconds())
-	runsTotal.WithLabelValues(string(req.Command), outcome).Inc()
+	kind := req.ID.Purpose.Kind()
+	runDuration.WithLabelValues(kind, string(req.Command), outcome).Observe(time.Since(start).Seconds())
+	runsTotal.WithLabelValues(kind, string(req.Command), outcome).Inc()
 	for phase, d := range phases {
-		phaseDuration.WithLabelValues(string(req.Command), phase, outcome).Observe(d.Seconds())
+		phaseDuration.WithLabelValues(kind, string(req.Command), phase, outcome).Observe(d.Seconds())
 	}
 	// A run stopped with the controller or dropped by the scheduler did not end on its own.
 	if ctx.Err() == nil && m.ended != nil {

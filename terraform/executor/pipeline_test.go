@@ -48,8 +48,8 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 		<-done
 	})
 
-	succeeded := testutil.ToFloat64(runsTotal.WithLabelValues("apply", "succeeded"))
-	failed := testutil.ToFloat64(runsTotal.WithLabelValues("apply", "failed"))
+	succeeded := testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "succeeded"))
+	failed := testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "failed"))
 	ok := run.ID{Namespace: "succeeding", Name: "infrastructure", Purpose: run.PurposeInfra}
 	bad := run.ID{Namespace: "failing", Name: "infrastructure", Purpose: run.PurposeInfra}
 	g.Expect(p.Submit(ctx, run.Request{ID: ok, Command: run.Apply}, run.PriorityReconcile)).To(Succeed())
@@ -76,8 +76,8 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 	g.Expect(requests).To(HaveKey(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "succeeding", Name: "infrastructure"}}))
 	g.Expect(requests).To(HaveKey(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "failing", Name: "infrastructure"}}))
 
-	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("apply", "succeeded"))).To(Equal(succeeded + 1))
-	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("apply", "failed"))).To(Equal(failed + 1))
+	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "succeeded"))).To(Equal(succeeded + 1))
+	g.Expect(testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "failed"))).To(Equal(failed + 1))
 	ticket, done2 := p.Take(bad)
 	g.Expect(done2).To(BeTrue())
 	g.Expect(ticket.Err).To(MatchError(failure))

@@ -19,6 +19,16 @@ type Purpose string
 // PurposeInfra is the purpose of an Infrastructure's run.
 const PurposeInfra Purpose = "infra"
 
+// Kind is the kind of the object whose runs are of this purpose, lower case, as metrics
+// label them: infrastructure, or the kind a provider serves from templates (dnsrecord, ...),
+// whose name is its purpose.
+func (p Purpose) Kind() string {
+	if p == PurposeInfra {
+		return "infrastructure"
+	}
+	return string(p)
+}
+
 const (
 	// Domain is terraseed's, the one every label, annotation and finalizer it writes is
 	// named in.
