@@ -96,6 +96,24 @@ func kubeconfigSecret(t *testing.T, namespace, name string) {
 	NewWithT(t).Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
 }
 
+// newDNSRecord is a DNSRecord of the secret "dns" in ns; providerConfig "" is none.
+func newDNSRecord(ns, name, providerType, providerConfig, dnsName string, recordType extensionsv1alpha1.DNSRecordType, values ...string) *extensionsv1alpha1.DNSRecord {
+	record := &extensionsv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: extensionsv1alpha1.DNSRecordSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: providerType},
+			SecretRef:   corev1.SecretReference{Name: "dns"},
+			Name:        dnsName,
+			RecordType:  recordType,
+			Values:      values,
+		},
+	}
+	if providerConfig != "" {
+		record.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(providerConfig)}
+	}
+	return record
+}
+
 func dnsRecordsOf(g Gomega, namespace string) []corev1.ConfigMap {
 	list := &corev1.ConfigMapList{}
 	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(namespace), client.HasLabels{"dns.terraseed.io/zone"})).To(Succeed())
@@ -113,16 +131,7 @@ func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
 	c := startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
 	g.Expect(c.served).To(ConsistOf("dnsrecord", "bastion"), "without a namespace for their runs, the cluster-scoped kinds are not served")
 
-	record := &extensionsv1alpha1.DNSRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shoot-api"},
-		Spec: extensionsv1alpha1.DNSRecordSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `"}`)}},
-			SecretRef:   corev1.SecretReference{Name: "dns"},
-			Name:        "api.shoot.example.com",
-			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
-			Values:      []string{"192.0.2.10"},
-		},
-	}
+	record := newDNSRecord(ns, "shoot-api", "local", `{"namespace":"`+ns+`"}`, "api.shoot.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(record.Status.Zone).To(Equal(ptr("shoot.example.com")), "the zone found is kept")
@@ -158,16 +167,7 @@ func TestDNSRecordMigrateThenRestore(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfigSecret(t, ns, "dns")
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	record := &extensionsv1alpha1.DNSRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shoot-api"},
-		Spec: extensionsv1alpha1.DNSRecordSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `"}`)}},
-			SecretRef:   corev1.SecretReference{Name: "dns"},
-			Name:        "api.shoot.example.com",
-			RecordType:  extensionsv1alpha1.DNSRecordTypeCNAME,
-			Values:      []string{"lb.example.com"},
-		},
-	}
+	record := newDNSRecord(ns, "shoot-api", "local", `{"namespace":"`+ns+`"}`, "api.shoot.example.com", extensionsv1alpha1.DNSRecordTypeCNAME, "lb.example.com")
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	created := dnsRecordsOf(g, ns)[0].UID
@@ -286,16 +286,7 @@ func TestDNSRecordDeletionDuringItsApplyLeavesNothing(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfigSecret(t, ns, "dns")
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	record := &extensionsv1alpha1.DNSRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"},
-		Spec: extensionsv1alpha1.DNSRecordSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `","steps":3,"seconds":8}`)}},
-			SecretRef:   corev1.SecretReference{Name: "dns"},
-			Name:        "api.slow.example.com",
-			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
-			Values:      []string{"192.0.2.10"},
-		},
-	}
+	record := newDNSRecord(ns, "slow", "slowlocal", `{"namespace":"`+ns+`","steps":3,"seconds":8}`, "api.slow.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, keyOf(ns, "record-step-0"), &corev1.ConfigMap{})
@@ -318,16 +309,7 @@ func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfigSecret(t, ns, "dns")
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	record := &extensionsv1alpha1.DNSRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unserved"},
-		Spec: extensionsv1alpha1.DNSRecordSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slow"},
-			SecretRef:   corev1.SecretReference{Name: "dns"},
-			Name:        "api.unserved.example.com",
-			RecordType:  extensionsv1alpha1.DNSRecordTypeA,
-			Values:      []string{"192.0.2.10"},
-		},
-	}
+	record := newDNSRecord(ns, "unserved", "slow", "", "api.unserved.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(record), record)).To(Succeed())
