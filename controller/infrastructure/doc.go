@@ -1,3 +1,2 @@
-// Package infrastructure reconciles Infrastructure objects by rendering a provider's templates and
-// running terraform, a file per operation (apply, drift, delete, migrate).
+// Package infrastructure reconciles Infrastructures, and the kinds a provider serves from templates besides them, by rendering its templates and running terraform, a file per operation (apply, drift, delete, migrate).
 package infrastructure
