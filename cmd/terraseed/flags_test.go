@@ -52,6 +52,7 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		{"--extension-class=cluster"},
 		{"--extension-class=seed", "--extension-classes=seed"},
 		{"--provider-types=local,nowhere"},
+		{"--kinds=dnsrecord,bucket"},
 		{"--executor=nowhere"},
 		{"--terraformer-image="},
 		{"--terraformer-memory-limit=lots"},

@@ -132,6 +132,10 @@ func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
 	g.Expect(c.served).To(ConsistOf("dnsrecord", "bastion"), "without a namespace for their runs, the cluster-scoped kinds are not served")
 
 	record := newDNSRecord(ns, "shoot-api", "local", `{"namespace":"`+ns+`"}`, "api.shoot.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
+	recordApplies := func() float64 {
+		return metric(g, "terraseed_terraform_runs_total", map[string]string{"kind": "dnsrecord", "command": "apply", "result": "succeeded"}).GetCounter().GetValue()
+	}
+	appliesBefore := recordApplies()
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
 	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(record.Status.Zone).To(Equal(ptr("shoot.example.com")), "the zone found is kept")
@@ -152,6 +156,7 @@ func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
 		g.Expect(records[0].Data).To(And(HaveKeyWithValue("values", `["192.0.2.11"]`), HaveKeyWithValue("ttl", "300")))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(recordApplies()-appliesBefore).To(BeNumerically("==", 2), "the create and the change, counted under the DNSRecord's kind")
 
 	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
 	waitKindGone(t, record)

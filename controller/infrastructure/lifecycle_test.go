@@ -227,17 +227,17 @@ func TestManyInfrastructuresAtOnce(t *testing.T) {
 	g.Expect(phasesTimed(g, "apply")-phaseAppliesBefore).To(BeNumerically("==", 8), "each run's apply, timed")
 }
 
-// appliesSucceeded reads terraseed_terraform_runs_total{command="apply",result="succeeded"}
+// appliesSucceeded reads terraseed_terraform_runs_total{kind="infrastructure",command="apply",result="succeeded"}
 // from the registry the manager serves on its metrics endpoint.
 func appliesSucceeded(g Gomega) float64 {
-	m := metric(g, "terraseed_terraform_runs_total", map[string]string{"command": "apply", "result": "succeeded"})
+	m := metric(g, "terraseed_terraform_runs_total", map[string]string{"kind": "infrastructure", "command": "apply", "result": "succeeded"})
 	return m.GetCounter().GetValue()
 }
 
 // phasesTimed is the number of observations of terraseed_terraform_phase_duration_seconds
 // for a phase of successful applies.
 func phasesTimed(g Gomega, phase string) uint64 {
-	m := metric(g, "terraseed_terraform_phase_duration_seconds", map[string]string{"command": "apply", "phase": phase, "result": "succeeded"})
+	m := metric(g, "terraseed_terraform_phase_duration_seconds", map[string]string{"kind": "infrastructure", "command": "apply", "phase": phase, "result": "succeeded"})
 	return m.GetHistogram().GetSampleCount()
 }
 

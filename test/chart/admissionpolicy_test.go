@@ -41,7 +41,7 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 	}
 	// Labelled when created: a label patched on later reaches the policies a moment after.
 	shoot, other := env.LabelledNamespace(t, shootLabels), env.Namespace(t)
-	for _, ns := range []string{shoot, other} {
+	for _, ns := range []string{shoot, other, release} {
 		g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "terraseed-terraformer"}})).To(Succeed())
 	}
 	pod := func(ns, name, account, image string) *corev1.Pod {
@@ -59,6 +59,7 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the terraformer image " + image + " only")))
 
 	g.Expect(controller.Create(ctx, pod(shoot, "infra.infra.tf-run", "terraseed-terraformer", image))).To(Succeed(), "a run pod")
+	g.Expect(controller.Create(ctx, pod(release, "bucket.backupbucket.tf-run", "terraseed-terraformer", image))).To(Succeed(), "a run pod of a BackupBucket, in the release's namespace")
 	g.Expect(controller.Create(ctx, pod(shoot, "other-image", "terraseed-terraformer", "example.com/miner:1"))).To(MatchError(ContainSubstring("the terraformer image " + image + " only")))
 	g.Expect(controller.Create(ctx, pod(shoot, "other-account", "default", image))).To(MatchError(ContainSubstring("the ServiceAccount terraseed-terraformer only, not default")))
 	// Refused by this policy and by <release>-controller-writes, whichever answers first.

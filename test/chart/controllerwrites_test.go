@@ -149,6 +149,16 @@ func TestAdmissionPolicyHoldsTheControllersWrites(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucketSecret) })
 	err := controller.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "cloudprovider-" + release}})
 	g.Expect(err).To(MatchError(ContainSubstring("Secret garden/cloudprovider-"+release+": the controller writes only in namespaces labelled")), "another Secret in garden")
+	// The events of a cluster-scoped BackupBucket, recorded in default, and nothing else there.
+	event := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: "bucket-" + release},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "extensions.gardener.cloud/v1alpha1", Kind: "BackupBucket", Name: release},
+		Reason:         "Reconciled", Message: "the BackupBucket is reconciled", Type: corev1.EventTypeNormal,
+	}
+	g.Expect(controller.Create(ctx, event)).To(Succeed(), "an event of a cluster-scoped object")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), event) })
+	err = controller.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x-" + release}})
+	g.Expect(err).To(MatchError(ContainSubstring("not in default")), "a ConfigMap in default")
 
 	for _, c := range []struct {
 		what string

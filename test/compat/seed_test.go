@@ -20,6 +20,9 @@ import (
 	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	machinev1alpha1 "github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,8 +204,13 @@ func (s *seedCluster) startController(kubeconfigPath string) error {
 	if err != nil {
 		return err
 	}
+	// The runs of BackupBuckets and BackupEntries, as the chart keeps them in its release's.
+	runs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "terraseed"}}
+	if err := s.client.Create(context.Background(), runs); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
 	cmd := exec.Command(filepath.Join(s.dir, "bin", "terraseed"), "run",
-		"--kubeconfig", kubeconfigPath, "--executor=local",
+		"--kubeconfig", kubeconfigPath, "--executor=local", "--runs-namespace", runs.Name,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--work-dir", filepath.Join(s.dir, "work"), "--providers-dir", providers)
 	cmd.Env = append(os.Environ(),

@@ -1,0 +1,230 @@
+package compat_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/component/extensions/backupentry"
+	"github.com/gardener/gardener/pkg/component/extensions/bastion"
+	"github.com/gardener/gardener/pkg/component/extensions/dnsrecord"
+	"github.com/gardener/gardener/pkg/extensions"
+	fakesecretsmanager "github.com/gardener/gardener/pkg/utils/secrets/manager/fake"
+	sshutils "github.com/gardener/gardener/pkg/utils/ssh"
+	"github.com/go-logr/logr/testr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// These tests drive terraseed's controllers of the kinds besides the Infrastructure with
+// gardenlet's own code: the DNSRecord, BackupEntry and Bastion components
+// (pkg/component/extensions/...), and for the BackupBucket, which gardenlet's controller
+// writes itself, the extension helpers that controller waits and deletes with.
+
+// localRecords are the records the local provider made in the seed, by name.
+func localRecords(g Gomega, sh *shootInSeed) map[string]corev1.ConfigMap {
+	list := &corev1.ConfigMapList{}
+	g.Expect(sh.seed.client.List(sh.ctx, list, client.InNamespace("default"), client.HasLabels{"dns.terraseed.io/zone"})).To(Succeed())
+	records := map[string]corev1.ConfigMap{}
+	for _, cm := range list.Items {
+		records[cm.Data["name"]] = cm
+	}
+	return records
+}
+
+func TestGardenletDeploysMigratesRestoresAndDestroysADNSRecord(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	sh := newShootInSeed(t, "dns", "local", map[string][]byte{"kubeconfig": seedFor(t).kubeconfig})
+	ctx := sh.ctx
+	name := "api." + sh.namespace + ".compat.example.com"
+	component := func(values []string) dnsrecord.Interface {
+		return dnsrecord.New(testr.New(t), sh.seed.client, &dnsrecord.Values{
+			Namespace: sh.namespace, Name: sh.shoot.Name + "-external", SecretName: "cloudprovider", UseExistingSecret: true,
+			Type: "local", DNSName: name, RecordType: gardenextensionsv1alpha1.DNSRecordTypeA, Values: values,
+			AnnotateOperation: true,
+		}, waitInterval, waitSevereThreshold, waitTimeout, nil)
+	}
+	key := client.ObjectKey{Namespace: sh.namespace, Name: sh.shoot.Name + "-external"}
+	get := func(g Gomega) *gardenextensionsv1alpha1.DNSRecord {
+		record := &gardenextensionsv1alpha1.DNSRecord{}
+		g.Expect(sh.seed.client.Get(ctx, key, record)).To(Succeed())
+		return record
+	}
+
+	// Create, as the shoot's reconcile deploys its API server's record.
+	record := component([]string{"192.0.2.10"})
+	g.Expect(record.Deploy(ctx)).To(Succeed())
+	g.Expect(record.Wait(ctx)).To(Succeed(), func() string { return toJSON(get(g).Status) })
+	created := get(g)
+	g.Expect(created.Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeCreate))
+	g.Expect(created.Status.Zone).To(Equal(ptr(sh.namespace + ".compat.example.com")))
+	g.Expect(localRecords(g, sh)).To(HaveKeyWithValue(name, HaveField("Data", HaveKeyWithValue("values", `["192.0.2.10"]`))))
+
+	// The load balancer's address changed.
+	record = component([]string{"192.0.2.11"})
+	g.Expect(record.Deploy(ctx)).To(Succeed())
+	g.Expect(record.Wait(ctx)).To(Succeed(), func() string { return toJSON(get(g).Status) })
+	g.Expect(get(g).Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeReconcile))
+	changed := localRecords(g, sh)[name]
+	g.Expect(changed.Data).To(HaveKeyWithValue("values", `["192.0.2.11"]`))
+
+	// Migrate; the ShootState gardenlet computes carries the state; the source seed deletes
+	// the migrated record, destroying nothing; the destination restores it.
+	g.Expect(record.Migrate(ctx)).To(Succeed())
+	g.Expect(record.WaitMigrate(ctx)).To(Succeed(), func() string { return toJSON(get(g).Status) })
+	migrated := get(g)
+	g.Expect(migrated.Status.State).NotTo(BeNil())
+	decodeInfrastructureState(g, migrated.Status.State)
+	shootState := sh.persistShootState(g)
+	var entry *gardencorev1beta1.ExtensionResourceState
+	for i, e := range shootState.Spec.Extensions {
+		if e.Kind == gardenextensionsv1alpha1.DNSRecordResource && e.Name != nil && *e.Name == key.Name {
+			entry = &shootState.Spec.Extensions[i]
+		}
+	}
+	g.Expect(entry).NotTo(BeNil(), "the ShootState has an entry for the DNSRecord: %s", toJSON(shootState.Spec.Extensions))
+	g.Expect(entry.State.Raw).To(MatchJSON(migrated.Status.State.Raw))
+	g.Expect(record.Destroy(ctx)).To(Succeed())
+	g.Expect(record.WaitCleanup(ctx)).To(Succeed())
+	g.Expect(localRecords(g, sh)).To(HaveKeyWithValue(name, HaveField("UID", changed.UID)), "deleting a migrated DNSRecord destroys nothing")
+
+	record = component([]string{"192.0.2.11"})
+	g.Expect(record.Restore(ctx, shootState)).To(Succeed())
+	g.Expect(record.Wait(ctx)).To(Succeed(), func() string { return toJSON(get(g).Status) })
+	g.Expect(get(g).Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
+	g.Expect(localRecords(g, sh)).To(HaveKeyWithValue(name, HaveField("UID", changed.UID)), "restoring recreates nothing")
+
+	// The shoot's deletion.
+	g.Expect(record.Destroy(ctx)).To(Succeed())
+	g.Expect(record.WaitCleanup(ctx)).To(Succeed())
+	g.Expect(localRecords(g, sh)).NotTo(HaveKey(name))
+}
+
+func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	s := seedFor(t)
+	ctx, cancel := context.WithTimeout(s.alive, 20*time.Minute)
+	defer cancel()
+	log := testr.New(t)
+	garden := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1beta1constants.GardenNamespace}}
+	if err := s.client.Create(ctx, garden); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// Gardener's credentials of the bucket, in garden: the seed's own kubeconfig for local.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "compat-backup-"}}
+	g.Expect(s.client.Create(ctx, ns)).To(Succeed())
+	bucketName := ns.Name
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: v1beta1constants.GardenNamespace, Name: "bucket-" + bucketName}, Data: map[string][]byte{"kubeconfig": s.kubeconfig}}
+	g.Expect(s.client.Create(ctx, secret)).To(Succeed())
+	secretRef := corev1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}
+
+	// The BackupBucket, as gardenlet's BackupBucket controller writes it, and waited for
+	// with the helper it waits with.
+	bucket := &gardenextensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: bucketName, Annotations: map[string]string{
+			v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
+			v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano),
+		}},
+		Spec: gardenextensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: gardenextensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local-1", SecretRef: secretRef,
+		},
+	}
+	g.Expect(s.client.Create(ctx, bucket)).To(Succeed())
+	g.Expect(extensions.WaitUntilExtensionObjectReady(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource,
+		waitInterval, waitSevereThreshold, waitTimeout, nil)).To(Succeed(), func() string { return toJSON(bucket.Status) })
+	g.Expect(bucket.Status.GeneratedSecretRef).To(Equal(&corev1.SecretReference{Namespace: v1beta1constants.GardenNamespace, Name: "generated-bucket-" + bucketName}))
+	generated := &corev1.Secret{}
+	g.Expect(s.client.Get(ctx, client.ObjectKey{Namespace: v1beta1constants.GardenNamespace, Name: "generated-bucket-" + bucketName}, generated)).To(Succeed())
+	g.Expect(generated.Data).To(HaveKeyWithValue("bucketName", []byte("bucket-"+bucketName)))
+
+	// A shoot's BackupEntry in it, through gardenlet's component: created, migrated with
+	// its state, deleted on the source seed destroying nothing, restored, deleted.
+	entryName := "shoot--compat--" + bucketName + "--" + string(ns.UID)
+	entryValues := &backupentry.Values{Name: entryName, Type: "local", Region: "local-1", SecretRef: secretRef, BucketName: bucketName}
+	component := func() backupentry.Interface {
+		return backupentry.New(log, s.client, clock.RealClock{}, entryValues, waitInterval, waitSevereThreshold, waitTimeout)
+	}
+	getEntry := func(g Gomega) *gardenextensionsv1alpha1.BackupEntry {
+		entry := &gardenextensionsv1alpha1.BackupEntry{}
+		g.Expect(s.client.Get(ctx, client.ObjectKey{Name: entryName}, entry)).To(Succeed())
+		return entry
+	}
+	entryObject := func(g Gomega) types.UID {
+		list := &corev1.ConfigMapList{}
+		g.Expect(s.client.List(ctx, list, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		g.Expect(list.Items[0].Data).To(HaveKeyWithValue("prefix", entryName))
+		return list.Items[0].UID
+	}
+	entry := component()
+	g.Expect(entry.Deploy(ctx)).To(Succeed())
+	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
+	made := entryObject(g)
+
+	g.Expect(entry.Migrate(ctx)).To(Succeed())
+	g.Expect(entry.WaitMigrate(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
+	migrated := getEntry(g)
+	decodeInfrastructureState(g, migrated.Status.State)
+	g.Expect(entry.Destroy(ctx)).To(Succeed())
+	g.Expect(entry.WaitCleanup(ctx)).To(Succeed())
+	g.Expect(entryObject(g)).To(Equal(made), "deleting a migrated BackupEntry destroys nothing")
+
+	// The destination's ShootState entry, as gardenlet's migrate flow writes one for it.
+	shootState := &gardencorev1beta1.ShootState{Spec: gardencorev1beta1.ShootStateSpec{Extensions: []gardencorev1beta1.ExtensionResourceState{{
+		Kind: gardenextensionsv1alpha1.BackupEntryResource, Name: ptr(entryName), State: migrated.Status.State,
+	}}}}
+	entry = component()
+	g.Expect(entry.Restore(ctx, shootState)).To(Succeed())
+	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
+	g.Expect(getEntry(g).Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
+	g.Expect(entryObject(g)).To(Equal(made), "restoring recreates nothing")
+
+	g.Expect(entry.Destroy(ctx)).To(Succeed())
+	g.Expect(entry.WaitCleanup(ctx)).To(Succeed())
+	list := &corev1.ConfigMapList{}
+	g.Expect(s.client.List(ctx, list, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	g.Expect(list.Items).To(BeEmpty(), "the entry's deletion destroyed its objects")
+
+	// The bucket's deletion, with the helpers gardenlet deletes it with.
+	g.Expect(extensions.DeleteExtensionObject(ctx, s.client, bucket)).To(Succeed())
+	g.Expect(extensions.WaitUntilExtensionObjectDeleted(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource, waitInterval, waitTimeout)).To(Succeed())
+	g.Expect(apierrors.IsNotFound(s.client.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
+}
+
+func TestGardenletOpensAndRemovesABastion(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	sh := newShootInSeed(t, "bastion", "local", map[string][]byte{"kubeconfig": seedFor(t).kubeconfig})
+	ctx := sh.ctx
+	b := bastion.New(testr.New(t), sh.seed.client, fakesecretsmanager.New(sh.seed.client, sh.namespace), &bastion.Values{
+		Name: "cli-compat", Namespace: sh.namespace, Provider: "local", IngressCIDRs: []string{"198.51.100.0/24"},
+	})
+	b.WaitInterval = waitInterval
+	// No node runs the bastion's pod here: the SSH dial, the one step gardenlet takes
+	// beyond the Bastion object, is recorded instead of made.
+	var dialed string
+	b.SSHDial = func(_ context.Context, addr string, _ ...sshutils.Option) (*sshutils.Connection, error) {
+		dialed = addr
+		return nil, nil
+	}
+	g.Expect(b.Deploy(ctx)).To(Succeed())
+	g.Expect(b.Wait(ctx)).To(Succeed())
+	object := &gardenextensionsv1alpha1.Bastion{}
+	g.Expect(sh.seed.client.Get(ctx, client.ObjectKey{Namespace: sh.namespace, Name: "cli-compat"}, object)).To(Succeed())
+	g.Expect(object.Status.Ingress).NotTo(BeNil())
+	g.Expect(dialed).To(Equal(net.JoinHostPort(object.Status.Ingress.Hostname, "22")), "gardenlet connects to the address the status names")
+
+	g.Expect(b.Destroy(ctx)).To(Succeed())
+	g.Expect(b.WaitCleanup(ctx)).To(Succeed())
+}
