@@ -60,6 +60,9 @@ func TestAdmissionPolicyHoldsTheControllersPodsToRunPods(t *testing.T) {
 
 	g.Expect(controller.Create(ctx, pod(shoot, "infra.infra.tf-run", "terraseed-terraformer", image))).To(Succeed(), "a run pod")
 	g.Expect(controller.Create(ctx, pod(release, "bucket.backupbucket.tf-run", "terraseed-terraformer", image))).To(Succeed(), "a run pod of a BackupBucket, in the release's namespace")
+	selected := pod(release, "selected.backupbucket.tf-run", "terraseed-terraformer", image)
+	selected.Labels = map[string]string{"app.kubernetes.io/name": "terraseed", "app.kubernetes.io/instance": "terraseed"}
+	g.Expect(controller.Create(ctx, selected)).To(MatchError(ContainSubstring("but run pods the Service does not select")), "a run pod the webhook's Service would send calls to")
 	g.Expect(controller.Create(ctx, pod(shoot, "other-image", "terraseed-terraformer", "example.com/miner:1"))).To(MatchError(ContainSubstring("the terraformer image " + image + " only")))
 	g.Expect(controller.Create(ctx, pod(shoot, "other-account", "default", image))).To(MatchError(ContainSubstring("the ServiceAccount terraseed-terraformer only, not default")))
 	// Refused by this policy and by <release>-controller-writes, whichever answers first.
