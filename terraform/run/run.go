@@ -98,13 +98,13 @@ var uidValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
 
 // Labels identify the objects and pods of the run.
 func (id ID) Labels() map[string]string {
-	return map[string]string{LabelInfrastructure: labelValue(id.Name), LabelPurpose: string(id.Purpose)}
+	return map[string]string{LabelInfrastructure: LabelValue(id.Name), LabelPurpose: string(id.Purpose)}
 }
 
-// labelValue is name as a label value, which may be 63 characters long where a name may
+// LabelValue is name as a label value, which may be 63 characters long where a name may
 // be 253: a longer name keeps its first 52 and a digest of the whole, so that the run
 // objects of an owner with a long name can be created and still tell owners apart.
-func labelValue(name string) string {
+func LabelValue(name string) string {
 	const most = validation.LabelValueMaxLength
 	if len(name) <= most {
 		return name

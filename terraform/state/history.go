@@ -145,7 +145,7 @@ func (o RunObjects) AppendHistory(ctx context.Context, c client.Client, state []
 	// The history is kept beside the state (LabelPartOf): it is deleted with it, and
 	// moved with it between the kinds of object.
 	meta := o.meta(o.HistoryName())
-	meta.Labels = mergeMaps(meta.Labels, map[string]string{LabelPartOf: o.StateName()})
+	meta.Labels = mergeMaps(meta.Labels, partOf(o.StateName()))
 	base, history := (*object)(nil), o.Storage.orDefault().newObject(meta)
 	if h.object != nil && h.object.storage == o.Storage.orDefault() {
 		base, history = h.object, h.object.deepCopy()

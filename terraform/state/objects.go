@@ -287,7 +287,7 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	other := o.Storage.Other().newObject(metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}).Object
 	objects := append(o.objects(), other, o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
 	for _, storage := range Storages {
-		parts, err := storage.list(ctx, c, o.ID.Namespace, map[string]string{LabelPartOf: o.StateName()})
+		parts, err := storage.list(ctx, c, o.ID.Namespace, partOf(o.StateName()))
 		if err != nil {
 			return fmt.Errorf("listing state parts: %w", err)
 		}

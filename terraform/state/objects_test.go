@@ -82,3 +82,35 @@ func TestTheRunObjectsOfAnOwnerWithALongNameAreCreated(t *testing.T) {
 	}
 	g.Expect(labels[long]).NotTo(Equal(labels[strings.Replace(long, "4a3f", "5a3f", 1)]))
 }
+
+// The state of an owner with a long name is kept in parts and with its history, which
+// carry its name in a label as long as a label value may be; deleting the run objects
+// finds and removes every one of them.
+func TestTheStatePartsOfAnOwnerWithALongNameAreKeptAndDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	namespace := env.Namespace(t)
+	long := "shoot--compat--a-project--0d6c5f2e-0b5f-4b7c-9c1e-4a3f1d2c3b4a"
+	objects := RunObjects{ID: run.ID{Namespace: namespace, Name: long, Purpose: "backupentry"}}
+	g.Expect(len(objects.StateName())).To(BeNumerically(">", 63))
+	store := objects.Store(env.Client)
+	store.Limit = 4 << 10
+	var saved []byte
+	for serial := range int64(2) {
+		saved = stateOf(t, "lineage-long", serial+1, 32<<10)
+		_, err := store.Save(ctx, saved)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	kept := func() int {
+		list := &corev1.ConfigMapList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		return len(list.Items)
+	}
+	g.Expect(kept()).To(BeNumerically(">", 2), "the state and its parts")
+	state, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).To(Equal(saved))
+
+	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed())
+	g.Expect(kept()).To(BeZero(), "every part deleted with the state")
+}

@@ -52,9 +52,15 @@ const (
 	// state this store wrote, so that the next write need not decode it to compare.
 	AnnotationSerial  = run.LabelPrefix + "state-serial"
 	AnnotationLineage = run.LabelPrefix + "state-lineage"
-	// LabelPartOf marks the part objects of a state with the name of its main object.
+	// LabelPartOf marks the part objects of a state with the name of its main object, as
+	// a label value has it (run.LabelValue).
 	LabelPartOf = run.LabelPrefix + "state-of"
 )
+
+// partOf labels what is kept beside the state of the object stateName: its parts, its history.
+func partOf(stateName string) map[string]string {
+	return map[string]string{LabelPartOf: run.LabelValue(stateName)}
+}
 
 var (
 	// ErrInvalid is returned for bytes that are not a complete terraform state,
@@ -693,7 +699,7 @@ func compressAndSplit(state []byte, limit int) ([][]byte, error) {
 func (s *Store) writePart(ctx context.Context, generation string, i int, chunk []byte) error {
 	name := s.partName(generation, i)
 	_, err := s.storage().createOrUpdate(ctx, s.Client, s.Objects.meta(name), func(part *object) {
-		part.SetLabels(mergeMaps(part.GetLabels(), map[string]string{LabelPartOf: s.Objects.StateName(), labelGeneration: generation}))
+		part.SetLabels(mergeMaps(mergeMaps(part.GetLabels(), partOf(s.Objects.StateName())), map[string]string{labelGeneration: generation}))
 		part.setOnly(Key, chunk)
 	})
 	if err != nil {

@@ -376,7 +376,7 @@ func (s *Store) Move(ctx context.Context) (bool, error) {
 // copyBeside writes what is kept beside the state in the kind from (its history) into the
 // kind to, before the state itself moves.
 func (s *Store) copyBeside(ctx context.Context, key client.ObjectKey, from, to Storage) error {
-	beside, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelPartOf: key.Name})
+	beside, err := from.list(ctx, s.Client, key.Namespace, partOf(key.Name))
 	if err != nil {
 		return err
 	}
@@ -435,7 +435,7 @@ func (s *Store) finishMove(ctx context.Context, moved *object, from Storage) err
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	parts, err := from.list(ctx, s.Client, key.Namespace, map[string]string{LabelPartOf: key.Name})
+	parts, err := from.list(ctx, s.Client, key.Namespace, partOf(key.Name))
 	if err != nil {
 		return err
 	}
