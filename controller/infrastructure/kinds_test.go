@@ -3,6 +3,7 @@ package infrastructure_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,6 +226,18 @@ func TestBackupBucketAndEntryCreateAndDelete(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, &corev1.Namespace{})).To(Succeed())
 	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(HaveLen(4), "the bucket's runs are kept in the controller's namespace")
 
+	// A changed region is the bucket's label, changed in place.
+	bucket.Spec.Region = "local-2"
+	g.Expect(env.Client.Update(ctx, bucket)).To(Succeed())
+	g.Eventually(func(g Gomega) map[string]string {
+		ns := &corev1.Namespace{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, ns)).To(Succeed())
+		return ns.Labels
+	}).WithTimeout(3 * time.Minute).Should(HaveKeyWithValue("backup.terraseed.io/region", "local-2"))
+	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), generated)).To(Succeed())
+	g.Expect(generated.Data).To(HaveKeyWithValue("region", []byte("local-2")), "the generated Secret follows")
+
 	entry := &extensionsv1alpha1.BackupEntry{
 		ObjectMeta: metav1.ObjectMeta{Name: "shoot--" + controllerNS + "--local--1b2c3d4e"},
 		Spec: extensionsv1alpha1.BackupEntrySpec{
@@ -276,11 +289,27 @@ func TestBastionCreateThenForceDelete(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, bastion)).To(Succeed())
 	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(bastion.Status.Ingress).NotTo(BeNil())
-	g.Expect(bastion.Status.Ingress.Hostname).NotTo(BeEmpty(), "the status names the bastion's address")
+	g.Expect(bastion.Status.Ingress.Hostname).To(HaveSuffix(".svc"), "the status names the bastion's address")
+	// The Service's namespace, from its name in the status: bastion.<namespace>.svc.
+	bastionNS := strings.TrimSuffix(strings.TrimPrefix(bastion.Status.Ingress.Hostname, "bastion."), ".svc")
+	sshFrom := func(g Gomega) []networkingv1.NetworkPolicyPeer {
+		ssh := &networkingv1.NetworkPolicy{}
+		g.Expect(env.Client.Get(ctx, keyOf(bastionNS, "ssh"), ssh)).To(Succeed())
+		g.Expect(ssh.Spec.Ingress).To(HaveLen(1))
+		return ssh.Spec.Ingress[0].From
+	}
+	g.Expect(sshFrom(g)).To(Equal([]networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}))
+
+	// The operator's address changed: SSH is let in from the new block only.
+	bastion.Spec.Ingress = []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}}
+	g.Expect(env.Client.Update(ctx, bastion)).To(Succeed())
+	g.Eventually(sshFrom).WithTimeout(3 * time.Minute).Should(Equal([]networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}}))
+	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
 
 	g.Expect(env.Client.Delete(ctx, bastion)).To(Succeed())
 	waitKindGone(t, bastion)
 	g.Expect(kindRunObjectsLeft(g, ns, bastion.Name, "bastion")).To(BeEmpty())
+	g.Expect(env.Client.Get(ctx, keyOf(bastionNS, "ssh"), &networkingv1.NetworkPolicy{})).To(Succeed(), "a force deletion destroys nothing")
 }
 
 // A deletion while a DNSRecord's apply is under way stops the apply, destroys what it
@@ -321,5 +350,53 @@ func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
 		g.Expect(record.Status.LastOperation).To(BeNil())
 		g.Expect(record.Finalizers).To(BeEmpty())
 	}).WithTimeout(5 * time.Second).Should(Succeed())
+	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
+}
+
+// A deletion while a BackupBucket's apply is under way, its runs in the controller's
+// namespace, stops the apply, destroys what it made, and leaves nothing there.
+func TestBackupBucketDeletionDuringItsApplyLeavesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	controllerNS := env.Namespace(t)
+	kubeconfigSecret(t, controllerNS, "backup")
+	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
+	bucket := &extensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: controllerNS},
+		Spec: extensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + controllerNS + `","steps":3,"seconds":8}`)}},
+			Region:      "local-1", SecretRef: corev1.SecretReference{Name: "backup", Namespace: controllerNS},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, keyOf(controllerNS, "bucket-step-0"), &corev1.ConfigMap{})
+	}).WithTimeout(2*time.Minute).Should(Succeed(), "the apply is under way")
+
+	g.Expect(env.Client.Delete(ctx, bucket)).To(Succeed())
+	waitKindGone(t, bucket)
+	for _, step := range []string{"bucket-step-0", "bucket-step-1", "bucket-step-2"} {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(controllerNS, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
+	}
+	g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket") }).
+		WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).Should(BeEmpty(), "nothing writes for the BackupBucket once it is gone")
+}
+
+// The DNSRecord of a shoot whose force deletion is confirmed is forgotten, not destroyed:
+// the record stays, what its runs kept goes.
+func TestDNSRecordForceDeletionLeavesTheRecord(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	kubeconfigSecret(t, ns, "dns")
+	forceDeletionConfirmed(t, &shoot{namespace: ns})
+	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
+	record := newDNSRecord(ns, "shoot-api", "local", `{"namespace":"`+ns+`"}`, "api.forced.example.com", extensionsv1alpha1.DNSRecordTypeTXT, "verification=1")
+	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+
+	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
+	waitKindGone(t, record)
+	g.Expect(dnsRecordsOf(g, ns)).To(HaveLen(1), "a force deletion destroys nothing")
 	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
 }
