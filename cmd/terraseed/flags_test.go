@@ -92,6 +92,11 @@ func TestABadFlagFailsBeforeAnythingIsWritten(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: secret}, &corev1.Secret{})).To(Succeed())
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: configuration}, &admissionregistrationv1.MutatingWebhookConfiguration{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
+	select {
+	case err := <-done:
+		t.Fatalf("the manager with good flags stopped: %v", err)
+	default:
+	}
 	g.Expect(tracing.Enabled()).To(BeTrue(), "--tracing-endpoint turns tracing on")
 	stop()
 	// How it stops is not this test's subject; on a busy machine a runnable may outlast

@@ -629,8 +629,8 @@ func runController(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
-	mgr, err := newManager(ctx, cfg, o)
-	if err != nil {
+	// Tracing is on before the manager writes anything, such as the webhook's objects.
+	if err := checkTracingEndpoint(o.tracingEndpoint); err != nil {
 		return err
 	}
 	stopTracing, err := o.startTracing(ctx)
@@ -638,6 +638,10 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
+	mgr, err := newManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
 }
 
