@@ -1,15 +1,14 @@
 package run
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/terraseed/terraseed/terraform/run/label"
 )
 
 // Purpose tells the runs of one owner apart, as Gardener's terraformer does: an
@@ -98,19 +97,7 @@ var uidValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
 
 // Labels identify the objects and pods of the run.
 func (id ID) Labels() map[string]string {
-	return map[string]string{LabelInfrastructure: LabelValue(id.Name), LabelPurpose: string(id.Purpose)}
-}
-
-// LabelValue is name as a label value, which may be 63 characters long where a name may
-// be 253: a longer name keeps its first 52 and a digest of the whole, so that the run
-// objects of an owner with a long name can be created and still tell owners apart.
-func LabelValue(name string) string {
-	const most = validation.LabelValueMaxLength
-	if len(name) <= most {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:most-11] + "-" + hex.EncodeToString(sum[:])[:10]
+	return map[string]string{LabelInfrastructure: label.Value(id.Name), LabelPurpose: string(id.Purpose)}
 }
 
 // Validate names the missing field, so that a bad request fails before anything is created.

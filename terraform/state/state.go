@@ -23,6 +23,7 @@ import (
 
 	"github.com/terraseed/terraseed/terraform/imports"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/run/label"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
 )
 
@@ -59,7 +60,7 @@ const (
 
 // partOf labels what is kept beside the state of the object stateName: its parts, its history.
 func partOf(stateName string) map[string]string {
-	return map[string]string{LabelPartOf: run.LabelValue(stateName)}
+	return map[string]string{LabelPartOf: label.Value(stateName)}
 }
 
 var (
