@@ -24,8 +24,8 @@ commands:
   render  print the terraform files and tfvars for an Infrastructure: render -f infra.yaml [--cluster c.yaml] [--providers dir]
   mutate  print a control-plane Deployment as the control-plane webhook stores it:
           mutate -f deployment.yaml --type aws [--cluster c.yaml] [--providers dir]
-  state   list the kept states of an Infrastructure, or roll its state back to one:
-          state history [--kubeconfig file] NAMESPACE/NAME; state rollback [--kubeconfig file] NAMESPACE/NAME SERIAL
+  state   list the kept states of an Infrastructure (or of --kind), or roll its state back to one:
+          state history [--kubeconfig file] [--kind KIND] NAMESPACE/NAME; state rollback [...] NAMESPACE/NAME SERIAL
 `
 
 func main() {

@@ -17,11 +17,14 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 )
 
-const stateUsage = `usage: terraseed state <command> [--kubeconfig file] NAMESPACE/NAME
-  history NAMESPACE/NAME          list the states kept of the Infrastructure: serial, lineage, time, resources
+const stateUsage = `usage: terraseed state <command> [--kubeconfig file] [--kind KIND] [--runs-namespace NS] NAMESPACE/NAME
+  history NAMESPACE/NAME          list the states kept of the object: serial, lineage, time, resources
   rollback NAMESPACE/NAME SERIAL  make the kept state of SERIAL the live one, as a new serial of the same lineage;
                                   what the live state holds and SERIAL lacks is imported by the next apply
                                   (refused where its import ID is not known)
+  --kind: infrastructure (the default), backupbucket, backupentry, dnsrecord or bastion. A BackupBucket
+  and a BackupEntry are cluster-scoped: name them by NAME alone, and their runs' namespace (the
+  controller's --runs-namespace) by --runs-namespace.
 `
 
 // runState serves the state commands, against the seed of the kubeconfig.
@@ -32,6 +35,8 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 	command := args[0]
 	flags := flag.NewFlagSet("state "+command, flag.ContinueOnError)
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the seed (default: $KUBECONFIG, then in-cluster)")
+	kind := flags.String("kind", "infrastructure", "the kind of the object")
+	runsNamespace := flags.String("runs-namespace", "", "where the runs of a cluster-scoped kind are kept: the controller's --runs-namespace")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -39,9 +44,17 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 	if want == 0 || flags.NArg() != want {
 		return fmt.Errorf("%s", stateUsage)
 	}
-	namespace, name, ok := strings.Cut(flags.Arg(0), "/")
-	if !ok || namespace == "" || name == "" {
-		return fmt.Errorf("NAMESPACE/NAME: %q names no Infrastructure", flags.Arg(0))
+	ref := infrastructure.StateRef{Kind: *kind, RunsNamespace: *runsNamespace}
+	if namespace, name, ok := strings.Cut(flags.Arg(0), "/"); ok {
+		ref.Key = client.ObjectKey{Namespace: namespace, Name: name}
+		if namespace == "" || name == "" {
+			return fmt.Errorf("NAMESPACE/NAME: %q names no object", flags.Arg(0))
+		}
+	} else {
+		ref.Key = client.ObjectKey{Name: flags.Arg(0)}
+	}
+	if err := ref.Validate(); err != nil {
+		return err
 	}
 	var serial int64
 	if command == "rollback" {
@@ -61,9 +74,8 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKey{Namespace: namespace, Name: name}
 	if command == "history" {
-		entries, err := infrastructure.StateHistory(ctx, c, key)
+		entries, err := infrastructure.StateHistory(ctx, c, ref)
 		if err != nil {
 			return err
 		}
@@ -74,11 +86,11 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return w.Flush()
 	}
-	next, err := infrastructure.RollbackState(ctx, c, key, serial)
+	next, err := infrastructure.RollbackState(ctx, c, ref, serial)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "the state of %s is now serial %d, the state of serial %d; the next reconcile applies it, importing what the live state held and serial %d lacks (annotation %s)\n",
-		key, next, serial, serial, infrastructure.AnnotationImport)
+		ref.Key, next, serial, serial, infrastructure.AnnotationImport)
 	return nil
 }

@@ -16,12 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/imports"
+	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 // ErrRunUnderWay refuses a rollback while a run may write the state.
-var ErrRunUnderWay = errors.New("an operation of the Infrastructure is under way")
+var ErrRunUnderWay = errors.New("an operation of the object is under way")
 
 // ErrNotInHistory is a rollback to a serial the history does not hold.
 var ErrNotInHistory = errors.New("the state history holds no such serial")
@@ -30,13 +32,69 @@ var ErrNotInHistory = errors.New("the state history holds no such serial")
 // holds whose import IDs are not known: the next apply would create them a second time.
 var ErrRollbackWouldForget = errors.New("the rollback would forget resources the live state holds")
 
-// StateHistory lists the states kept of the Infrastructure key, newest first.
-func StateHistory(ctx context.Context, c client.Client, key client.ObjectKey) ([]tfstate.HistoryEntry, error) {
-	infra := &extensionsv1alpha1.Infrastructure{}
-	if err := c.Get(ctx, key, infra); err != nil {
-		return nil, fmt.Errorf("reading Infrastructure %s: %w", key, err)
+// StateRef names an object whose kept states are read or rolled back.
+type StateRef struct {
+	// Kind is "infrastructure" (also "") or a kind of templates.Kinds, such as "dnsrecord".
+	Kind string
+	// Key names the object; a cluster-scoped kind's has no namespace.
+	Key client.ObjectKey
+	// RunsNamespace is where a cluster-scoped kind's runs are kept: the controller's
+	// --runs-namespace.
+	RunsNamespace string
+}
+
+// resolve checks ref and returns its kind.
+func (ref StateRef) resolve() (*kindSpec, error) {
+	name := ref.Kind
+	if name == "" || name == "infrastructure" {
+		name = string(run.PurposeInfra)
 	}
-	objects, err := tfstate.RunObjects{ID: runIDOf(infra)}.Found(ctx, c)
+	kind, ok := kindsByPurpose[run.Purpose(name)]
+	if !ok {
+		known := []string{"infrastructure"}
+		for _, k := range templates.Kinds {
+			known = append(known, string(k))
+		}
+		return nil, fmt.Errorf("--kind: %q is not a kind served (known: %s)", ref.Kind, strings.Join(known, ", "))
+	}
+	switch {
+	case kind.clusterScoped && ref.Key.Namespace != "":
+		return nil, fmt.Errorf("NAME: kind %s is cluster-scoped; name the object without a namespace, not %s", kind.name, ref.Key)
+	case kind.clusterScoped && ref.RunsNamespace == "":
+		return nil, fmt.Errorf("--runs-namespace: the runs of kind %s are kept in the controller's namespace; name it", kind.name)
+	case !kind.clusterScoped && ref.Key.Namespace == "":
+		return nil, fmt.Errorf("NAMESPACE/NAME: kind %s is namespaced; %q names no namespace", kind.name, ref.Key.Name)
+	}
+	return kind, nil
+}
+
+// Validate refuses a ref that names no object a state is kept of, naming what is wrong.
+func (ref StateRef) Validate() error {
+	_, err := ref.resolve()
+	return err
+}
+
+// subject reads the object ref names, and returns it with the identity of its runs.
+func (ref StateRef) subject(ctx context.Context, c client.Client) (Subject, run.ID, error) {
+	kind, err := ref.resolve()
+	if err != nil {
+		return nil, run.ID{}, err
+	}
+	obj := kind.newObject()
+	if err := c.Get(ctx, ref.Key, obj); err != nil {
+		return nil, run.ID{}, fmt.Errorf("reading %s %s: %w", kind.name, ref.Key, err)
+	}
+	id := (&Actuator{Namespace: ref.RunsNamespace}).runID(kind, obj.GetNamespace(), obj.GetName(), obj.GetUID())
+	return obj, id, nil
+}
+
+// StateHistory lists the states kept of the object ref, newest first.
+func StateHistory(ctx context.Context, c client.Client, ref StateRef) ([]tfstate.HistoryEntry, error) {
+	_, id, err := ref.subject(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	objects, err := tfstate.RunObjects{ID: id}.Found(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -47,23 +105,22 @@ func StateHistory(ctx context.Context, c client.Client, key client.ObjectKey) ([
 	return history.Entries, nil
 }
 
-// RollbackState makes the state of serial in the history of the Infrastructure key the
-// live one, as a new serial of the same lineage, so that every writer of the state takes
-// it for the newest. It refuses while an operation is under way or a run pod exists, and
+// RollbackState makes the state of serial in the history of the object ref the live one,
+// as a new serial of the same lineage, so that every writer of the state takes it for the
+// newest. It refuses while an operation is under way or a run pod exists, and
 // a state of another lineage than the live one. What the live state holds and the older
 // one lacks is not forgotten: it is put into the import annotation first, with the IDs
 // of the controller's index, so that the next apply imports it rather than create it a
 // second time; where an ID is not known, the rollback is refused naming the resources
 // (ErrRollbackWouldForget). The live state is kept in the history. It returns the new serial.
-func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, serial int64) (int64, error) {
-	infra := &extensionsv1alpha1.Infrastructure{}
-	if err := c.Get(ctx, key, infra); err != nil {
-		return 0, fmt.Errorf("reading Infrastructure %s: %w", key, err)
+func RollbackState(ctx context.Context, c client.Client, ref StateRef, serial int64) (int64, error) {
+	obj, id, err := ref.subject(ctx, c)
+	if err != nil {
+		return 0, err
 	}
-	if last := infra.Status.LastOperation; last != nil && last.State == extensionsv1alpha1.LastOperationStateProcessing {
+	if last := obj.GetExtensionStatus().LastOperation; last != nil && last.State == extensionsv1alpha1.LastOperationStateProcessing {
 		return 0, fmt.Errorf("%w: %s is %s; roll back once it ended", ErrRunUnderWay, last.Type, last.State)
 	}
-	id := runIDOf(infra)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.PodName()}, &corev1.Pod{}); err == nil {
 		return 0, fmt.Errorf("%w: run pod %s exists", ErrRunUnderWay, id.PodName())
 	} else if !apierrors.IsNotFound(err) {
@@ -96,11 +153,11 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 	if live.Lineage != "" && live.Lineage != entry.Lineage {
 		return 0, fmt.Errorf("%w: the live state is of lineage %s, serial %d of the history of lineage %s", tfstate.ErrLineageMismatch, live.Lineage, serial, entry.Lineage)
 	}
-	adopt, err := forgottenImports(infra, live, target, serial)
+	adopt, err := forgottenImports(obj, live, target, serial)
 	if err != nil {
 		return 0, err
 	}
-	if err := addImports(ctx, c, infra, adopt); err != nil {
+	if err := addImports(ctx, c, obj, adopt); err != nil {
 		return 0, err
 	}
 	// The live state stays in the history, so that a rollback can be rolled forward.
@@ -134,7 +191,7 @@ func RollbackState(ctx context.Context, c client.Client, key client.ObjectKey, s
 // target state of serial lacks, from the index the controller keeps in the status; it
 // refuses resources that index does not know (another serial, or no import brings them
 // back), naming them.
-func forgottenImports(infra *extensionsv1alpha1.Infrastructure, live *tfstate.Stored, target []byte, serial int64) (map[string]string, error) {
+func forgottenImports(obj Subject, live *tfstate.Stored, target []byte, serial int64) (map[string]string, error) {
 	if live.State == nil {
 		return nil, nil
 	}
@@ -146,7 +203,7 @@ func forgottenImports(infra *extensionsv1alpha1.Infrastructure, live *tfstate.St
 	if err != nil {
 		return nil, err
 	}
-	index, err := statusIndex(infra.Status.State)
+	index, err := statusIndex(obj.GetExtensionStatus().State)
 	if err != nil {
 		return nil, err
 	}
@@ -179,13 +236,13 @@ func forgottenImports(infra *extensionsv1alpha1.Infrastructure, live *tfstate.St
 	return adopt, nil
 }
 
-// addImports adds adopt to the Infrastructure's import annotation, refusing an address
-// the annotation names with another ID.
-func addImports(ctx context.Context, c client.Client, infra *extensionsv1alpha1.Infrastructure, adopt map[string]string) error {
+// addImports adds adopt to the object's import annotation, refusing an address the
+// annotation names with another ID.
+func addImports(ctx context.Context, c client.Client, obj Subject, adopt map[string]string) error {
 	if len(adopt) == 0 {
 		return nil
 	}
-	wanted, err := importAnnotation(infra)
+	wanted, err := importAnnotation(obj)
 	if err != nil {
 		return fmt.Errorf("%w; fix it before a rollback adds to it", err)
 	}
@@ -202,13 +259,15 @@ func addImports(ctx context.Context, c client.Client, infra *extensionsv1alpha1.
 	if err != nil {
 		return err
 	}
-	base := infra.DeepCopy()
-	if infra.Annotations == nil {
-		infra.Annotations = map[string]string{}
+	base := obj.DeepCopyObject().(client.Object)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	infra.Annotations[AnnotationImport] = string(raw)
-	if err := c.Patch(ctx, infra, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("annotating the Infrastructure with the imports of what the live state holds: %w; nothing is rolled back", err)
+	annotations[AnnotationImport] = string(raw)
+	obj.SetAnnotations(annotations)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("annotating the object with the imports of what the live state holds: %w; nothing is rolled back", err)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	one, two := twoZonesApplied(t, s)
 	twoAddresses := s.stateAddresses(g)
 
-	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(HaveLen(2))
 	g.Expect(entries[0]).To(And(HaveField("Serial", two.Serial), HaveField("Lineage", two.Lineage)))
@@ -51,7 +51,7 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	g.Expect(entries[0].Resources).To(Equal(entries[1].Resources+1), "the second zone")
 	g.Expect(entries[0].Time.IsZero()).To(BeFalse())
 
-	back, err := infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	back, err := infrastructure.RollbackState(ctx, env.Client, s.ref(), one.Serial)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(back).To(Equal(two.Serial + 1))
 	_, live := s.storedState(g)
@@ -59,12 +59,12 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	g.Expect(live.Lineage).To(Equal(one.Lineage))
 	g.Expect(s.stateAddresses(g)).To(ConsistOf(oneAddresses))
 
-	forth, err := infrastructure.RollbackState(ctx, env.Client, s.key(), two.Serial)
+	forth, err := infrastructure.RollbackState(ctx, env.Client, s.ref(), two.Serial)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(forth).To(Equal(back + 1))
 	g.Expect(s.stateAddresses(g)).To(ConsistOf(twoAddresses))
 
-	_, err = infrastructure.RollbackState(ctx, env.Client, s.key(), 999)
+	_, err = infrastructure.RollbackState(ctx, env.Client, s.ref(), 999)
 	g.Expect(err).To(MatchError(infrastructure.ErrNotInHistory))
 
 	// The live state is another infrastructure's: nothing of this history replaces it.
@@ -75,7 +75,7 @@ func TestRollbackToAnOlderSerialAndBack(t *testing.T) {
 	otherRaw, err := json.Marshal(other)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.runObjects().Store(env.Client).Replace(ctx, otherRaw)).To(Succeed())
-	_, err = infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	_, err = infrastructure.RollbackState(ctx, env.Client, s.ref(), one.Serial)
 	g.Expect(err).To(MatchError(state.ErrLineageMismatch))
 	g.Expect(err).To(MatchError(ContainSubstring("another-lineage")))
 	after, _ := s.storedState(g)
@@ -92,7 +92,7 @@ func TestRollbackImportsWhatTheLiveStateHeld(t *testing.T) {
 	uids := s.liveUIDs(g)
 	addresses := s.stateAddresses(g)
 
-	_, err := infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	_, err := infrastructure.RollbackState(ctx, env.Client, s.ref(), one.Serial)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.get(g).Annotations).To(HaveKeyWithValue(infrastructure.AnnotationImport,
 		`{"kubectl_manifest.zone_1":"networking.k8s.io/v1//NetworkPolicy//zone-1//`+s.targetNamespace()+`"}`))
@@ -124,7 +124,7 @@ func TestRollbackRefusesToForgetWhatNoImportBringsBack(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	before := storedObjects(g, s.runObjects())
 
-	_, err := infrastructure.RollbackState(ctx, env.Client, s.key(), one.Serial)
+	_, err := infrastructure.RollbackState(ctx, env.Client, s.ref(), one.Serial)
 	g.Expect(err).To(MatchError(infrastructure.ErrRollbackWouldForget))
 	g.Expect(err).To(MatchError(ContainSubstring("terraform_data.zone[1]")))
 	g.Expect(err).To(MatchError(ContainSubstring("nothing is written")))
@@ -140,7 +140,7 @@ func TestRollbackIsRefusedWhileARunIsUnderWay(t *testing.T) {
 	startController(t, s.namespace, workDir(t))
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(HaveLen(1))
 
@@ -149,6 +149,6 @@ func TestRollbackIsRefusedWhileARunIsUnderWay(t *testing.T) {
 	})
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateProcessing)
 	s.waitForRunStart(t)
-	_, err = infrastructure.RollbackState(ctx, env.Client, s.key(), entries[0].Serial)
+	_, err = infrastructure.RollbackState(ctx, env.Client, s.ref(), entries[0].Serial)
 	g.Expect(err).To(MatchError(infrastructure.ErrRunUnderWay))
 }

@@ -72,7 +72,7 @@ func TestStateAFailedApplyLeftIsInTheHistory(t *testing.T) {
 		g.Expect(last.Description).To(ContainSubstring("QuotaExceeded"))
 		_, failed = s.storedState(g)
 		g.Expect(failed.zoneIDs()).To(HaveLen(2))
-		entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+		entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(entries[0]).To(And(HaveField("Serial", failed.Serial), HaveField("Lineage", failed.Lineage)))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())

@@ -200,6 +200,9 @@ func (s *shoot) createSecret(t *testing.T, kubeconfig []byte) {
 
 func (s *shoot) key() client.ObjectKey { return client.ObjectKeyFromObject(s.infra) }
 
+// ref names the shoot's Infrastructure to the state commands.
+func (s *shoot) ref() infrastructure.StateRef { return infrastructure.StateRef{Key: s.key()} }
+
 // targetNamespace is where the local provider creates the shoot's objects.
 func (s *shoot) targetNamespace() string { return s.namespace + "--" + s.infra.Name }
 

@@ -383,7 +383,7 @@ func testRecoveredStateIsInTheHistory(t *testing.T, lose func(Gomega, *shoot), r
 
 	// The apply that recovered the state kept it: no later apply is needed for that.
 	_, live := s.storedState(g)
-	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).NotTo(BeEmpty(), "the recovered state is in the history")
 	g.Expect(entries[0]).To(And(HaveField("Serial", live.Serial), HaveField("Lineage", live.Lineage), HaveField("Resources", localResources)))
@@ -405,7 +405,7 @@ func TestRestoredStateIsInTheHistory(t *testing.T) {
 	s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
 
 	_, live := s.storedState(g)
-	entries, err := infrastructure.StateHistory(ctx, env.Client, s.key())
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).NotTo(BeEmpty(), "the restored state is in the history")
 	g.Expect(entries[0]).To(And(HaveField("Serial", live.Serial), HaveField("Lineage", live.Lineage)))

@@ -135,7 +135,7 @@ func TestLifecycleWithTheStateInSecrets(t *testing.T) {
 	history := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, history)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: stateObjects(s, "").HistoryName()}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
-	entries, err := infrastructure.StateHistory(ctx, env.Client, client.ObjectKeyFromObject(s.infra))
+	entries, err := infrastructure.StateHistory(ctx, env.Client, s.ref())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(HaveLen(2), "the create's state and the change's")
 	g.Expect(entries[0].Lineage).To(Equal(meta.Lineage))
