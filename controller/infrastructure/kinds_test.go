@@ -3,6 +3,7 @@ package infrastructure_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,15 @@ func kindRunObjectsLeft(g Gomega, namespace, name string, purpose run.Purpose) [
 	return left
 }
 
+// kindStateSerial is the serial of the live state of the object of a kind.
+func kindStateSerial(g Gomega, namespace, name string, purpose run.Purpose) int64 {
+	objects, err := state.RunObjects{ID: run.ID{Namespace: namespace, Name: name, Purpose: purpose}}.Found(context.Background(), env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	stored, err := objects.Store(env.Client).Inspect(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	return stored.Serial
+}
+
 func kubeconfigSecret(t *testing.T, namespace, name string) {
 	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: map[string][]byte{"kubeconfig": adminKubeconfig(t)}}
@@ -113,6 +123,13 @@ func newDNSRecord(ns, name, providerType, providerConfig, dnsName string, record
 		record.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(providerConfig)}
 	}
 	return record
+}
+
+// entryMarkers are the ConfigMaps that stand for the BackupEntries of a local bucket.
+func entryMarkers(g Gomega, bucketNamespace string) []corev1.ConfigMap {
+	list := &corev1.ConfigMapList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(bucketNamespace), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	return list.Items
 }
 
 func dnsRecordsOf(g Gomega, namespace string) []corev1.ConfigMap {
@@ -159,6 +176,16 @@ func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
 	waitForKind(t, record, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(recordApplies()-appliesBefore).To(BeNumerically("==", 2), "the create and the change, counted under the DNSRecord's kind")
 
+	// The state of each apply is kept, and `terraseed state` rolls back to one.
+	ref := infrastructure.StateRef{Kind: "dnsrecord", Key: client.ObjectKeyFromObject(record)}
+	entries, err := infrastructure.StateHistory(ctx, env.Client, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(2), "the create's state and the change's")
+	back, err := infrastructure.RollbackState(ctx, env.Client, ref, entries[1].Serial)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back).To(Equal(entries[0].Serial + 1))
+	g.Expect(kindStateSerial(g, ns, record.Name, "dnsrecord")).To(Equal(back))
+
 	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
 	waitKindGone(t, record)
 	g.Expect(dnsRecordsOf(g, ns)).To(BeEmpty(), "the deletion destroyed the record")
@@ -197,8 +224,9 @@ func TestDNSRecordMigrateThenRestore(t *testing.T) {
 
 // A BackupBucket and a BackupEntry are cluster-scoped: their runs are kept in the
 // controller's namespace, the bucket's generated Secret in the namespace its annotation
-// names, and the deletions remove the entry, the bucket and the Secret.
-func TestBackupBucketAndEntryCreateAndDelete(t *testing.T) {
+// names. Each is changed in place; the entry is migrated and restored; the deletions
+// remove the entry with the backups under its prefix, the bucket and the Secret.
+func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	controllerNS := env.Namespace(t)
@@ -248,21 +276,70 @@ func TestBackupBucketAndEntryCreateAndDelete(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, entry)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), entry) })
 	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-	entries := &corev1.ConfigMapList{}
-	g.Expect(env.Client.List(ctx, entries, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
-	g.Expect(entries.Items).To(HaveLen(1))
-	g.Expect(entries.Items[0].Data).To(HaveKeyWithValue("prefix", entry.Name))
+	markers := entryMarkers(g, "bucket-"+bucketName)
+	g.Expect(markers).To(HaveLen(1))
+	g.Expect(markers[0].Data).To(HaveKeyWithValue("prefix", entry.Name))
+	backupsNS := markers[0].Data["backups"]
+	backups := &corev1.Namespace{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: backupsNS}, backups)).To(Succeed(), "the entry's prefix is a namespace of its own")
+	g.Expect(backups.Labels).To(HaveKeyWithValue("backup.terraseed.io/bucket", "bucket-"+bucketName))
+	// What etcd's backups would be: objects under the entry's prefix, written by another.
+	backup := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: backupsNS, Name: "full-snapshot-1"}, Data: map[string]string{"etcd": "snapshot"}}
+	g.Expect(env.Client.Create(ctx, backup)).To(Succeed())
+
+	// A changed region is the prefix's label, changed in place: the backups stay.
+	entry.Spec.Region = "local-2"
+	g.Expect(env.Client.Update(ctx, entry)).To(Succeed())
+	g.Eventually(func(g Gomega) map[string]string {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: backupsNS}, backups)).To(Succeed())
+		return backups.Labels
+	}).WithTimeout(3 * time.Minute).Should(HaveKeyWithValue("backup.terraseed.io/region", "local-2"))
+	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+	created := backups.UID
+
+	// Migrated, the entry releases its runs' objects; restored, it recreates nothing.
+	annotateKind(g, entry, extension.OperationMigrate)
+	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeMigrate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(entry.Status.State).NotTo(BeNil(), "the state travels in the status")
+	g.Eventually(func(g Gomega) []string { return kindRunObjectsLeft(g, controllerNS, entry.Name, "backupentry") }).
+		WithTimeout(time.Minute).Should(BeEmpty(), "a migration releases the run objects")
+	annotateKind(g, entry, extension.OperationRestore)
+	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeRestore, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: backupsNS}, backups)).To(Succeed())
+	g.Expect(backups.UID).To(Equal(created), "the restore recreated nothing")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(backup), backup)).To(Succeed())
+	g.Expect(kindRunObjectsLeft(g, controllerNS, entry.Name, "backupentry")).To(HaveLen(4), "the restore wrote the run objects back")
+	entries, err := infrastructure.StateHistory(ctx, env.Client, infrastructure.StateRef{Kind: "backupentry", Key: client.ObjectKeyFromObject(entry), RunsNamespace: controllerNS})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).NotTo(BeEmpty(), "the history of a cluster-scoped kind is read from the controller's namespace")
+	g.Expect(entries[0].Serial).To(Equal(kindStateSerial(g, controllerNS, entry.Name, "backupentry")))
+
+	// The entry of a control plane migration's source reads the shoot's backups and owns
+	// none: its deletion leaves them.
+	source := &extensionsv1alpha1.BackupEntry{ObjectMeta: metav1.ObjectMeta{Name: "source-" + entry.Name}, Spec: entry.Spec}
+	g.Expect(env.Client.Create(ctx, source)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), source) })
+	waitForKind(t, source, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(entryMarkers(g, "bucket-"+bucketName)).To(HaveLen(2))
+	g.Expect(env.Client.Delete(ctx, source)).To(Succeed())
+	waitKindGone(t, source)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: backupsNS}, backups)).To(Succeed())
+	g.Expect(backups.DeletionTimestamp).To(BeNil(), "the source entry's deletion left the shoot's backups")
+	g.Expect(entryMarkers(g, "bucket-"+bucketName)).To(HaveLen(1))
 
 	g.Expect(env.Client.Delete(ctx, entry)).To(Succeed())
 	waitKindGone(t, entry)
-	g.Expect(env.Client.List(ctx, entries, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
-	g.Expect(entries.Items).To(BeEmpty(), "the entry's deletion destroyed its objects")
+	g.Expect(entryMarkers(g, "bucket-"+bucketName)).To(BeEmpty(), "the entry's deletion destroyed its objects")
+	// envtest runs no namespace controller: the deleted namespace stays Terminating here,
+	// and a cluster then removes the backups in it (test/e2e sees them go).
+	err = env.Client.Get(ctx, client.ObjectKey{Name: backupsNS}, backups)
+	g.Expect(apierrors.IsNotFound(err) || backups.DeletionTimestamp != nil).To(BeTrue(), "the entry's deletion deleted the namespace of its prefix")
 	g.Expect(kindRunObjectsLeft(g, controllerNS, entry.Name, "backupentry")).To(BeEmpty())
 
 	g.Expect(env.Client.Delete(ctx, bucket)).To(Succeed())
 	waitKindGone(t, bucket)
 	ns := &corev1.Namespace{}
-	err := env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, ns)
+	err = env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, ns)
 	g.Expect(apierrors.IsNotFound(err) || ns.DeletionTimestamp != nil).To(BeTrue(), "the bucket's deletion destroyed its namespace")
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(BeEmpty())
@@ -312,31 +389,41 @@ func TestBastionCreateThenForceDelete(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, keyOf(bastionNS, "ssh"), &networkingv1.NetworkPolicy{})).To(Succeed(), "a force deletion destroys nothing")
 }
 
-// A deletion while a DNSRecord's apply is under way stops the apply, destroys what it
-// made from its final state, and leaves nothing: no run object, no record.
-func TestDNSRecordDeletionDuringItsApplyLeavesNothing(t *testing.T) {
+// A Bastion's deletion reverts everything it made: the machine, its Service and the
+// policies that let SSH in.
+func TestBastionCreateThenDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	kubeconfigSecret(t, ns, "dns")
+	kubeconfigSecret(t, ns, extensionsv1alpha1.BastionSecretName)
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	record := newDNSRecord(ns, "slow", "slowlocal", `{"namespace":"`+ns+`","steps":3,"seconds":8}`, "api.slow.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
-	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
-	g.Eventually(func() error {
-		return env.Client.Get(ctx, keyOf(ns, "record-step-0"), &corev1.ConfigMap{})
-	}).WithTimeout(2*time.Minute).Should(Succeed(), "the apply is under way")
-
-	g.Expect(env.Client.Delete(ctx, record)).To(Succeed())
-	waitKindGone(t, record)
-	for _, step := range []string{"record-step-0", "record-step-1", "record-step-2"} {
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
+	bastion := &extensionsv1alpha1.Bastion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-deleted"},
+		Spec: extensionsv1alpha1.BastionSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			UserData:    []byte("#!/bin/sh\n"),
+			Ingress:     []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.7/32"}}},
+		},
 	}
-	g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, ns, record.Name, "dnsrecord") }).
-		WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).Should(BeEmpty(), "nothing writes for the DNSRecord once it is gone")
+	g.Expect(env.Client.Create(ctx, bastion)).To(Succeed())
+	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	bastionNS := strings.TrimSuffix(strings.TrimPrefix(bastion.Status.Ingress.Hostname, "bastion."), ".svc")
+	made := []client.Object{&corev1.Pod{}, &corev1.Secret{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &networkingv1.NetworkPolicy{}}
+	for i, name := range []string{"bastion", "user-data", "bastion", "ssh", "deny-all"} {
+		g.Expect(env.Client.Get(ctx, keyOf(bastionNS, name), made[i])).To(Succeed(), "%s was made", name)
+	}
+
+	g.Expect(env.Client.Delete(ctx, bastion)).To(Succeed())
+	waitKindGone(t, bastion)
+	for _, obj := range made {
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))).To(BeTrue(), "%s was destroyed", obj.GetName())
+	}
+	g.Expect(kindRunObjectsLeft(g, ns, bastion.Name, "bastion")).To(BeEmpty())
 }
 
 // A kind a provider ships no directory for is not served: a DNSRecord of the slow
-// provider, which has none, is left alone.
+// provider, which has none, is left alone, while the same controller serves a DNSRecord
+// of the local provider beside it.
 func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -345,41 +432,15 @@ func TestAKindWithoutTemplatesIsNotServed(t *testing.T) {
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
 	record := newDNSRecord(ns, "unserved", "slow", "", "api.unserved.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 	g.Expect(env.Client.Create(ctx, record)).To(Succeed())
+	served := newDNSRecord(ns, "served", "local", `{"namespace":"`+ns+`"}`, "api.served.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
+	g.Expect(env.Client.Create(ctx, served)).To(Succeed())
+	waitForKind(t, served, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Consistently(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(record), record)).To(Succeed())
 		g.Expect(record.Status.LastOperation).To(BeNil())
 		g.Expect(record.Finalizers).To(BeEmpty())
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
-}
-
-// A deletion while a BackupBucket's apply is under way, its runs in the controller's
-// namespace, stops the apply, destroys what it made, and leaves nothing there.
-func TestBackupBucketDeletionDuringItsApplyLeavesNothing(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	controllerNS := env.Namespace(t)
-	kubeconfigSecret(t, controllerNS, "backup")
-	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
-	bucket := &extensionsv1alpha1.BackupBucket{
-		ObjectMeta: metav1.ObjectMeta{Name: controllerNS},
-		Spec: extensionsv1alpha1.BackupBucketSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + controllerNS + `","steps":3,"seconds":8}`)}},
-			Region:      "local-1", SecretRef: corev1.SecretReference{Name: "backup", Namespace: controllerNS},
-		},
-	}
-	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
-	g.Eventually(func() error {
-		return env.Client.Get(ctx, keyOf(controllerNS, "bucket-step-0"), &corev1.ConfigMap{})
-	}).WithTimeout(2*time.Minute).Should(Succeed(), "the apply is under way")
-
-	g.Expect(env.Client.Delete(ctx, bucket)).To(Succeed())
-	waitKindGone(t, bucket)
-	for _, step := range []string{"bucket-step-0", "bucket-step-1", "bucket-step-2"} {
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(controllerNS, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
-	}
-	g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket") }).
-		WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).Should(BeEmpty(), "nothing writes for the BackupBucket once it is gone")
 }
 
 // The DNSRecord of a shoot whose force deletion is confirmed is forgotten, not destroyed:
@@ -399,4 +460,69 @@ func TestDNSRecordForceDeletionLeavesTheRecord(t *testing.T) {
 	waitKindGone(t, record)
 	g.Expect(dnsRecordsOf(g, ns)).To(HaveLen(1), "a force deletion destroys nothing")
 	g.Expect(kindRunObjectsLeft(g, ns, record.Name, "dnsrecord")).To(BeEmpty())
+}
+
+// A deletion while an object's apply is under way stops the apply, destroys what it made
+// from its final state, and leaves nothing: no run object and none of its ConfigMaps. The
+// runs of the cluster-scoped kinds are kept in the controller's namespace.
+func TestADeletionDuringItsApplyLeavesNothing(t *testing.T) {
+	slow := func(ns string) extensionsv1alpha1.DefaultSpec {
+		return extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `","steps":3,"seconds":8}`)}}
+	}
+	for _, tc := range []struct {
+		kind    run.Purpose
+		secret  string // in the namespace of the object, or of the controller for a cluster-scoped one
+		prefix  string // of the ConfigMaps the slow provider makes
+		objects func(ns string) client.Object
+	}{
+		{"dnsrecord", "dns", "record", func(ns string) client.Object {
+			record := newDNSRecord(ns, "slow", "slowlocal", "", "api.slow.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
+			record.Spec.DefaultSpec = slow(ns)
+			return record
+		}},
+		{"bastion", extensionsv1alpha1.BastionSecretName, "bastion", func(ns string) client.Object {
+			return &extensionsv1alpha1.Bastion{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"},
+				Spec: extensionsv1alpha1.BastionSpec{DefaultSpec: slow(ns), UserData: []byte("#!/bin/sh\n"),
+					Ingress: []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}},
+			}
+		}},
+		{"backupbucket", "backup", "bucket", func(ns string) client.Object {
+			return &extensionsv1alpha1.BackupBucket{
+				ObjectMeta: metav1.ObjectMeta{Name: ns},
+				Spec:       extensionsv1alpha1.BackupBucketSpec{DefaultSpec: slow(ns), Region: "local-1", SecretRef: corev1.SecretReference{Name: "backup", Namespace: ns}},
+			}
+		}},
+		{"backupentry", "backup", "entry", func(ns string) client.Object {
+			return &extensionsv1alpha1.BackupEntry{
+				ObjectMeta: metav1.ObjectMeta{Name: "shoot--" + ns + "--slow"},
+				Spec: extensionsv1alpha1.BackupEntrySpec{DefaultSpec: slow(ns), Region: "local-1", BucketName: ns,
+					SecretRef: corev1.SecretReference{Name: "backup", Namespace: ns}},
+			}
+		}},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := env.Namespace(t)
+			kubeconfigSecret(t, ns, tc.secret)
+			startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(ns))
+			obj := tc.objects(ns)
+			g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+			g.Eventually(func() error {
+				return env.Client.Get(ctx, keyOf(ns, tc.prefix+"-step-0"), &corev1.ConfigMap{})
+			}).WithTimeout(2*time.Minute).Should(Succeed(), "the apply is under way")
+
+			g.Expect(env.Client.Delete(ctx, obj)).To(Succeed())
+			waitKindGone(t, obj)
+			for i := range 3 {
+				step := fmt.Sprintf("%s-step-%d", tc.prefix, i)
+				g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(ns, step), &corev1.ConfigMap{}))).To(BeTrue(), "%s was destroyed or never made", step)
+			}
+			g.Consistently(func(g Gomega) []string { return kindRunObjectsLeft(g, ns, obj.GetName(), tc.kind) }).
+				WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).Should(BeEmpty(), "nothing writes for the %s once it is gone", tc.kind)
+		})
+	}
 }

@@ -45,7 +45,8 @@ func deleteKindAndWait(t *testing.T, obj client.Object) {
 // The controller the chart installed, with the chart's RBAC and admission policies, serves
 // a DNSRecord through run pods in its namespace, and a BackupBucket and a BackupEntry,
 // which have none, through run pods in the release's; the bucket's generated Secret is
-// written to garden and deleted with it.
+// written to garden and deleted with it; the entry's deletion removes the backups under
+// its prefix.
 func TestKindsThroughRunPods(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
@@ -123,7 +124,19 @@ func TestKindsThroughRunPods(t *testing.T) {
 	}
 	g.Expect(clusterScopedPods).To(ContainElements(bucket.Name+".backupbucket.tf-run", entry.Name+".backupentry.tf-run"), "the runs of the cluster-scoped kinds ran in the release's namespace")
 
+	// What etcd's backups would be: an object under the entry's prefix, a namespace of its
+	// own with the local provider.
+	markers := &corev1.ConfigMapList{}
+	g.Expect(kube.List(ctx, markers, client.InNamespace("bucket-"+ns), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	g.Expect(markers.Items).To(HaveLen(1))
+	backup := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: markers.Items[0].Data["backups"], Name: "full-snapshot-1"}, Data: map[string]string{"etcd": "snapshot"}}
+	g.Expect(kube.Create(ctx, backup)).To(Succeed())
+
 	deleteKindAndWait(t, entry)
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(backup), &corev1.ConfigMap{}))).To(BeTrue(), "the backup under the entry's prefix is removed")
+		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Name: backup.Namespace}, &corev1.Namespace{}))).To(BeTrue(), "and the prefix's namespace with it")
+	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed())
 	deleteKindAndWait(t, bucket)
 	g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 	g.Eventually(func(g Gomega) {

@@ -1,3 +1,7 @@
 output "prefix" {
-  value = var.prefix
+  value = {{ tfvar "prefix" (trimPrefix "source-" .object.metadata.name) }}
+}
+
+output "backups_namespace" {
+  value = local.backups
 }
