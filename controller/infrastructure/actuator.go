@@ -270,7 +270,7 @@ func (a *Actuator) restore(ctx context.Context, req request) error {
 }
 
 func (a *Actuator) forget(kind *kindSpec, key client.ObjectKey) {
-	if kind == infrastructureKind {
+	if kind.objectMetrics {
 		forgetMetrics(key)
 	}
 	if a.Runs != nil {

@@ -343,7 +343,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 			Message: appliedMessage(plan), LastUpdateTime: now, LastTransitionTime: now,
 		})
 	}
-	if op.actuator.DriftInterval > 0 && op.kind == infrastructureKind {
+	if op.actuator.DriftInterval > 0 && op.kind.driftChecked {
 		extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 			Type: ConditionInSync, Status: extensionsv1alpha1.ConditionTrue, Reason: reasonApplied,
 			Message: "the last apply made the infrastructure match its configuration", LastUpdateTime: now, LastTransitionTime: now,

@@ -42,7 +42,7 @@ func (a *Actuator) verify(ctx context.Context, req request) time.Duration {
 	// What an earlier process recorded, before this one's first apply or plan; with or
 	// without drift checks.
 	if infra.Status.State != nil {
-		recordStateSize(infra, len(infra.Status.State.Raw))
+		recordStateSize(infrastructureKind, infra, len(infra.Status.State.Raw))
 	}
 	if a.DriftInterval <= 0 {
 		return 0

@@ -33,6 +33,12 @@ type kindSpec struct {
 	purpose run.Purpose
 	// clusterScoped objects keep their runs in the controller's namespace (Actuator.Namespace).
 	clusterScoped bool
+	// driftChecked objects are planned against their configuration between applies
+	// (Verify), and carry the condition InSync.
+	driftChecked bool
+	// objectMetrics are the gauges kept per object (metrics.go), the Infrastructure's only:
+	// a seed holds few objects of the other kinds per shoot, and their runs are counted.
+	objectMetrics bool
 	finalizer     string
 	newObject     func() Subject
 	newList       func() client.ObjectList
@@ -47,7 +53,7 @@ func (k *kindSpec) gvk() schema.GroupVersionKind {
 // The kinds served: the Infrastructure, and each kind a provider may serve from templates.
 var (
 	infrastructureKind = &kindSpec{
-		name: "Infrastructure", purpose: run.PurposeInfra, finalizer: Finalizer,
+		name: "Infrastructure", purpose: run.PurposeInfra, finalizer: Finalizer, driftChecked: true, objectMetrics: true,
 		newObject: func() Subject { return &extensionsv1alpha1.Infrastructure{} },
 		newList:   func() client.ObjectList { return &extensionsv1alpha1.InfrastructureList{} },
 		serve: func(providers *templates.Registry, obj Subject) (served, error) {

@@ -78,16 +78,11 @@ func recordDrift(infra *extensionsv1alpha1.Infrastructure) {
 	}
 }
 
-// recordStateSize publishes the size of the encoded .status.state of the Infrastructure.
-func recordStateSize(infra *extensionsv1alpha1.Infrastructure, size int) {
-	stateBytes.WithLabelValues(infra.Namespace, infra.Name).Set(float64(size))
-}
-
-// recordStateSize publishes the size of the object's encoded .status.state; the gauge is
-// the Infrastructures'.
-func (op *operation) recordStateSize(size int) {
-	if infra, ok := op.obj.(*extensionsv1alpha1.Infrastructure); ok {
-		recordStateSize(infra, size)
+// recordStateSize publishes the size of the encoded .status.state of an object whose kind
+// keeps per-object gauges.
+func recordStateSize(kind *kindSpec, obj client.Object, size int) {
+	if kind.objectMetrics {
+		stateBytes.WithLabelValues(obj.GetNamespace(), obj.GetName()).Set(float64(size))
 	}
 }
 

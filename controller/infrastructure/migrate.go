@@ -23,14 +23,14 @@ func (op *operation) migrate(ctx context.Context) error {
 		encoded, err := encodeState(state, op.indexOf(state))
 		var tooLarge *stateTooLargeError
 		if errors.As(err, &tooLarge) {
-			op.recordStateSize(tooLarge.size)
+			recordStateSize(op.kind, op.obj, tooLarge.size)
 			return extension.InvalidInput(reasonStateTooLarge, "status.state: %w; it stays in %s %s/%s", err, op.objects().Storage.Kind(), op.objects().ID.Namespace, op.objects().StateName())
 		}
 		if err != nil {
 			return err
 		}
 		op.status().State = encoded
-		op.recordStateSize(len(encoded.Raw))
+		recordStateSize(op.kind, op.obj, len(encoded.Raw))
 		// The state must be safe in the status before the objects that hold it go.
 		if err := op.req.PatchStatus(ctx); err != nil {
 			return err

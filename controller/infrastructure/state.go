@@ -53,18 +53,18 @@ const maxStatusState = 1024 * 1024
 func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error {
 	if len(state) == 0 {
 		op.status().State = nil
-		op.recordStateSize(0)
+		recordStateSize(op.kind, op.obj, 0)
 		return nil
 	}
 	if op.actuator.State.Storage == tfstate.StorageSecret {
 		op.status().State, _ = encodeState(nil, index)
-		op.recordStateSize(0)
+		recordStateSize(op.kind, op.obj, 0)
 		return nil
 	}
 	encoded, err := encodeState(state, index)
 	var tooLarge *stateTooLargeError
 	if errors.As(err, &tooLarge) {
-		op.recordStateSize(tooLarge.size)
+		recordStateSize(op.kind, op.obj, tooLarge.size)
 		if op.status().State != nil || op.req.FirstRun {
 			op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState",
 				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
@@ -77,7 +77,7 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 		return err
 	}
 	op.status().State = encoded
-	op.recordStateSize(len(encoded.Raw))
+	recordStateSize(op.kind, op.obj, len(encoded.Raw))
 	return nil
 }
 
