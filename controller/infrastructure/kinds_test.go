@@ -132,6 +132,29 @@ func entryMarkers(g Gomega, bucketNamespace string) []corev1.ConfigMap {
 	return list.Items
 }
 
+// newBastion is a local Bastion letting SSH in from cidr.
+func newBastion(ns, name, cidr string) *extensionsv1alpha1.Bastion {
+	return &extensionsv1alpha1.Bastion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: extensionsv1alpha1.BastionSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
+			UserData:    []byte("#!/bin/sh\n"),
+			Ingress:     []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: cidr}}},
+		},
+	}
+}
+
+// createdBastionNamespace waits until bastion is created and returns the namespace its
+// Service is in, from the Service's name in the status: bastion.<namespace>.svc.
+func createdBastionNamespace(t *testing.T, bastion *extensionsv1alpha1.Bastion) string {
+	t.Helper()
+	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g := NewWithT(t)
+	g.Expect(bastion.Status.Ingress).NotTo(BeNil())
+	g.Expect(bastion.Status.Ingress.Hostname).To(HaveSuffix(".svc"), "the status names the bastion's address")
+	return strings.TrimSuffix(strings.TrimPrefix(bastion.Status.Ingress.Hostname, "bastion."), ".svc")
+}
+
 func dnsRecordsOf(g Gomega, namespace string) []corev1.ConfigMap {
 	list := &corev1.ConfigMapList{}
 	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(namespace), client.HasLabels{"dns.terraseed.io/zone"})).To(Succeed())
@@ -355,20 +378,10 @@ func TestBastionCreateThenForceDelete(t *testing.T) {
 	s := &shoot{namespace: ns}
 	forceDeletionConfirmed(t, s)
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	bastion := &extensionsv1alpha1.Bastion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-abcd1234"},
-		Spec: extensionsv1alpha1.BastionSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
-			UserData:    []byte("#!/bin/sh\necho ssh-ed25519 AAAA >> /home/gardener/.ssh/authorized_keys\n"),
-			Ingress:     []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}},
-		},
-	}
+	bastion := newBastion(ns, "cli-abcd1234", "198.51.100.0/24")
+	bastion.Spec.UserData = []byte("#!/bin/sh\necho ssh-ed25519 AAAA >> /home/gardener/.ssh/authorized_keys\n")
 	g.Expect(env.Client.Create(ctx, bastion)).To(Succeed())
-	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-	g.Expect(bastion.Status.Ingress).NotTo(BeNil())
-	g.Expect(bastion.Status.Ingress.Hostname).To(HaveSuffix(".svc"), "the status names the bastion's address")
-	// The Service's namespace, from its name in the status: bastion.<namespace>.svc.
-	bastionNS := strings.TrimSuffix(strings.TrimPrefix(bastion.Status.Ingress.Hostname, "bastion."), ".svc")
+	bastionNS := createdBastionNamespace(t, bastion)
 	sshFrom := func(g Gomega) []networkingv1.NetworkPolicyPeer {
 		ssh := &networkingv1.NetworkPolicy{}
 		g.Expect(env.Client.Get(ctx, keyOf(bastionNS, "ssh"), ssh)).To(Succeed())
@@ -397,17 +410,9 @@ func TestBastionCreateThenDelete(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfigSecret(t, ns, extensionsv1alpha1.BastionSecretName)
 	startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	bastion := &extensionsv1alpha1.Bastion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-deleted"},
-		Spec: extensionsv1alpha1.BastionSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"},
-			UserData:    []byte("#!/bin/sh\n"),
-			Ingress:     []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.7/32"}}},
-		},
-	}
+	bastion := newBastion(ns, "cli-deleted", "198.51.100.7/32")
 	g.Expect(env.Client.Create(ctx, bastion)).To(Succeed())
-	waitForKind(t, bastion, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-	bastionNS := strings.TrimSuffix(strings.TrimPrefix(bastion.Status.Ingress.Hostname, "bastion."), ".svc")
+	bastionNS := createdBastionNamespace(t, bastion)
 	made := []client.Object{&corev1.Pod{}, &corev1.Secret{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &networkingv1.NetworkPolicy{}}
 	for i, name := range []string{"bastion", "user-data", "bastion", "ssh", "deny-all"} {
 		g.Expect(env.Client.Get(ctx, keyOf(bastionNS, name), made[i])).To(Succeed(), "%s was made", name)
@@ -481,11 +486,9 @@ func TestADeletionDuringItsApplyLeavesNothing(t *testing.T) {
 			return record
 		}},
 		{"bastion", extensionsv1alpha1.BastionSecretName, "bastion", func(ns string) client.Object {
-			return &extensionsv1alpha1.Bastion{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"},
-				Spec: extensionsv1alpha1.BastionSpec{DefaultSpec: slow(ns), UserData: []byte("#!/bin/sh\n"),
-					Ingress: []extensionsv1alpha1.BastionIngressPolicy{{IPBlock: networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}},
-			}
+			bastion := newBastion(ns, "slow", "198.51.100.0/24")
+			bastion.Spec.DefaultSpec = slow(ns)
+			return bastion
 		}},
 		{"backupbucket", "backup", "bucket", func(ns string) client.Object {
 			return &extensionsv1alpha1.BackupBucket{
