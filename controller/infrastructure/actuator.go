@@ -258,7 +258,7 @@ func (a *Actuator) delete(ctx context.Context, req request) error {
 }
 
 func (a *Actuator) forceDelete(ctx context.Context, req request) error {
-	return classify(a.operation(req).forceDelete(ctx))
+	return a.outcome(req, a.operation(req).forceDelete(ctx))
 }
 
 func (a *Actuator) migrate(ctx context.Context, req request) error {

@@ -54,6 +54,13 @@ func (l *lifecycle) enter(ctx context.Context) error {
 
 func (l *lifecycle) leave() { l.runs.Done() }
 
+// holding is true until the hold after a takeover is over.
+func (l *lifecycle) holding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Now().Before(l.notBefore)
+}
+
 // HoldRunsUntil lets no run start before t; a later hold extends an earlier one.
 func (e *LocalExecutor) HoldRunsUntil(t time.Time) {
 	e.lifecycle.mu.Lock()

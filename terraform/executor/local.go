@@ -175,7 +175,9 @@ var _ cleaner = (*LocalExecutor)(nil)
 // Clean removes the run directories of every owner of id's name, once the object is gone
 // and no run of it is under way.
 func (e *LocalExecutor) Clean(ctx context.Context, id run.ID) error {
-	if active, err := e.Active(ctx, id); err != nil || active {
+	// The run lock alone: the directories are this machine's, which no former leader's
+	// run uses.
+	if active, err := runLockHeld(workDirOf(filepath.Join(e.BaseDir, id.Dir()))); err != nil || active {
 		return errors.Join(err, inProgress("", fmt.Sprintf("%s: the run directory is in use", run.ErrRunInProgress)))
 	}
 	return os.RemoveAll(filepath.Join(e.BaseDir, id.OwnersDir()))
@@ -216,8 +218,14 @@ var _ activityChecker = (*LocalExecutor)(nil)
 
 // Active is true while a run holds the working directory of a run of id (the run lock),
 // also one an earlier controller process started: its terraform holds the lock until it
-// has stopped.
+// has stopped. After a takeover it is true for every id until the hold is over
+// (HoldRunsUntil): the former leader's runs, on another machine, hold no lock here, and
+// only the hold tells when they have stopped and saved. What writes or deletes a state
+// without a run (a forced deletion, a migration) waits for them so.
 func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
+	if e.lifecycle.holding() {
+		return true, nil
+	}
 	return runLockHeld(workDirOf(filepath.Join(e.BaseDir, id.Dir())))
 }
 
