@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -248,31 +249,36 @@ func forceDeletionConfirmed(t *testing.T, s *shoot) {
 }
 
 // A replica that took the lease over holds its runs until the former leader's could have
-// stopped and saved (executor.HoldAfterTakeover). A forced deletion, which runs nothing,
-// waits for the hold too: the former leader's run, on another machine, may still save the
-// state whose objects the deletion removes, and would leave them behind.
-func TestForcedDeletionAfterATakeoverWaitsForTheFormerLeadersRuns(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	s := newShoot(t, "10.250.0.0/19")
-	s.createSecret(t, adminKubeconfig(t))
-	forceDeletionConfirmed(t, s)
-	var local *executor.LocalExecutor
-	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(setup *controllerSetup) {
-		local = setup.Executor.(*executor.LocalExecutor)
-	})
-	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
-	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+// stopped and saved (executor.HoldAfterTakeover). A forced deletion and a migration, which
+// run nothing, wait for the hold too: the former leader's run, on another machine, may
+// still save the state whose objects they remove, and would leave them behind.
+func TestWhatRemovesAStateWithoutARunWaitsForTheFormerLeadersRuns(t *testing.T) {
+	for name, remove := range map[string]func(g Gomega, s *shoot){
+		"forced deletion": func(g Gomega, s *shoot) { g.Expect(env.Client.Delete(context.Background(), s.get(g))).To(Succeed()) },
+		"migration":       func(g Gomega, s *shoot) { annotate(g, s, extension.OperationMigrate) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			s := newShoot(t, "10.250.0.0/19")
+			s.createSecret(t, adminKubeconfig(t))
+			forceDeletionConfirmed(t, s)
+			var local *executor.LocalExecutor
+			startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(setup *controllerSetup) {
+				local = setup.Executor.(*executor.LocalExecutor)
+			})
+			g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+			s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 
-	const hold = 15 * time.Second
-	heldUntil := time.Now().Add(hold)
-	local.HoldRunsUntil(heldUntil)
-	g.Expect(env.Client.Delete(ctx, s.get(g))).To(Succeed())
-	g.Eventually(func(g Gomega) string { return s.get(g).Status.LastOperation.Description }).
-		WithTimeout(5 * time.Second).Should(ContainSubstring("an earlier controller process started"))
-	g.Consistently(func(g Gomega) []string { return s.runObjectsLeft(g) }).
-		WithTimeout(time.Until(heldUntil) - time.Second).ShouldNot(BeEmpty(), "the run objects stay while the former leader's run may write them")
-	s.waitGone(t)
-	g.Expect(time.Now()).To(BeTemporally(">=", heldUntil))
-	g.Expect(s.runObjectsLeft(g)).To(BeEmpty())
+			heldUntil := time.Now().Add(15 * time.Second)
+			local.HoldRunsUntil(heldUntil)
+			remove(g, s)
+			g.Eventually(func(g Gomega) string { return s.get(g).Status.LastOperation.Description }).
+				WithTimeout(5 * time.Second).Should(ContainSubstring("an earlier controller process started"))
+			g.Consistently(func(g Gomega) []string { return s.runObjectsLeft(g) }).
+				WithTimeout(time.Until(heldUntil)-time.Second).ShouldNot(BeEmpty(), "the run objects stay while the former leader's run may write them")
+			g.Eventually(func(g Gomega) []string { return s.runObjectsLeft(g) }).WithTimeout(time.Minute).Should(BeEmpty())
+			g.Expect(time.Now()).To(BeTemporally(">=", heldUntil))
+		})
+	}
 }
