@@ -475,28 +475,29 @@ func TestADeletionDuringItsApplyLeavesNothing(t *testing.T) {
 		return extensionsv1alpha1.DefaultSpec{Type: "slowlocal", ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"namespace":"` + ns + `","steps":3,"seconds":8}`)}}
 	}
 	for _, tc := range []struct {
-		kind    run.Purpose
-		secret  string // in the namespace of the object, or of the controller for a cluster-scoped one
-		prefix  string // of the ConfigMaps the slow provider makes
-		objects func(ns string) client.Object
+		kind          run.Purpose
+		clusterScoped bool
+		secret        string // in the namespace of the object, or of the controller for a cluster-scoped one
+		prefix        string // of the ConfigMaps the slow provider makes
+		objects       func(ns string) client.Object
 	}{
-		{"dnsrecord", "dns", "record", func(ns string) client.Object {
+		{"dnsrecord", false, "dns", "record", func(ns string) client.Object {
 			record := newDNSRecord(ns, "slow", "slowlocal", "", "api.slow.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 			record.Spec.DefaultSpec = slow(ns)
 			return record
 		}},
-		{"bastion", extensionsv1alpha1.BastionSecretName, "bastion", func(ns string) client.Object {
+		{"bastion", false, extensionsv1alpha1.BastionSecretName, "bastion", func(ns string) client.Object {
 			bastion := newBastion(ns, "slow", "198.51.100.0/24")
 			bastion.Spec.DefaultSpec = slow(ns)
 			return bastion
 		}},
-		{"backupbucket", "backup", "bucket", func(ns string) client.Object {
+		{"backupbucket", true, "backup", "bucket", func(ns string) client.Object {
 			return &extensionsv1alpha1.BackupBucket{
 				ObjectMeta: metav1.ObjectMeta{Name: ns},
 				Spec:       extensionsv1alpha1.BackupBucketSpec{DefaultSpec: slow(ns), Region: "local-1", SecretRef: corev1.SecretReference{Name: "backup", Namespace: ns}},
 			}
 		}},
-		{"backupentry", "backup", "entry", func(ns string) client.Object {
+		{"backupentry", true, "backup", "entry", func(ns string) client.Object {
 			return &extensionsv1alpha1.BackupEntry{
 				ObjectMeta: metav1.ObjectMeta{Name: "shoot--" + ns + "--slow"},
 				Spec: extensionsv1alpha1.BackupEntrySpec{DefaultSpec: slow(ns), Region: "local-1", BucketName: ns,
@@ -505,12 +506,21 @@ func TestADeletionDuringItsApplyLeavesNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
-			t.Parallel()
+			// Every controller that serves a cluster-scoped kind sees all of its objects:
+			// those kinds are tested one at a time, and the namespaced ones side by side
+			// after them, by controllers that serve no cluster-scoped kind.
+			if !tc.clusterScoped {
+				t.Parallel()
+			}
 			g := NewWithT(t)
 			ctx := context.Background()
 			ns := env.Namespace(t)
+			runsNamespace := ""
+			if tc.clusterScoped {
+				runsNamespace = ns
+			}
 			kubeconfigSecret(t, ns, tc.secret)
-			startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(ns))
+			startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(runsNamespace))
 			obj := tc.objects(ns)
 			g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })

@@ -118,8 +118,12 @@ func TestARequestedTokenWorksWhileItsPodStops(t *testing.T) {
 	// On a node: a pod on none is deleted with no grace period.
 	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node"}}
 	g.Expect(env.Client.SubResource("binding").Create(ctx, pod, binding)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	g.Expect(pod.Spec.NodeName).To(Equal("node"), "bound")
 	g.Expect(env.Client.Delete(ctx, pod)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	// The API server deletes a pod at once that is on no node or has ended.
+	g.Expect(pod.DeletionGracePeriodSeconds).To(HaveValue(BeNumerically(">", 0)), "in its grace period; node %q, phase %q", pod.Spec.NodeName, pod.Status.Phase)
 	g.Expect(pod.DeletionTimestamp.Time).To(BeTemporally(">", time.Now()), "in its grace period")
 	config := &corev1.ConfigMap{}
 	g.Expect(asRunPod.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Objects.ConfigName()}, config)).To(Succeed(), "the run pod's token works in its grace period")
