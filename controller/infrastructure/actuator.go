@@ -274,7 +274,7 @@ func (a *Actuator) forget(kind *kindSpec, key client.ObjectKey) {
 		forgetMetrics(key)
 	}
 	if a.Runs != nil {
-		a.Runs.ForgetName(a.runID(kind, key.Namespace, key.Name, ""))
+		a.Runs.ForgetName(kind.runID(a.Namespace, key.Namespace, key.Name, ""))
 	}
 }
 

@@ -84,8 +84,7 @@ func (ref StateRef) subject(ctx context.Context, c client.Client) (Subject, run.
 	if err := c.Get(ctx, ref.Key, obj); err != nil {
 		return nil, run.ID{}, fmt.Errorf("reading %s %s: %w", kind.name, ref.Key, err)
 	}
-	id := (&Actuator{Namespace: ref.RunsNamespace}).runID(kind, obj.GetNamespace(), obj.GetName(), obj.GetUID())
-	return obj, id, nil
+	return obj, kind.runID(ref.RunsNamespace, obj.GetNamespace(), obj.GetName(), obj.GetUID()), nil
 }
 
 // StateHistory lists the states kept of the object ref, newest first.

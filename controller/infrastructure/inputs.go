@@ -44,16 +44,16 @@ func (op *operation) objects() state.RunObjects {
 }
 
 func (op *operation) runID() run.ID {
-	return op.actuator.runID(op.kind, op.obj.GetNamespace(), op.obj.GetName(), op.obj.GetUID())
+	return op.kind.runID(op.actuator.Namespace, op.obj.GetNamespace(), op.obj.GetName(), op.obj.GetUID())
 }
 
-// runID is the identity of the runs of an object of kind: in its namespace, or the
-// controller's for a cluster-scoped kind.
-func (a *Actuator) runID(kind *kindSpec, namespace, name string, uid types.UID) run.ID {
-	if kind.clusterScoped {
-		namespace = a.Namespace
+// runID is the identity of the runs of an object of the kind: in its namespace, or in
+// runsNamespace (the controller's) for a cluster-scoped kind.
+func (k *kindSpec) runID(runsNamespace, namespace, name string, uid types.UID) run.ID {
+	if k.clusterScoped {
+		namespace = runsNamespace
 	}
-	return run.ID{Namespace: namespace, Name: name, Purpose: kind.purpose, UID: uid}
+	return run.ID{Namespace: namespace, Name: name, Purpose: k.purpose, UID: uid}
 }
 
 // runIDOf is the identity of an Infrastructure's runs.

@@ -177,7 +177,7 @@ var _ cleaner = (*LocalExecutor)(nil)
 func (e *LocalExecutor) Clean(ctx context.Context, id run.ID) error {
 	// The run lock alone: the directories are this machine's, which no former leader's
 	// run uses.
-	if active, err := runLockHeld(workDirOf(filepath.Join(e.BaseDir, id.Dir()))); err != nil || active {
+	if active, err := e.runLockHeld(id); err != nil || active {
 		return errors.Join(err, inProgress("", fmt.Sprintf("%s: the run directory is in use", run.ErrRunInProgress)))
 	}
 	return os.RemoveAll(filepath.Join(e.BaseDir, id.OwnersDir()))
@@ -226,6 +226,11 @@ func (e *LocalExecutor) Active(_ context.Context, id run.ID) (bool, error) {
 	if e.lifecycle.holding() {
 		return true, nil
 	}
+	return e.runLockHeld(id)
+}
+
+// runLockHeld is true while a run holds the run lock of the working directory of id.
+func (e *LocalExecutor) runLockHeld(id run.ID) (bool, error) {
 	return runLockHeld(workDirOf(filepath.Join(e.BaseDir, id.Dir())))
 }
 
