@@ -302,16 +302,9 @@ const ReasonThrottled = "Throttled"
 // account, whose calls the cloud rates (Route 53's across all regions).
 func (op *operation) withFleet(req run.Request, provider served, secret *corev1.Secret) run.Request {
 	fleet := provider.fleet()
-	var files map[string][]byte
-	if secret != nil {
-		for env, key := range provider.CredentialFiles(secret) {
-			if files == nil {
-				files = map[string][]byte{}
-			}
-			files[env] = secret.Data[key]
-		}
+	if fleet.Manifest.Account != nil {
+		req.Budget = fleet.AccountKey(req.Env, fileCredentials(provider, secret))
 	}
-	req.Budget = fleet.AccountKey(req.Env, files)
 	req.Project = projectOf(op.secretKey().Namespace)
 	if !op.kind.clusterScoped {
 		req.Project = projectOf(op.obj.GetNamespace())
@@ -319,6 +312,19 @@ func (op *operation) withFleet(req run.Request, provider served, secret *corev1.
 	req.Parallelism = fleet.Parallelism()
 	req.Throttled = func(err error) bool { return throttled(fleet, err) }
 	return req
+}
+
+// fileCredentials are the contents of the credentials of secret that a run reads as
+// files, by the name terraform reads each by; none for a nil secret.
+func fileCredentials(provider served, secret *corev1.Secret) map[string][]byte {
+	if secret == nil {
+		return nil
+	}
+	files := map[string][]byte{}
+	for env, key := range provider.CredentialFiles(secret) {
+		files[env] = secret.Data[key]
+	}
+	return files
 }
 
 // throttled says whether a run failed because the cloud throttled its calls.
