@@ -56,7 +56,7 @@ func (m *Manifest) checkParallelism() error {
 }
 
 // budgetKey keys the digests of credentials that name the run budgets (AccountKey): drawn
-// when the process starts and kept in its memory only. The budgets themselves live in the
+// at random once per process, at its first use, and kept in its memory only. The budgets themselves live in the
 // scheduler's memory and start empty at every start, so a key that outlived the process
 // would keep nothing but the budgets' metric labels; none can read it, and without it no
 // one can tell from a budget key which credentials it stands for, nor try values against it.
