@@ -27,3 +27,12 @@ func TestDNSAccountBudgetKeysNeedTheProcesssKey(t *testing.T) {
 	g.Expect(withOther).To(MatchRegexp(`^[0-9a-f]{12}$`))
 	g.Expect(withOther).NotTo(Equal(withDrawn))
 }
+
+// BenchmarkDNSAccountKey is the cost of a run's budget key, paid once per run request.
+func BenchmarkDNSAccountKey(b *testing.B) {
+	p := &Provider{Manifest: Manifest{Type: "aws", Account: &Account{}}}
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "TF_VAR_endpoint": ""}
+	for b.Loop() {
+		p.AccountKey(env, nil)
+	}
+}
