@@ -1,20 +1,24 @@
 package templates
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"sync"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
-// checkAccount: an account is named by keys the provider declares as credentials.
+// checkAccount: the keys an older provider.yaml names in account.credentials must be
+// declared, although the budget key no longer reads them (AccountKey digests them all).
 func (m *Manifest) checkAccount() error {
 	if m.Account == nil {
 		return nil
-	}
-	if len(m.Account.Credentials) == 0 {
-		return fmt.Errorf("account.credentials: name at least one key of credentials that identifies the account")
 	}
 	for i, key := range m.Account.Credentials {
 		declared := func(c Credential) bool { return c.name() == key }
@@ -51,23 +55,61 @@ func (m *Manifest) checkParallelism() error {
 	return nil
 }
 
-// AccountKey is the budget key of the runs that share a cloud account's API rate
-// (run.Request's Budget): a short hash of the provider's type, the credentials keys its
-// provider.yaml declares to identify the account, the region, and tenant, who holds the
-// credentials: the Gardener project of the credentials Secret's namespace, which the
-// shoot's owner cannot choose. The values of those keys are not part of it: the owner
-// writes them in their own Secret, and with another value (another access key ID of the
-// same account, or someone else's) their runs would escape their budget or spend another
-// tenant's. Empty when the provider declares no account: its runs have no budget.
-func (p *Provider) AccountKey(region, tenant string) string {
+// budgetKey keys the digests of credentials that name the run budgets (AccountKey): drawn
+// at random once per process, at its first use, and kept in its memory only. The budgets themselves live in the
+// scheduler's memory and start empty at every start, so a key that outlived the process
+// would keep nothing but the budgets' metric labels; none can read it, and without it no
+// one can tell from a budget key which credentials it stands for, nor try values against it.
+var budgetKey = sync.OnceValue(func() []byte {
+	key := make([]byte, sha256.Size)
+	_, _ = rand.Read(key) // never fails: it crashes the process instead
+	return key
+})
+
+// AccountKey is the budget key of a run (run.Request's Budget): the runs of one set of
+// credentials share a cloud account's API rate, whatever project, kind or region they
+// serve, as Gardener's own extensions rate their clients by credentials. It is a keyed
+// digest (HMAC-SHA-256 with a key only this process holds) of the provider's type and of
+// the whole credentials: env, every value the provider declares for the Secret
+// (Credentials), and files, the content of each file credential (CredentialFiles), both
+// by the name terraform reads them by. So the runs of two projects that are given one
+// Secret (gardenlet gives every shoot's DNSRecords the seed's DNS credentials) share one
+// budget, and no tenant can join another's: sharing it takes the other's secret key,
+// not only its access key ID. A file credential is a workload identity's token, which
+// gardenlet renews: it counts by the identity it was issued to (its issuer and subject,
+// which the token's issuer writes and the tenant cannot), not its bytes, so that the
+// budget outlives a renewal; a token that is no JWT counts by its bytes. Empty when the
+// provider declares no account: its runs have no budget. The values never leave the
+// digest: the key is 12 hex digits.
+func (p *Provider) AccountKey(env map[string]string, files map[string][]byte) string {
 	if p.Manifest.Account == nil {
 		return ""
 	}
-	h := sha256.New()
-	for _, v := range append([]string{p.Manifest.Type, region, tenant}, p.Manifest.Account.Credentials...) {
-		fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
+	h := hmac.New(sha256.New, budgetKey())
+	write := func(parts ...string) {
+		for _, v := range parts {
+			fmt.Fprintf(h, "%d\x00%s\x00", len(v), v)
+		}
+	}
+	write("type", p.Manifest.Type)
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		write("env", name, env[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		write("file", name, tokenIdentity(files[name]))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// tokenIdentity is what a token stands for: the issuer and subject of a JWT (not
+// verified: the Secret holds what its issuer wrote, and the digest only needs to tell
+// identities apart), else the token itself.
+func tokenIdentity(token []byte) string {
+	claims := jwt.RegisteredClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(string(token), &claims); err != nil || claims.Subject == "" {
+		return "raw\x00" + string(token)
+	}
+	return "jwt\x00" + claims.Issuer + "\x00" + claims.Subject
 }
 
 // Throttled says whether one of terraform's error blocks matches the provider's

@@ -59,6 +59,12 @@ func kindObject(kind Kind, obj runtime.Object) (map[string]any, *extensionsv1alp
 	case *extensionsv1alpha1.DNSRecord:
 		if kind == KindDNSRecord {
 			meta, spec, common = map[string]any{"name": o.Name, "namespace": o.Namespace}, o.Spec, &o.Spec.DefaultSpec
+			// Gardener says by annotation which IP stack a record serves (dns.gardener.cloud/ip-stack).
+			annotations := map[string]any{}
+			for key, value := range o.Annotations {
+				annotations[key] = value
+			}
+			meta["annotations"] = annotations
 			if o.Status.Zone != nil {
 				status["zone"] = *o.Status.Zone
 			}

@@ -50,9 +50,9 @@ type Manifest struct {
 	ImportIDs map[string]string `json:"importIDs,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
-	// Account says that the provider's runs share a cloud account's API rate, for the run
-	// budget of each tenant, account and region (AccountKey); none: the runs have no budget
-	// but the seed's.
+	// Account says that the provider's runs share a cloud account's API rate: the runs of
+	// one set of credentials have one run budget, whatever project, kind or region they
+	// serve (AccountKey); none: the runs have no budget but the seed's.
 	Account *Account `json:"account,omitempty"`
 	// Throttling are regular expressions of the provider's error texts that say the cloud
 	// throttled its calls, besides the ones every provider shares.
@@ -65,12 +65,14 @@ type Manifest struct {
 	Kinds map[Kind]KindManifest `json:"kinds,omitempty"`
 }
 
-// Account names the credentials keys that identify a cloud account, such as AWS's access
-// key ID, never a secret. Their names, not their values, go into the budget key with the
-// provider type, the Infrastructure's region and the project of the credentials (see
-// AccountKey): the values are the shoot owner's to choose.
+// Account gives the provider's runs budgets (`account: {}`): the budget key is a keyed
+// digest of the whole credentials, every key the provider declares (see AccountKey).
 type Account struct {
-	Credentials []string `json:"credentials"`
+	// Credentials named the keys that identified the account; a provider.yaml written
+	// before budgets were keyed by the whole credentials may still name them, each a
+	// declared key, but they key nothing: one key alone (an access key ID, which others
+	// may know) would let a tenant name another's budget.
+	Credentials []string `json:"credentials,omitempty"`
 }
 
 // WorkloadIdentity declares the credentials of a workload identity's Secret: its token

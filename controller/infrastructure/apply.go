@@ -197,7 +197,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 		ProtectedTypes: s.provider.protectedResources(), AllowDestroy: allow.any, AllowDestroyPlan: allow.plan,
 		Progress: op.actuator.progressReporter(op.kind, client.ObjectKeyFromObject(op.obj)),
 	}
-	req = op.withFleet(req, s.provider)
+	req = op.withFleet(req, s.provider, s.secret)
 	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req, s.adoptions)
 	s.request = req
 	return nil

@@ -129,7 +129,7 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 	if s.nothingToDestroy {
 		return nil
 	}
-	env, files, err := op.destroyCredentials(ctx)
+	env, files, secret, err := op.destroyCredentials(ctx)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 	}
 	provider, err := op.served()
 	if err == nil {
-		req = op.withFleet(req, provider)
+		req = op.withFleet(req, provider, secret)
 		s.provider = provider
 	}
 	s.request = req
@@ -148,29 +148,30 @@ func (op *operation) destroyRequest(ctx context.Context, s *deleteScope) error {
 
 // destroyCredentials prefers the referenced secret and falls back to the credentials of
 // the last run, so that a deletion never waits on a secret deleted first; a workload
-// identity's token is never stored, so its Secret must be there.
-func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, map[string]corev1.SecretKeySelector, error) {
+// identity's token is never stored, so its Secret must be there. It returns the Secret
+// read, nil where the stored credentials stand in for it.
+func (op *operation) destroyCredentials(ctx context.Context) (map[string]string, map[string]corev1.SecretKeySelector, *corev1.Secret, error) {
 	provider, secret, err := op.inputs(ctx)
 	var opErr *extension.Error
 	switch {
 	case err == nil:
 		env, err := provider.Credentials(secret)
-		return env, credentialFiles(provider, secret), err
+		return env, credentialFiles(provider, secret), secret, err
 	case errors.As(err, &opErr) && opErr.Reason == reasonCredentialsUnavailable:
 		stored, storedErr := op.storedCredentials(ctx)
 		if storedErr != nil {
-			return nil, nil, storedErr
+			return nil, nil, nil, storedErr
 		}
 		key := op.secretKey()
 		if stored == nil {
-			return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
 		}
 		if stored.Annotations[annotationWorkloadIdentity] == "true" {
-			return nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found, and the runs read a workload identity's token from it, which is never stored: recreate the secret (its CredentialsBinding) to destroy the infrastructure", key.Namespace, key.Name)
+			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found, and the runs read a workload identity's token from it, which is never stored: recreate the secret (its CredentialsBinding) to destroy the infrastructure", key.Namespace, key.Name)
 		}
-		return envOf(stored), nil, nil
+		return envOf(stored), nil, nil, nil
 	default:
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 }
 

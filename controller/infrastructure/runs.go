@@ -2,7 +2,6 @@ package infrastructure
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -295,12 +293,18 @@ func (a *Actuator) progressReporter(kind *kindSpec, key client.ObjectKey) func(r
 const ReasonThrottled = "Throttled"
 
 // withFleet sets what the scheduler shares the seed's runs by: the budget key of the
-// provider, the region and the project of the credentials Secret's namespace (never the
-// credentials' values, which the shoot's owner writes), the shoot project, how the
-// provider's throttling reads, and the provider's parallelism.
-func (op *operation) withFleet(req run.Request, provider served) run.Request {
+// provider and the run's whole credentials (a keyed digest, never the values: see
+// templates.Provider.AccountKey), the shoot project, how the provider's throttling reads,
+// and the provider's parallelism. secret is the Secret whose files the run reads (a
+// workload identity's token), nil for the stored credentials of an earlier run, which
+// hold no file. The budget is not the project's nor the region's: gardenlet gives every
+// shoot's DNSRecords the seed's DNS credentials, and the runs of all of them call one
+// account, whose calls the cloud rates (Route 53's across all regions).
+func (op *operation) withFleet(req run.Request, provider served, secret *corev1.Secret) run.Request {
 	fleet := provider.fleet()
-	req.Budget = fleet.AccountKey(op.region(), projectOf(op.secretKey().Namespace))
+	if fleet.Manifest.Account != nil {
+		req.Budget = fleet.AccountKey(req.Env, fileCredentials(provider, secret))
+	}
 	req.Project = projectOf(op.secretKey().Namespace)
 	if !op.kind.clusterScoped {
 		req.Project = projectOf(op.obj.GetNamespace())
@@ -310,28 +314,17 @@ func (op *operation) withFleet(req run.Request, provider served) run.Request {
 	return req
 }
 
-// region is the cloud region of the object's calls, which its account's budget is per.
-func (op *operation) region() string {
-	switch obj := op.obj.(type) {
-	case *extensionsv1alpha1.Infrastructure:
-		return obj.Spec.Region
-	case *extensionsv1alpha1.BackupBucket:
-		return obj.Spec.Region
-	case *extensionsv1alpha1.BackupEntry:
-		return obj.Spec.Region
-	case *extensionsv1alpha1.DNSRecord:
-		return ptr.Deref(obj.Spec.Region, "")
+// fileCredentials are the contents of the credentials of secret that a run reads as
+// files, by the name terraform reads each by; none for a nil secret.
+func fileCredentials(provider served, secret *corev1.Secret) map[string][]byte {
+	if secret == nil {
+		return nil
 	}
-	// A Bastion's is its shoot's.
-	var shoot struct {
-		Spec struct {
-			Region string `json:"region"`
-		} `json:"spec"`
+	files := map[string][]byte{}
+	for env, key := range provider.CredentialFiles(secret) {
+		files[env] = secret.Data[key]
 	}
-	if c := op.req.Cluster; c != nil && json.Unmarshal(c.Spec.Shoot.Raw, &shoot) == nil {
-		return shoot.Spec.Region
-	}
-	return ""
+	return files
 }
 
 // throttled says whether a run failed because the cloud throttled its calls.

@@ -43,15 +43,15 @@ var (
 	}, []string{"priority"})
 	budgetRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terraseed_terraform_budget_runs",
-		Help: "Terraform runs of a cloud account and region by state (running, waiting); budget is a short hash of the account and region, never a credential.",
+		Help: "Terraform runs of one set of cloud credentials by state (running, waiting); budget is a keyed digest of the credentials, never a credential.",
 	}, []string{"budget", "state"})
 	budgetSlots = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terraseed_terraform_budget_slots",
-		Help: "Terraform runs a cloud account and region may have under way now: runsPerAccount, fewer while it backs off after the cloud throttled it.",
+		Help: "Terraform runs one set of cloud credentials may have under way now: runsPerAccount, fewer while it backs off after the cloud throttled it.",
 	}, []string{"budget"})
 	throttledRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "terraseed_terraform_throttled_runs_total",
-		Help: "Terraform runs that failed because the cloud throttled the calls of their account and region.",
+		Help: "Terraform runs that failed because the cloud throttled the calls of their credentials.",
 	}, []string{"budget"})
 )
 

@@ -68,8 +68,8 @@ type Scheduler struct {
 	// (never ahead of a deletion or creation); DefaultDriftAging when zero.
 	DriftAging time.Duration
 
-	// RunsPerAccount bounds the runs under way of one budget key (a project's runs of a
-	// provider and region, Request.Budget); zero bounds them by MaxRuns alone.
+	// RunsPerAccount bounds the runs under way of one budget key (the runs of one provider
+	// and set of credentials, Request.Budget); zero bounds them by MaxRuns alone.
 	RunsPerAccount int
 	// ThrottlePause is the first pause of an account whose run the cloud throttled; it
 	// doubles with each throttle in a row up to MaxThrottlePause. Defaults when zero.

@@ -46,10 +46,10 @@ type Request struct {
 	// runs it at a lower CPU priority, so that the runs others wait for, which share the
 	// machine with it, are not slowed down by it.
 	Background bool
-	// Budget is the key of the runs that share a cloud account's API rate, a short hash of
-	// the provider, region and project (templates.Provider.AccountKey), never of a value the
-	// shoot's owner writes: the scheduler holds at most RunsPerAccount runs of one key under way, and
-	// backs the key off when its runs are throttled. Empty: no budget.
+	// Budget is the key of the runs that share a cloud account's API rate, a keyed digest
+	// of the provider and the whole credentials (templates.Provider.AccountKey), never a
+	// value of them: the scheduler holds at most RunsPerAccount runs of one key under way,
+	// and backs the key off when its runs are throttled. Empty: no budget.
 	Budget string
 	// Project is the shoot project the run belongs to: within a priority, the runs of
 	// different projects take turns for the run slots.

@@ -22,8 +22,8 @@ const fleetRunsPerAccount = 2
 
 // BenchmarkScaleFleet runs one controller, with the local executor and --runs-per-account 2,
 // against two cloud accounts of TERRASEED_FLEET_N Infrastructures each (100 by default)
-// of the fleet provider, each account's shoots in a project of their own, which keys its
-// budget (the token the shoots' credentials name does not): the runs under way per account,
+// of the fleet provider, each account's shoots in a project of their own with the
+// account's token, which keys its budget: the runs under way per account,
 // sampled from the metrics every 100 ms, never exceed the budget, and both accounts
 // settle. Then one account's runs are throttled (the provider fails them with the
 // cloud's message): the other account's creates keep their idle latency within 1.5x.
@@ -37,8 +37,8 @@ func BenchmarkScaleFleet(b *testing.B) {
 	}
 	for b.Loop() {
 		s := newSeed(b, 2*n)
-		// The budget is a project's (the credentials' namespace's), not the token's: each
-		// account's shoots are one project's, shoot--<project>--<name> (fleetNamespace).
+		// The budget is the credentials' (the token's); each account's shoots are one
+		// project's too, shoot--<project>--<name> (fleetNamespace), as a tenant's are.
 		s.prefix = "shoot--" + s.prefix
 		c := s.startFleet()
 
