@@ -35,7 +35,8 @@ func gardenerCloudProfile(t *testing.T, change func(spec map[string]any)) []byte
 			{"name": "m5.large", "cpu": "2", "gpu": "0", "memory": "8Gi", "architecture": "amd64", "usable": true},
 			{"name": "t3.micro", "cpu": "2", "gpu": "0", "memory": "1Gi", "architecture": "amd64", "usable": false},
 			{"name": "t4g.nano", "cpu": "2", "gpu": "0", "memory": "512Mi", "architecture": "arm64", "usable": true},
-			{"name": "c5.large", "cpu": "1500m", "gpu": "0", "memory": "4Gi", "architecture": "amd64", "usable": true}
+			{"name": "c5.large", "cpu": "1", "gpu": "0", "memory": "4Gi", "architecture": "amd64", "usable": true},
+			{"name": "c5.xlarge", "cpu": "1500m", "gpu": "0", "memory": "4Gi", "architecture": "amd64", "usable": true}
 		],
 		"machineImages": [
 			{"name": "suse-chost", "versions": [{"version": "15.6.20250101", "architectures": ["amd64"], "classification": "supported"}]},

@@ -69,7 +69,8 @@ func bastionMachineType(spec, bastion map[string]any, images []any, now time.Tim
 		if err != nil {
 			return "", "", &Rejected{Field: fmt.Sprintf("%s.machineTypes[%d].cpu", cloudProfilePath, i), Value: fmt.Sprint(mt["cpu"]), Detail: "not a quantity: " + err.Error()}
 		}
-		if bestCPU == nil || cpu.Cmp(*bestCPU) < 0 {
+		// Gardener compares whole CPUs, rounded up: of 1500m and 2 it keeps the first.
+		if bestCPU == nil || cpu.Value() < bestCPU.Value() {
 			best, bestArc, bestCPU = name, arch, &cpu
 		}
 	}
