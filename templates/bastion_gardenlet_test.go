@@ -264,3 +264,35 @@ func TestAWSBastionAsGardenletNamesWhatTheCloudProfileLacks(t *testing.T) {
 	_, err := k.Render(templates.KindInput{Object: b, Cluster: gardenerBastionCluster(t, nil)})
 	g.Expect(err).To(MatchError(ContainSubstring("vpcID")), "a subnet is given with its VPC")
 }
+
+// TestAWSBastionAsGardenletCloudProfileIsNeverHCL: hostile text in the CloudProfile's
+// machine type, image and AMI, and in the shoot's namespace and region, leaves the
+// rendered HCL byte for byte the same and arrives in the tfvars as the literal value.
+func TestAWSBastionAsGardenletCloudProfileIsNeverHCL(t *testing.T) {
+	g := NewWithT(t)
+	k := awsKind(t, registry(t), templates.KindBastion, "aws")
+	h := func(i int) string { return hostile[i%len(hostile)] }
+	profile := func(machineType, image, ami string) func(spec map[string]any) {
+		return func(s map[string]any) {
+			s["bastion"] = map[string]any{"machineImage": map[string]any{"name": image}, "machineType": map[string]any{"name": machineType}}
+			s["machineTypes"] = []any{map[string]any{"name": machineType, "cpu": "2", "architecture": "arm64"}}
+			s["machineImages"] = []any{map[string]any{"name": image, "versions": []any{map[string]any{"version": "1.0.0", "architectures": []any{"arm64"}}}}}
+			s["providerConfig"] = map[string]any{"machineImages": []any{map[string]any{"name": image, "versions": []any{
+				map[string]any{"version": "1.0.0", "regions": []any{map[string]any{"name": "eu-west-1", "ami": ami, "architecture": "arm64"}}}}}}}
+		}
+	}
+	clean, err := k.Render(templates.KindInput{Object: gardenletBastion(), Cluster: gardenerBastionCluster(t, profile("t4g.nano", "gardenlinux", "ami-0187730000000000b"))})
+	g.Expect(err).NotTo(HaveOccurred())
+	dirtyBastion := gardenletBastion()
+	dirtyBastion.Namespace = h(3)
+	dirty, err := k.Render(templates.KindInput{Object: dirtyBastion, Cluster: gardenerBastionCluster(t, profile(h(0), h(1), h(2)))})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sortedKeys(dirty.Files)).To(Equal(sortedKeys(clean.Files)))
+	for name, text := range clean.Files {
+		g.Expect(dirty.Files[name]).To(Equal(text), "the CloudProfile's strings changed %s", name)
+	}
+	tfvars := awsTFVars(t, dirty)
+	g.Expect(tfvars).To(HaveKeyWithValue("instance_type", h(0)))
+	g.Expect(tfvars).To(HaveKeyWithValue("image_id", h(2)))
+	g.Expect(tfvars).To(HaveKeyWithValue("cluster_name", h(3)))
+}
