@@ -247,6 +247,7 @@ func TestAWSKindConfigs(t *testing.T) {
 		{"bastion reaching the nodes' group", templates.KindBastion, "aws",
 			awsBastion(strings.Replace(awsBastionConfig, `"vpcID"`, `"workerSecurityGroupID": "sg-0f1e2d3c", "instanceType": "t3.micro", "vpcID"`, 1)),
 			awsShootCluster(t, "eu-west-1", "IPv4", "IPv6")},
+		{"bastion as gardenlet creates it", templates.KindBastion, "aws", gardenletBastion(), gardenerBastionCluster(t, nil)},
 	}
 	used := map[templates.Kind]map[string]bool{}
 	for _, c := range cases {

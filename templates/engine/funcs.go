@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 	"unicode"
 
 	"github.com/Masterminds/sprig/v3"
@@ -12,7 +13,8 @@ import (
 
 // Funcs are sprig's text functions without those that read the machine (environment
 // variables hold credentials) or the network, plus invalid and iniValue, which refuse an
-// input; an unvalidated render lets invalid pass and iniValue escape instead. Each call
+// input, and bastionMachine (BastionMachine); an unvalidated render lets invalid pass,
+// iniValue escape and bastionMachine answer empty names instead. Each call
 // returns a new map, which the caller may change.
 func Funcs(unvalidated bool) template.FuncMap {
 	funcs := sprig.TxtFuncMap()
@@ -24,6 +26,9 @@ func Funcs(unvalidated bool) template.FuncMap {
 	}
 	funcs["iniValue"] = func(field string, value any) (string, error) {
 		return iniValue(unvalidated, field, value)
+	}
+	funcs["bastionMachine"] = func(cloudProfile any) (map[string]any, error) {
+		return bastionMachine(unvalidated, cloudProfile)
 	}
 	return funcs
 }
@@ -50,6 +55,16 @@ func iniValue(unvalidated bool, field string, value any) (string, error) {
 		return quoted[1 : len(quoted)-1], nil
 	}
 	return "", &Rejected{Field: field, Value: text, Detail: "holds a control character (such as a newline), which an INI line cannot hold"}
+}
+
+// bastionMachine is BastionMachine at the time of rendering; an unvalidated render gets
+// empty names where it would fail.
+func bastionMachine(unvalidated bool, cloudProfile any) (map[string]any, error) {
+	machine, err := BastionMachine(cloudProfile, time.Now())
+	if err != nil && unvalidated {
+		return map[string]any{"machineType": "", "architecture": "", "image": "", "version": ""}, nil
+	}
+	return machine, err
 }
 
 // Rejected is raised by a template's invalid or iniValue: the input passed the schema, but
