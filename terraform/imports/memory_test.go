@@ -2,6 +2,8 @@ package imports
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -44,7 +46,10 @@ const sgRule = `{"mode":"managed","type":"aws_security_group_rule","name":"r","i
 
 // worstCaseStates are states of about stateSize bytes, each the most a reader of some
 // part of a state may expand.
-func worstCaseStates() map[string][]byte {
+func worstCaseStates() map[string][]byte { return worstCaseStatesOf(stateSize) }
+
+// worstCaseStatesOf are the worst-case states of about size bytes.
+func worstCaseStatesOf(stateSize int) map[string][]byte {
 	nested := strings.Repeat("[", 9000) + strings.Repeat("]", 9000)
 	return map[string][]byte{
 		"empty resources": repeated("", `{}`, "", stateSize),
@@ -102,3 +107,5 @@ func TestIndexingAStateCostsAtMostASmallMultipleOfItsSize(t *testing.T) {
 		})
 	}
 }
+
+func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }

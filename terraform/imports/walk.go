@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -41,7 +42,7 @@ func parseState(state []byte) (stateDoc, error) {
 	if err := json.Unmarshal(state, &whole); err != nil {
 		return doc, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	err := members(gjson.ParseBytes(state), "state", func(key string, v gjson.Result) (err error) {
+	err := members(gjson.Parse(inPlace(state)), "state", func(key string, v gjson.Result) (err error) {
 		switch {
 		case strings.EqualFold(key, "serial"):
 			doc.serial, err = integer("serial", v)
@@ -54,6 +55,14 @@ func parseState(state []byte) (stateDoc, error) {
 		return err
 	})
 	return doc, err
+}
+
+// inPlace is state as a string without copying it: a state may be as large as the
+// controller's bound allows, and its copy would double what indexing it holds. Nothing
+// read from it outlives the read but as a copy (addresses are built in a buffer of their
+// own, IDs in a builder, the lineage cloned), and state is not changed while it is read.
+func inPlace(state []byte) string {
+	return unsafe.String(unsafe.SliceData(state), len(state))
 }
 
 // members calls f for each member of an object; null has none, anything else is invalid.
