@@ -97,8 +97,9 @@ func (ids *IDs) Declares(typ string) bool {
 }
 
 // Index indexes the managed resources of state. A resource whose type has no template, or
-// whose template does not resolve on its attributes, is indexed as unimportable. It reads
-// of each instance its address and the attributes its type's template names.
+// whose template does not resolve on its attributes (one of those it names is missing),
+// is indexed as unimportable, once. It reads of each instance its address and the
+// attributes its type's template names, so that it costs about the state's size.
 func (ids *IDs) Index(state []byte) (*Index, error) {
 	doc, err := parseState(state)
 	if err != nil {
@@ -107,18 +108,16 @@ func (ids *IDs) Index(state []byte) (*Index, error) {
 	index := &Index{Serial: doc.serial, Lineage: doc.lineage, IDs: map[string]string{}}
 	unimportable := map[string]bool{}
 	var found values
-	var attrs map[string]any
+	attrs := map[string]any{}
 	err = doc.walkInstances(func(typ string, i instance) error {
 		tmpl := ids.templates[typ]
 		if tmpl != nil && found.read(tmpl.names, i.attributes) {
-			if attrs == nil {
-				attrs = map[string]any{}
-			}
 			if id, ok := importID(tmpl, &found, attrs); ok {
 				index.IDs[string(i.address)] = id
 				return nil
 			}
 		}
+		// Looked up first: a lookup copies no address, an assignment would each time.
 		if !unimportable[string(i.address)] {
 			unimportable[string(i.address)] = true
 		}
@@ -169,6 +168,7 @@ func Addresses(state []byte) (map[string]bool, error) {
 		return nil, err
 	}
 	err = doc.walkInstances(func(_ string, i instance) error {
+		// Looked up first: a lookup copies no address, an assignment would each time.
 		if !addresses[string(i.address)] {
 			addresses[string(i.address)] = true
 		}

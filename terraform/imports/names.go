@@ -15,7 +15,7 @@ var errWholeAttributes = errors.New("reads the attributes as a whole (`.` or `$`
 // chain (`.cidr_blocks`, `$.id`). A name that is a field of an element within a with
 // or a range is counted too, which only reads an attribute more.
 func attributeNames(t *template.Template) ([]string, error) {
-	w := &nameWalk{tmpl: t, names: map[string]bool{}, walked: map[string]bool{}}
+	w := &nameWalk{tmpl: t, names: map[string]bool{}, walked: map[walkedTemplate]bool{}}
 	if err := w.walk(t.Tree.Root, true); err != nil {
 		return nil, err
 	}
@@ -30,7 +30,13 @@ func attributeNames(t *template.Template) ([]string, error) {
 type nameWalk struct {
 	tmpl   *template.Template
 	names  map[string]bool
-	walked map[string]bool
+	walked map[walkedTemplate]bool
+}
+
+// walkedTemplate is a template walked, with the attributes as its dot or another.
+type walkedTemplate struct {
+	name string
+	top  bool
 }
 
 // walk visits node; top says whether dot is the attributes there.
@@ -113,10 +119,10 @@ func (w *nameWalk) template(n *parse.TemplateNode, top bool) error {
 		}
 	}
 	called := w.tmpl.Lookup(n.Name)
-	key := n.Name + map[bool]string{true: "\x00top"}[passed && top]
-	if called == nil || called.Tree == nil || w.walked[key] {
+	walked := walkedTemplate{name: n.Name, top: passed && top}
+	if called == nil || called.Tree == nil || w.walked[walked] {
 		return nil
 	}
-	w.walked[key] = true
-	return w.walk(called.Tree.Root, passed && top)
+	w.walked[walked] = true
+	return w.walk(called.Tree.Root, walked.top)
 }

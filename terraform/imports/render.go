@@ -101,6 +101,9 @@ type values struct {
 func (v *values) read(names []string, attrs gjson.Result) bool {
 	v.names, v.found = names, slices.Grow(v.found[:0], len(names))[:len(names)]
 	clear(v.found)
+	if !attrs.IsObject() {
+		return len(names) == 0
+	}
 	attrs.ForEach(func(key, value gjson.Result) bool {
 		for i, name := range names {
 			if name == key.Str {
