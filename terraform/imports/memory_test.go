@@ -109,3 +109,24 @@ func TestIndexingAStateCostsAtMostASmallMultipleOfItsSize(t *testing.T) {
 }
 
 func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }
+
+// The controller's bound on a state (--max-state-size) assumes that a reader holds a
+// state at most twice: indexing a state at the chart's bound that yields no index of its
+// own size (empty objects, deep nesting, long arrays) allocates less than the state
+// again, so that even garbage never collected keeps it within that.
+func TestIndexingAStateAtTheChartsBoundHoldsItAtMostTwice(t *testing.T) {
+	ids, err := ParseIDs(worstCaseIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, state := range worstCaseStatesOf(chartBound) {
+		if strings.HasPrefix(name, "many") {
+			continue // an index of many addresses is as large as they are
+		}
+		g := NewWithT(t)
+		var indexErr error
+		index := allocated(func() { _, indexErr = ids.Index(state) })
+		g.Expect(indexErr).NotTo(HaveOccurred(), name)
+		g.Expect(index).To(BeNumerically("<", len(state)), name)
+	}
+}
