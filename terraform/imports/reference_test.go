@@ -168,6 +168,8 @@ var edgeStates = []string{
 	`{"resources":[{"mode":"managed","type":"aws_vpc","name":"v","instances":[{"index_key":true,"attributes":{"id":"\ud83d\ude00\u0000"}},{"index_key":-0.5e1,"attributes":{"id":"a\/b"}}]}]}`,
 	`{"resources":[{"mode":"managed","type":"listed","name":"l","instances":[{"attributes":{"id":"i","cidr_blocks":[{"a":1},{}],"ports":[{},{"a":1}]}}]}]}`,
 	`{"resources":[{"mode":"managed","type":"listed","name":"l","instances":[{"attributes":{"id":{"a":1},"cidr_blocks":{},"ports":{"a":1}}}]}]}`,
+	"{\"resources\":[{\"mode\":\"managed\",\"type\":\"aws_vpc\",\"name\":\"v\xff\",\"instances\":[{\"index_key\":\"k\xe2\x82\",\"attributes\":{\"id\":\"a\xffb\xc0\"}}]}]}",
+	`{"resources":[{"mode":"managed","type":"aws_vpc","name":"v","instances":[{"attributes":{"id":"\ud800x\udc00"}}]}]}`,
 }
 
 // An index reads of a state only the attributes its templates name, and finds what an

@@ -245,7 +245,7 @@ func empty(v gjson.Result) bool {
 func writeValue(out *limitedBuilder, v gjson.Result, nested bool) error {
 	switch v.Type {
 	case gjson.String:
-		return out.write(v.Str)
+		return out.write(str(v))
 	case gjson.Number:
 		return out.write(v.Raw)
 	case gjson.True:

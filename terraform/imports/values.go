@@ -75,7 +75,7 @@ func unreadValue(v gjson.Result) *unread {
 func decoded(v gjson.Result) any {
 	switch v.Type {
 	case gjson.String:
-		return v.Str
+		return str(v)
 	case gjson.Number:
 		return json.Number(v.Raw)
 	case gjson.True:

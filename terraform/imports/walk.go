@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -100,7 +101,7 @@ func expect(field string, v gjson.Result, kind byte) error {
 func text(field string, v gjson.Result) (string, error) {
 	switch v.Type {
 	case gjson.String:
-		return v.Str, nil
+		return str(v), nil
 	case gjson.Null:
 		return "", nil
 	}
@@ -187,9 +188,24 @@ func appendAddress(b []byte, r resource, key gjson.Result) []byte {
 	b = append(append(append(b, r.typ...), '.'), r.name...)
 	switch key.Type {
 	case gjson.String:
-		return append(strconv.AppendQuote(append(b, '['), key.Str), ']')
+		return append(strconv.AppendQuote(append(b, '['), str(key)), ']')
 	case gjson.Number, gjson.True, gjson.False:
 		return append(append(append(b, '['), key.Raw...), ']')
 	}
 	return b
+}
+
+// str is a JSON string as encoding/json decodes it: each byte that is not UTF-8 is
+// replaced by U+FFFD, where gjson keeps it.
+func str(v gjson.Result) string {
+	if utf8.ValidString(v.Str) {
+		return v.Str
+	}
+	var b strings.Builder
+	for i := 0; i < len(v.Str); {
+		r, size := utf8.DecodeRuneInString(v.Str[i:])
+		b.WriteRune(r)
+		i += size
+	}
+	return b.String()
 }
