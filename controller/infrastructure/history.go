@@ -1,6 +1,8 @@
 package infrastructure
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tidwall/gjson"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,15 +274,46 @@ func addImports(ctx context.Context, c client.Client, obj Subject, adopt map[str
 	return nil
 }
 
-// withSerial is state with its serial set, everything else as it was.
+// withSerial is state with its serial set, everything else as it was, byte for byte: a
+// decode and encode of the whole state would cost many times its size, and indenting its
+// values again the square of how deep they nest.
 func withSerial(state []byte, serial int64) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(state, &fields); err != nil {
-		return nil, fmt.Errorf("%w: %v", tfstate.ErrInvalid, err)
+	var object map[string]anyValue
+	if err := json.Unmarshal(state, &object); err != nil || object == nil {
+		return nil, fmt.Errorf("%w: %v", tfstate.ErrInvalid, cmp.Or(err, errors.New("null")))
 	}
-	fields["serial"] = json.RawMessage(strconv.FormatInt(serial, 10))
-	return json.MarshalIndent(fields, "", "  ")
+	value := strconv.FormatInt(serial, 10)
+	var spans [][2]int
+	top := gjson.ParseBytes(state)
+	top.ForEach(func(key, v gjson.Result) bool {
+		if key.Str == "serial" {
+			spans = append(spans, [2]int{v.Index, v.Index + len(v.Raw)})
+		}
+		return true
+	})
+	if len(spans) == 0 {
+		// A state without a serial gets one first.
+		open := top.Index + 1
+		rest := bytes.TrimLeft(state[open:], " \t\r\n")
+		separator := ","
+		if rest[0] == '}' {
+			separator = ""
+		}
+		return slices.Concat(state[:open], []byte(`"serial":`+value+separator), state[open:]), nil
+	}
+	out := make([]byte, 0, len(state)+len(spans)*len(value))
+	last := 0
+	for _, span := range spans {
+		out = append(append(out, state[last:span[0]]...), value...)
+		last = span[1]
+	}
+	return append(out, state[last:]...), nil
 }
+
+// anyValue is a JSON value checked, never kept.
+type anyValue struct{}
+
+func (*anyValue) UnmarshalJSON([]byte) error { return nil }
 
 func serials(entries []tfstate.HistoryEntry) string {
 	if len(entries) == 0 {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/template"
 )
@@ -62,13 +61,13 @@ func (i *Index) Newer(other *Index) bool {
 // attributes of a resource instance (text/template: `{{.id}}`).
 type IDs struct {
 	declared  map[string]string
-	templates map[string]*template.Template
+	templates map[string]*idTemplate
 }
 
 // ParseIDs parses the import ID templates by resource type; the value NotImportable
 // marks a type terraform cannot import. The error names the type.
 func ParseIDs(declared map[string]string) (*IDs, error) {
-	ids := &IDs{declared: maps.Clone(declared), templates: map[string]*template.Template{}}
+	ids := &IDs{declared: maps.Clone(declared), templates: map[string]*idTemplate{}}
 	for _, typ := range slices.Sorted(maps.Keys(declared)) {
 		text := declared[typ]
 		if strings.TrimSpace(text) == "" {
@@ -81,7 +80,9 @@ func ParseIDs(declared map[string]string) (*IDs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("importIDs.%s: %w", typ, err)
 		}
-		ids.templates[typ] = tmpl
+		if ids.templates[typ], err = newIDTemplate(tmpl); err != nil {
+			return nil, fmt.Errorf("importIDs.%s: %w", typ, err)
+		}
 	}
 	return ids, nil
 }
@@ -95,91 +96,65 @@ func (ids *IDs) Declares(typ string) bool {
 	return ok || typ == builtinNotImportable
 }
 
-// stateResources is the part of a state (format version 4) an index reads.
-type stateResources struct {
-	Serial    int64  `json:"serial"`
-	Lineage   string `json:"lineage"`
-	Resources []struct {
-		Module    string `json:"module"`
-		Mode      string `json:"mode"`
-		Type      string `json:"type"`
-		Name      string `json:"name"`
-		Instances []struct {
-			IndexKey   any            `json:"index_key"`
-			Attributes map[string]any `json:"attributes"`
-		} `json:"instances"`
-	} `json:"resources"`
-}
-
-func parseResources(state []byte) (*stateResources, error) {
-	var s stateResources
-	dec := json.NewDecoder(bytes.NewReader(state))
-	// Numbers stay as written: an ID holding a port reads 443, never 443.0 or 4.43e+02.
-	dec.UseNumber()
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return &s, nil
-}
-
-// instanceAddress is the address of one resource instance as terraform writes it.
-func instanceAddress(module, typ, name string, key any) string {
-	var b strings.Builder
-	if module != "" {
-		b.WriteString(module)
-		b.WriteByte('.')
-	}
-	b.WriteString(typ)
-	b.WriteByte('.')
-	b.WriteString(name)
-	switch k := key.(type) {
-	case nil:
-	case string:
-		b.WriteString("[" + strconv.Quote(k) + "]")
-	default:
-		fmt.Fprintf(&b, "[%v]", k)
-	}
-	return b.String()
-}
-
 // Index indexes the managed resources of state. A resource whose type has no template, or
-// whose template does not resolve on its attributes, is indexed as unimportable.
+// whose template does not resolve on its attributes (one of those it names is missing),
+// is indexed as unimportable, once. It reads of each instance its address and the
+// attributes its type's template names, so that it costs about the state's size.
 func (ids *IDs) Index(state []byte) (*Index, error) {
-	s, err := parseResources(state)
+	doc, err := parseState(state)
 	if err != nil {
 		return nil, err
 	}
-	index := &Index{Serial: s.Serial, Lineage: s.Lineage, IDs: map[string]string{}}
-	for _, r := range s.Resources {
-		if r.Mode != "managed" {
-			continue
-		}
-		tmpl := ids.templates[r.Type]
-		for _, instance := range r.Instances {
-			address := instanceAddress(r.Module, r.Type, r.Name, instance.IndexKey)
-			id, ok := "", false
-			if tmpl != nil {
-				id, ok = importID(tmpl, instance.Attributes)
-			}
-			if ok {
-				index.IDs[address] = id
-			} else {
-				index.Unimportable = append(index.Unimportable, address)
+	index := &Index{Serial: doc.serial, Lineage: doc.lineage, IDs: map[string]string{}}
+	unimportable := map[string]bool{}
+	var found values
+	attrs := map[string]any{}
+	err = doc.walkInstances(func(typ string, i instance) error {
+		tmpl := ids.templates[typ]
+		if tmpl != nil && found.read(tmpl.names, i.attributes) {
+			if id, ok := importID(tmpl, &found, attrs); ok {
+				index.IDs[string(i.address)] = id
+				return nil
 			}
 		}
+		// Looked up first: a lookup copies no address, an assignment would each time.
+		if !unimportable[string(i.address)] {
+			unimportable[string(i.address)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(index.Unimportable)
+	if len(unimportable) > 0 {
+		index.Unimportable = make([]string, 0, len(unimportable))
+		for address := range unimportable {
+			index.Unimportable = append(index.Unimportable, address)
+		}
+		slices.Sort(index.Unimportable)
+	}
 	return index, nil
 }
 
-// importID executes tmpl on attrs; an ID missing a value is no ID.
-func importID(tmpl *template.Template, attrs map[string]any) (string, bool) {
-	var b strings.Builder
-	if err := tmpl.Execute(&b, attrs); err != nil {
+// importID renders the template on the attributes found; an ID missing a value is no
+// ID. attrs is the map a template beyond the simple ones runs on, reused.
+func importID(t *idTemplate, found *values, attrs map[string]any) (string, bool) {
+	var b limitedBuilder
+	var err error
+	if t.simple {
+		err = (&renderer{values: found}).renderTo(t.tmpl.Tree.Root, &b)
+	} else {
+		clear(attrs)
+		for i, name := range found.names {
+			attrs[name] = decoded(found.found[i])
+		}
+		err = t.tmpl.Execute(&b, attrs)
+	}
+	if err != nil {
 		return "", false
 	}
 	id := b.String()
-	return id, id != "" && !strings.Contains(id, "<no value>")
+	return id, id != "" && !strings.Contains(id, noValue)
 }
 
 // Addresses lists the managed resource instances a state holds; none for an empty state.
@@ -188,17 +163,19 @@ func Addresses(state []byte) (map[string]bool, error) {
 	if len(bytes.TrimSpace(state)) == 0 {
 		return addresses, nil
 	}
-	s, err := parseResources(state)
+	doc, err := parseState(state)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range s.Resources {
-		if r.Mode != "managed" {
-			continue
+	err = doc.walkInstances(func(_ string, i instance) error {
+		// Looked up first: a lookup copies no address, an assignment would each time.
+		if !addresses[string(i.address)] {
+			addresses[string(i.address)] = true
 		}
-		for _, instance := range r.Instances {
-			addresses[instanceAddress(r.Module, r.Type, r.Name, instance.IndexKey)] = true
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return addresses, nil
 }

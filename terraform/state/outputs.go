@@ -19,7 +19,10 @@ func Outputs(state []byte) (map[string]any, error) {
 }
 
 // SplitOutputs returns the root module outputs of a state, JSON-typed, apart by whether
-// the configuration marks them sensitive.
+// the configuration marks them sensitive. Outputs that would decode to more than
+// maxOutputsExpansion times the state (and a MiB) are refused as invalid: decoded, a JSON value of a
+// few bytes (`{}`) takes hundreds, and a state of such outputs within the bound would
+// take the controller over its memory.
 func SplitOutputs(state []byte) (plain, sensitive map[string]any, err error) {
 	plain, sensitive = map[string]any{}, map[string]any{}
 	if len(state) == 0 {
@@ -28,8 +31,8 @@ func SplitOutputs(state []byte) (plain, sensitive map[string]any, err error) {
 	var file struct {
 		Version int `json:"version"`
 		Outputs map[string]struct {
-			Value     any  `json:"value"`
-			Sensitive bool `json:"sensitive"`
+			Value     json.RawMessage `json:"value"`
+			Sensitive bool            `json:"sensitive"`
 		} `json:"outputs"`
 	}
 	if err := json.Unmarshal(state, &file); err != nil {
@@ -38,12 +41,60 @@ func SplitOutputs(state []byte) (plain, sensitive map[string]any, err error) {
 	if file.Version != 4 {
 		return nil, nil, fmt.Errorf("%w: format version %d, want 4", ErrInvalid, file.Version)
 	}
+	// Decoded, the values take at most maxDecodedValueSize each, and their strings.
+	values, size := 0, 0
+	for _, output := range file.Outputs {
+		values += jsonValues(output.Value)
+		size += len(output.Value)
+	}
+	if values*maxDecodedValueSize+size > max(maxOutputsExpansion*len(state), minOutputsBudget) {
+		return nil, nil, fmt.Errorf("%w: the outputs hold %d JSON values, which decode to more than %d times the state's %d bytes",
+			ErrInvalid, values, maxOutputsExpansion, len(state))
+	}
 	for name, output := range file.Outputs {
+		var value any
+		if len(output.Value) > 0 {
+			if err := json.Unmarshal(output.Value, &value); err != nil {
+				return nil, nil, fmt.Errorf("%w: output %s: %v", ErrInvalid, name, err)
+			}
+		}
 		if output.Sensitive {
-			sensitive[name] = output.Value
+			sensitive[name] = value
 		} else {
-			plain[name] = output.Value
+			plain[name] = value
 		}
 	}
 	return plain, sensitive, nil
+}
+
+const (
+	// maxDecodedValueSize is the most encoding/json takes for one JSON value decoded into
+	// an any: an object with a member, whose map takes a group of eight entries.
+	maxDecodedValueSize = 400
+	// maxOutputsExpansion is the most a state's outputs may take decoded, in times the
+	// state's size: outputs are a small share of a state terraform writes.
+	maxOutputsExpansion = 4
+	// minOutputsBudget is what the outputs of any state may take decoded: a small state
+	// has them take many times its size, and little.
+	minOutputsBudget = 1 << 20
+)
+
+// jsonValues counts at least the JSON values of a valid document: one, and one for each
+// array or object, and each separator, outside strings.
+func jsonValues(raw []byte) int {
+	n, inString, escaped := 1, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == ',' || c == '[' || c == '{':
+			n++
+		}
+	}
+	return n
 }

@@ -66,10 +66,16 @@ func (r *Runner) prepareState(ctx context.Context, filesRead <-chan struct{}) er
 // does not, and neither does a state of an empty configuration or one destroyed.
 func holdsResources(state []byte) bool {
 	var s struct {
-		Resources []json.RawMessage `json:"resources"`
+		Resources []anyValue `json:"resources"`
 	}
 	return json.Unmarshal(state, &s) == nil && len(s.Resources) > 0
 }
+
+// anyValue is a JSON value counted, never kept: a list of them takes no memory however
+// long it is, where a copy of each would take many times the state.
+type anyValue struct{}
+
+func (*anyValue) UnmarshalJSON([]byte) error { return nil }
 
 // finalSave writes the state once more after terraform exited, retrying for as long as
 // FinalSaveTimeout allows. A save that still fails fails the run naming its error, and

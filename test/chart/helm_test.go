@@ -161,6 +161,10 @@ func TestTemplate(t *testing.T) {
 			g.Expect(c.Args).To(ContainElements("--leader-election-namespace=garden-terraseed", "--heartbeat-namespace=garden-terraseed", "--extension-name=terraseed", "--extension-classes=shoot"))
 			g.Expect(c.Args).To(ContainElement("--plugin-mirror=/opt/terraseed/plugins"))
 			g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("networking.gardener.cloud/to-runtime-apiserver", "allowed"))
+			// The Go runtime's soft memory limit is the container's: garbage is collected
+			// before it takes the controller over its limit.
+			g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),
+				HaveField("ValueFrom.ResourceFieldRef.Resource", "limits.memory"), HaveField("ValueFrom.ResourceFieldRef.ContainerName", c.Name))))
 
 			// Run pods get a Role per shoot namespace from the controller, no ClusterRole.
 			g.Expect(find(objects, "ClusterRole", "terraseed-terraformer")).To(BeNil())
