@@ -278,4 +278,7 @@ func TestEtcdBackupSecretOfAnEntryGivenItsBucketsGeneratedSecret(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, entry)).To(Succeed())
 	waitKindGone(t, entry)
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(s.shoot, "etcd-backup"), &corev1.Secret{}))).To(BeTrue())
+	g.Expect(env.Client.Delete(ctx, bucket)).To(Succeed())
+	waitKindGone(t, bucket)
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 }
