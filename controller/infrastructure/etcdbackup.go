@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,6 +93,9 @@ func (op *operation) writeEtcdBackup(ctx context.Context, s *applyScope) error {
 		if err := op.actuator.Client.Create(ctx, secret); err != nil {
 			return fmt.Errorf("creating the Secret %s: %w", key, err)
 		}
+		return nil
+	}
+	if equality.Semantic.DeepEqual(existing, secret) {
 		return nil
 	}
 	// The token requestor may write the token meanwhile: a patch of another version fails
