@@ -192,7 +192,9 @@ func TestEtcdBackupSecretOfAWorkloadIdentityKeepsTheRequestedToken(t *testing.T)
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newEtcdBackupSetup(t)
-	w := newWorkloadIdentity(t, s.garden)
+	// The runs read a workload identity's token from its Secret, which must be in the
+	// namespace of the runs.
+	w := newWorkloadIdentity(t, s.runs)
 	wi := w.secret(g, w.token(g))
 	wi.Name = "backup-wi"
 	wi.Annotations = map[string]string{
@@ -200,7 +202,7 @@ func TestEtcdBackupSecretOfAWorkloadIdentityKeepsTheRequestedToken(t *testing.T)
 	}
 	g.Expect(env.Client.Create(ctx, wi)).To(Succeed())
 	entry := s.newEntry("", s.shoot, "1b2c3d4e")
-	entry.Spec.SecretRef.Name = wi.Name
+	entry.Spec.SecretRef = corev1.SecretReference{Namespace: wi.Namespace, Name: wi.Name}
 	createEntry(t, entry)
 	waitForKind(t, entry, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 
