@@ -284,3 +284,33 @@ func TestEtcdBackupSecretOfAnEntryGivenItsBucketsGeneratedSecret(t *testing.T) {
 	waitKindGone(t, bucket)
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 }
+
+// A generated Secret an earlier version wrote for a provider that declares none now goes
+// at the bucket's next reconcile, and its status no longer names it: gardenlet would go
+// on handing it to the entries instead of the bucket's credentials.
+func TestAGeneratedSecretNoLongerDeclaredIsRemovedSoEntriesGetTheBucketsCredentials(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newEtcdBackupSetup(t)
+	bucket := &extensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: s.runs + "-earlier"},
+		Spec: extensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local",
+			SecretRef: corev1.SecretReference{Namespace: s.garden, Name: "backup"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucket) })
+	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(bucket.Status.GeneratedSecretRef).To(BeNil())
+
+	earlier := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.garden, Name: "generated-bucket-" + bucket.Name},
+		Data: map[string][]byte{"bucketName": []byte("bucket-" + bucket.Name), "region": []byte("local")}}
+	g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
+	bucket.Status.GeneratedSecretRef = &corev1.SecretReference{Namespace: earlier.Namespace, Name: earlier.Name}
+	g.Expect(env.Client.Status().Update(ctx, bucket)).To(Succeed())
+	annotateKind(g, bucket, extension.OperationReconcile)
+	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
+	g.Expect(bucket.Status.GeneratedSecretRef).To(BeNil())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), &corev1.Secret{}))).To(BeTrue())
+}
