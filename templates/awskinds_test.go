@@ -195,7 +195,7 @@ func checkAWSKindModule(t *testing.T, k *templates.KindProvider, out *templates.
 	g.Expect(module.Variables).To(HaveKey("endpoint"))
 	g.Expect(module.Variables["endpoint"].Default).To(Equal(""), "the endpoint is optional")
 
-	g.Expect(sortedKeys(module.Outputs)).To(ContainElements(k.Manifest.Status.Outputs()))
+	g.Expect(sortedKeys(module.Outputs)).To(ContainElements(k.Manifest.Outputs()))
 
 	g.Expect(module.RequiredProviders).To(HaveKey("aws"))
 	g.Expect(module.RequiredProviders["aws"].Source).To(Equal("hashicorp/aws"))
@@ -300,8 +300,8 @@ func TestAWSKindWorkloadIdentity(t *testing.T) {
 }
 
 // TestAWSKindBackupBucket: the bucket is named after the BackupBucket in its region,
-// protected, and immutable for whole days only when the providerConfig asks for it; its
-// generated Secret names the bucket and the region.
+// protected, and immutable for whole days only when the providerConfig asks for it; it
+// generates no Secret.
 func TestAWSKindBackupBucket(t *testing.T) {
 	g := NewWithT(t)
 	r := registry(t)
@@ -343,9 +343,11 @@ func TestAWSKindBackupBucket(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(c.field), "%s %s", c.period, c.mode)
 	}
 
+	// As Gardener's AWS extension, no generated Secret: gardenlet hands the bucket's own
+	// credentials to its entries.
 	status, err := k.Status(map[string]any{"bucket_name": awsBucketName, "region": "eu-west-1"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(status.GeneratedSecret).To(Equal(map[string][]byte{"bucketName": []byte(awsBucketName), "region": []byte("eu-west-1")}))
+	g.Expect(status.GeneratedSecret).To(BeNil())
 	g.Expect(status.Fields).To(BeEmpty())
 }
 
@@ -361,7 +363,15 @@ func TestAWSKindBackupEntry(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(awsTFVars(t, out)).To(Equal(map[string]any{"bucket_name": awsBucketName, "region": "eu-west-1", "prefix": entry + "/"}), name)
 		g.Expect(out.Files["main.tf"]).NotTo(MatchRegexp(`(?m)^resource `), "%s: Gardener creates nothing for an entry", name)
+		g.Expect(out.Files["outputs.tf"]).To(ContainSubstring(`output "region"`), name)
 	}
+	// etcd-backup holds the region besides the credentials and bucketName, as Gardener's
+	// AWS extension writes it.
+	data, err := k.EtcdBackupData(map[string]any{"prefix": entry + "/", "region": "eu-west-1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data).To(Equal(map[string][]byte{"region": []byte("eu-west-1")}))
+	_, err = k.EtcdBackupData(map[string]any{"prefix": entry + "/"})
+	g.Expect(err).To(MatchError(ContainSubstring(`terraform output "region" is missing`)))
 }
 
 // TestAWSKindDNSRecord: Gardener's aws-route53 records are served by the aws provider in

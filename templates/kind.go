@@ -52,6 +52,19 @@ type KindManifest struct {
 	ImportIDs          map[string]string `json:"importIDs,omitempty"`
 	// Status maps terraform outputs into the kind's status.
 	Status KindStatusMapping `json:"status,omitempty"`
+	// EtcdBackupSecret (backupentry only) are the keys the Secret etcd-backup in the
+	// shoot's namespace holds besides the entry's credentials and bucketName, each from the
+	// named output: what the provider's etcd backups need beyond the credentials (aws: the
+	// region). Sensitive outputs may be named; they never reach the status.
+	EtcdBackupSecret map[string]string `json:"etcdBackupSecret,omitempty"`
+}
+
+// Outputs lists every terraform output the kind reads: its status's, and those of the
+// Secrets it writes, sorted.
+func (m KindManifest) Outputs() []string {
+	names := append(m.Status.Outputs(), slices.Collect(maps.Values(m.EtcdBackupSecret))...)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // KindStatusMapping declares how terraform outputs become a kind's status.
@@ -64,8 +77,22 @@ type KindStatusMapping struct {
 	Fields map[string]string `json:"fields,omitempty"`
 	// GeneratedSecret (backupbucket only) are the keys of the Secret that
 	// status.generatedSecretRef names, each from the named output: what the backup side
-	// needs to reach the bucket. They never reach the status.
+	// needs to reach the bucket. gardenlet hands that Secret to each of the bucket's
+	// BackupEntries as its credentials, so it must hold every key their credentials
+	// require. Sensitive outputs may be named; they never reach the status.
 	GeneratedSecret map[string]string `json:"generatedSecret,omitempty"`
+}
+
+// StatusOutputs lists the terraform outputs that reach the status, which may not be
+// sensitive, sorted.
+func (s KindStatusMapping) StatusOutputs() []string {
+	var names []string
+	if s.ProviderStatus != nil {
+		names = slices.Collect(maps.Values(s.ProviderStatus.Fields))
+	}
+	names = append(names, slices.Collect(maps.Values(s.Fields))...)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // Outputs lists every terraform output the mapping reads, sorted.
@@ -177,6 +204,9 @@ func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManife
 		}
 		kinds[kind] = k
 	}
+	if err := checkGeneratedSecret(kinds, p); err != nil {
+		return nil, err
+	}
 	return kinds, nil
 }
 
@@ -242,7 +272,7 @@ func (m *KindManifest) check(kind Kind) error {
 			return fmt.Errorf("status.generatedSecret: %q is not a Secret key", key)
 		}
 	}
-	return nil
+	return m.checkEtcdBackupSecret(kind)
 }
 
 func kindList() string {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,6 +159,23 @@ output "zone" {
 }
 `
 
+// backupKinds is a provider serving a backupbucket and a backupentry, each with what is
+// given declared besides its resources.
+func backupKinds(bucket, entry string) string {
+	return kindProviderYAML + `kinds:
+  backupbucket:
+    resources: [terraform_data]
+    importIDs: {terraform_data: "-"}
+    ` + bucket + `
+  backupentry:
+    resources: [terraform_data]
+    importIDs: {terraform_data: "-"}
+    ` + entry + `
+`
+}
+
+var backupDirs = map[string]string{"backupbucket/main.tf.tpl": kindTemplate, "backupentry/main.tf.tpl": kindTemplate}
+
 // A kind provider.yaml declares has its directory, and each mistake in a declaration
 // fails the provider's load naming the field.
 func TestKindDeclarationsAreChecked(t *testing.T) {
@@ -181,6 +199,11 @@ func TestKindDeclarationsAreChecked(t *testing.T) {
 		{"no import ID", strings.Replace(valid, "resources: [terraform_data]\n    importIDs: {terraform_data: \"-\"}", "resources: [kubectl_manifest]", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, "kinds.dnsrecord.importIDs: resource type kubectl_manifest has no import ID"},
 		{"protected and not declared", strings.Replace(valid, "resources: [terraform_data]\n    importIDs", "resources: [terraform_data]\n    protectedResources: [null_resource]\n    importIDs", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, `kinds.dnsrecord.protectedResources[0]: "null_resource" is not a resource type declared in resources`},
 		{"broken template", valid, map[string]string{"dnsrecord/main.tf.tpl": "{{ .object "}, "dnsrecord: template: main.tf.tpl"},
+		{"etcd-backup keys of a record", strings.Replace(valid, "status: {fields: {zone: zone}}", "etcdBackupSecret: {region: zone}", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, "kinds.dnsrecord.etcdBackupSecret: only a backupentry writes the Secret etcd-backup"},
+		{"etcd-backup's bucketName from an output", backupKinds("", "etcdBackupSecret: {bucketName: zone}"), backupDirs, `kinds.backupentry.etcdBackupSecret: "bucketName" is written from the BackupEntry's spec.bucketName`},
+		{"etcd-backup key that is no Secret key", backupKinds("", "etcdBackupSecret: {\"a b\": zone}"), backupDirs, `kinds.backupentry.etcdBackupSecret: "a b" is not a Secret key`},
+		{"generated Secret without the entries' credentials", backupKinds("status: {generatedSecret: {bucketName: zone}}", ""), backupDirs,
+			`kinds.backupbucket.status.generatedSecret: lacks token, which the credentials of provider "fourth"'s backupentry require`},
 		{"alias equal to its key", strings.Replace(valid, "aliases: [TOKEN]", "aliases: [token]", 1), map[string]string{"dnsrecord/main.tf.tpl": kindTemplate}, "credentials[0].aliases: each must be a Secret key other than key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -398,4 +421,26 @@ func TestAKindDirectoryAloneServesTheKind(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(status.Fields).To(BeEmpty(), "no output is mapped")
 	g.Expect(status.ProviderStatus).To(BeNil())
+}
+
+// A generated Secret that holds every key the entries' credentials require, under the key
+// or one of its aliases, loads; so do the keys an entry adds to etcd-backup, read from
+// the outputs as they are declared.
+func TestGeneratedSecretWithTheEntriesCredentialsAndEtcdBackupKeysLoad(t *testing.T) {
+	for _, generated := range []string{"{bucketName: zone, token: zone}", "{TOKEN: zone}"} {
+		g := NewWithT(t)
+		files := map[string]string{"provider.yaml": backupKinds("status: {generatedSecret: "+generated+"}", "etcdBackupSecret: {region: zone, endpoint: zone}"),
+			"schema.json": `{"type": "object"}`, "main.tf.tpl": `resource "terraform_data" "x" {}`}
+		maps.Copy(files, backupDirs)
+		r, err := templates.NewRegistry(writeProvider(t, files))
+		g.Expect(err).NotTo(HaveOccurred(), generated)
+		k, err := r.Kind(templates.KindBackupEntry, "fourth")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(k.Manifest.Outputs()).To(Equal([]string{"zone"}))
+		data, err := k.EtcdBackupData(map[string]any{"zone": "eu-1"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(data).To(Equal(map[string][]byte{"region": []byte("eu-1"), "endpoint": []byte("eu-1")}))
+		_, err = k.EtcdBackupData(map[string]any{"zone": 3})
+		g.Expect(err).To(MatchError(ContainSubstring(`terraform output "zone" must be a string`)))
+	}
 }

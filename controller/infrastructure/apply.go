@@ -50,8 +50,10 @@ type applyScope struct {
 	request   run.Request
 	// result is the outcome of the run once it ended.
 	result *run.Result
-	// report is what the apply reports of the run's outputs that are not sensitive.
+	// report is what the apply reports of the run's outputs, the sensitive ones only into Secrets.
 	report report
+	// outputs are the run's outputs, the sensitive ones included: only Secrets get those.
+	outputs map[string]any
 	// recovered says that the apply ended a recovery of a lost state.
 	recovered bool
 }
@@ -62,14 +64,15 @@ type applyScope struct {
 // submits the run, the one after its end reads the outcome.
 func (op *operation) apply(ctx context.Context, s *applyScope) error {
 	return runPhases(ctx, s, []phase[applyScope]{
-		op.readInputs,     // the provider, the credentials secret, the namespace of a local one
-		op.readRestored,   // the state a restore writes back
-		op.render,         // the configuration, the credentials, the adoptions
-		op.request,        // the apply request, its guard and its digest
-		op.runOrWaitApply, // the run's outcome once it ended; until then prepare and submit it
-		op.keepOutputs,    // sensitive outputs into their Secret, the provider status of the others
-		op.recordApply,    // LastPlan and InSync; annotations used up; a recovery done
-		op.writeStatus,    // the provider status, the state's history, the state in the status
+		op.readInputs,      // the provider, the credentials secret, the namespace of a local one
+		op.readRestored,    // the state a restore writes back
+		op.render,          // the configuration, the credentials, the adoptions
+		op.request,         // the apply request, its guard and its digest
+		op.runOrWaitApply,  // the run's outcome once it ended; until then prepare and submit it
+		op.keepOutputs,     // sensitive outputs into their Secret, the provider status of the others
+		op.writeEtcdBackup, // a BackupEntry's Secret etcd-backup in the shoot's namespace
+		op.recordApply,     // LastPlan and InSync; annotations used up; a recovery done
+		op.writeStatus,     // the provider status, the state's history, the state in the status
 	})
 }
 
@@ -292,17 +295,18 @@ func hclString(s string) string {
 var instanceAddress = regexp.MustCompile(`^(module\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?\.)*[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*(\[(\d+|"[^"\\$%{}]*")\])?$`)
 
 func (op *operation) keepOutputs(ctx context.Context, s *applyScope) error {
-	outputs, err := op.keepSensitiveOutputs(ctx, s.provider, s.result.State)
-	if err != nil {
+	var err error
+	if s.outputs, err = op.keepSensitiveOutputs(ctx, s.provider, s.result.State); err != nil {
 		return err
 	}
-	s.report, err = s.provider.report(outputs)
+	s.report, err = s.provider.report(s.outputs)
 	return err
 }
 
 // keepSensitiveOutputs writes the outputs the configuration marks sensitive into a Secret
-// owned by the object, `<name>.<purpose>.outputs`, and returns the others, the only
-// ones the status may be built from.
+// owned by the object, `<name>.<purpose>.outputs`, and returns every output once none the
+// status reads is sensitive: the status is built from the others only, and Secrets (a
+// BackupBucket's generated one, etcd-backup) may hold the sensitive ones.
 func (op *operation) keepSensitiveOutputs(ctx context.Context, provider served, saved []byte) (map[string]any, error) {
 	plain, sensitive, err := state.SplitOutputs(saved)
 	if err != nil {
@@ -330,7 +334,12 @@ func (op *operation) keepSensitiveOutputs(ctx context.Context, provider served, 
 	if err := op.objects().WriteSensitiveOutputs(ctx, op.actuator.Client, op.obj, data); err != nil {
 		return nil, err
 	}
-	return plain, nil
+	all := maps.Clone(plain)
+	if all == nil {
+		all = map[string]any{}
+	}
+	maps.Copy(all, sensitive)
+	return all, nil
 }
 
 // recordApply records the plan that was applied and that the infrastructure is in sync,

@@ -35,6 +35,7 @@ type deleteScope struct {
 // several reconciles, as an apply does.
 func (op *operation) delete(ctx context.Context) error {
 	return runPhases(ctx, &deleteScope{}, []phase[deleteScope]{
+		op.removeEtcdBackup,   // a BackupEntry's etcd-backup Secret, before anything else as Gardener's extensions do
 		op.endOtherRuns,       // every run of the object but the deletion's own destroy ended
 		op.findStateToDestroy, // whether there is a state to destroy; a lost one found again
 		op.destroyRequest,     // the destroy request with the credentials, of the last run if the secret is gone
@@ -240,6 +241,9 @@ func (op *operation) forceDelete(ctx context.Context) error {
 		return err
 	}
 	if err := op.deleteRunObjects(ctx); err != nil {
+		return err
+	}
+	if err := op.deleteEtcdBackup(ctx); err != nil {
 		return err
 	}
 	return op.deleteGeneratedSecret(ctx)

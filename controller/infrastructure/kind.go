@@ -162,7 +162,7 @@ func (k servedKind) render(obj Subject, cluster *extensionsv1alpha1.Cluster, wor
 }
 
 func (k servedKind) protectedResources() []string            { return k.Manifest.ProtectedResources }
-func (k servedKind) statusOutputs() []string                 { return k.Manifest.Status.Outputs() }
+func (k servedKind) statusOutputs() []string                 { return k.Manifest.Status.StatusOutputs() }
 func (k servedKind) fleet() *templates.Provider              { return k.Provider() }
 func (k servedKind) check(context.Context, *operation) error { return nil }
 func (k servedKind) report(outputs map[string]any) (report, error) {

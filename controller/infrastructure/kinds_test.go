@@ -246,9 +246,9 @@ func TestDNSRecordMigrateThenRestore(t *testing.T) {
 }
 
 // A BackupBucket and a BackupEntry are cluster-scoped: their runs are kept in the
-// controller's namespace, the bucket's generated Secret in the namespace its annotation
-// names. Each is changed in place; the entry is migrated and restored; the deletions
-// remove the entry with the backups under its prefix, the bucket and the Secret.
+// controller's namespace. A local bucket generates no Secret: its entries get its own
+// credentials. Each is changed in place; the entry is migrated and restored; the
+// deletions remove the entry with the backups under its prefix, and the bucket.
 func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -270,10 +270,8 @@ func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucket) })
 	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-	g.Expect(bucket.Status.GeneratedSecretRef).To(Equal(&corev1.SecretReference{Namespace: garden, Name: "generated-bucket-" + bucketName}))
-	generated := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), generated)).To(Succeed())
-	g.Expect(generated.Data).To(Equal(map[string][]byte{"bucketName": []byte("bucket-" + bucketName), "region": []byte("local")}))
+	g.Expect(bucket.Status.GeneratedSecretRef).To(BeNil())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), &corev1.Secret{}))).To(BeTrue(), "no generated Secret")
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, &corev1.Namespace{})).To(Succeed())
 	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(HaveLen(4), "the bucket's runs are kept in the controller's namespace")
 
@@ -286,8 +284,6 @@ func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 		return ns.Labels
 	}).WithTimeout(3 * time.Minute).Should(HaveKeyWithValue("backup.terraseed.io/region", "local-2"))
 	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeReconcile, extensionsv1alpha1.LastOperationStateSucceeded)
-	g.Expect(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), generated)).To(Succeed())
-	g.Expect(generated.Data).To(HaveKeyWithValue("region", []byte("local-2")), "the generated Secret follows")
 
 	entry := &extensionsv1alpha1.BackupEntry{
 		ObjectMeta: metav1.ObjectMeta{Name: "shoot--" + controllerNS + "--local--1b2c3d4e"},
@@ -364,7 +360,6 @@ func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	ns := &corev1.Namespace{}
 	err = env.Client.Get(ctx, client.ObjectKey{Name: "bucket-" + bucketName}, ns)
 	g.Expect(apierrors.IsNotFound(err) || ns.DeletionTimestamp != nil).To(BeTrue(), "the bucket's deletion destroyed its namespace")
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, keyOf(garden, "generated-bucket-"+bucketName), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 	g.Expect(kindRunObjectsLeft(g, controllerNS, bucket.Name, "backupbucket")).To(BeEmpty())
 }
 

@@ -48,7 +48,12 @@ func (op *operation) reportKindStatus(ctx context.Context, status *templates.Kin
 		}
 	case *extensionsv1alpha1.BackupBucket:
 		if status.GeneratedSecret == nil {
-			return nil
+			if obj.Status.GeneratedSecretRef == nil {
+				return nil
+			}
+			// One the provider generated before, when it still declared one: gardenlet
+			// would go on handing it to the entries instead of the bucket's credentials.
+			return op.deleteGeneratedSecret(ctx)
 		}
 		key, err := op.writeGeneratedSecret(ctx, obj, status.GeneratedSecret)
 		if err != nil {

@@ -114,7 +114,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, infrastructure.RunHooks(recorder))
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
-	types := []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped"}
+	types := []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped", "generating"}
 	reconciler := infrastructure.NewReconciler(setup.Actuator, types, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	options := controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency}

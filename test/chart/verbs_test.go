@@ -66,6 +66,8 @@ var controllerVerbs = map[string]use{
 	"get,create rbac.authorization.k8s.io/rolebindings":                                                {"terraform/executor/serviceaccount.go", "the run pods' RoleBinding per shoot namespace"},
 	"update rbac.authorization.k8s.io/roles (terraseed-terraformer)":                                   {"terraform/executor/serviceaccount.go", "the run objects of a new run added to the Role"},
 	"update,delete rbac.authorization.k8s.io/rolebindings (terraseed-terraformer)":                     {"terraform/executor/serviceaccount.go", "a binding to another role replaced"},
+	// Read, uncached, before a BackupEntry writes etcd-backup into its shoot's namespace.
+	"get /namespaces": {"controller/infrastructure/etcdbackup.go", "whether a BackupEntry's shoot namespace is gone or being deleted, where it writes no etcd-backup (kinds: backupentry)"},
 	// The Role <release>-leases, in the release's namespace.
 	"get,create,update coordination.k8s.io/leases": {"controller/extension/heartbeat.go", "the heartbeat Lease, and leader election's (controller-runtime)"},
 }

@@ -6,13 +6,16 @@ import (
 	"testing"
 	"time"
 
+	extensionsbackupentry "github.com/gardener/gardener/extensions/pkg/controller/backupentry"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	gardenextensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/component/extensions/backupentry"
 	"github.com/gardener/gardener/pkg/component/extensions/bastion"
 	"github.com/gardener/gardener/pkg/component/extensions/dnsrecord"
+	"github.com/gardener/gardener/pkg/controllerutils"
 	"github.com/gardener/gardener/pkg/extensions"
+	kubernetesutils "github.com/gardener/gardener/pkg/utils/kubernetes"
 	fakesecretsmanager "github.com/gardener/gardener/pkg/utils/secrets/manager/fake"
 	sshutils "github.com/gardener/gardener/pkg/utils/ssh"
 	"github.com/go-logr/logr/testr"
@@ -110,7 +113,38 @@ func TestGardenletDeploysMigratesRestoresAndDestroysADNSRecord(t *testing.T) {
 	g.Expect(localRecords(g, sh)).NotTo(HaveKey(name))
 }
 
-func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T) {
+// gardenletEntryCredentials is the Secret gardenlet's BackupEntry controller hands to the
+// extension's BackupEntry, entry-<name> in garden: the data of the Secret the bucket's
+// status names when it generated one (which gardenlet's BackupBucket controller syncs
+// into the garden), else of the bucket's own credentials (getGardenCredentials,
+// reconcileBackupEntryExtensionSecret).
+func gardenletEntryCredentials(ctx context.Context, g Gomega, c client.Client, bucket *gardenextensionsv1alpha1.BackupBucket, entryName string) corev1.SecretReference {
+	ref := &bucket.Spec.SecretRef
+	if bucket.Status.GeneratedSecretRef != nil {
+		ref = bucket.Status.GeneratedSecretRef
+	}
+	credentials, err := kubernetesutils.GetSecretByReference(ctx, c, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: v1beta1constants.GardenNamespace, Name: "entry-" + entryName}}
+	_, err = controllerutils.GetAndCreateOrMergePatch(ctx, c, secret, func() error {
+		secret.Annotations = map[string]string{v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano)}
+		secret.Labels = nil
+		secret.Data = credentials.Data
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return corev1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}
+}
+
+// etcdBackupSecret reads the Secret of a shoot's control-plane namespace as gardenlet's
+// etcd deployment reads it (botanist.DeployEtcd): the bucket's name from its key.
+func etcdBackupSecret(ctx context.Context, g Gomega, c client.Client, namespace string) (*corev1.Secret, string) {
+	secret := &corev1.Secret{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v1beta1constants.BackupSecretName}, secret)).To(Succeed())
+	return secret, string(secret.Data[v1beta1constants.DataKeyBackupBucketName])
+}
+
+func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBackupSecret(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	s := seedFor(t)
@@ -143,15 +177,17 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T
 	g.Expect(s.client.Create(ctx, bucket)).To(Succeed())
 	g.Expect(extensions.WaitUntilExtensionObjectReady(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource,
 		waitInterval, waitSevereThreshold, waitTimeout, nil)).To(Succeed(), func() string { return toJSON(bucket.Status) })
-	g.Expect(bucket.Status.GeneratedSecretRef).To(Equal(&corev1.SecretReference{Namespace: v1beta1constants.GardenNamespace, Name: "generated-bucket-" + bucketName}))
-	generated := &corev1.Secret{}
-	g.Expect(s.client.Get(ctx, client.ObjectKey{Namespace: v1beta1constants.GardenNamespace, Name: "generated-bucket-" + bucketName}, generated)).To(Succeed())
-	g.Expect(generated.Data).To(HaveKeyWithValue("bucketName", []byte("bucket-"+bucketName)))
+	g.Expect(bucket.Status.GeneratedSecretRef).To(BeNil(), "local generates no Secret: gardenlet hands the entries the bucket's own credentials")
 
-	// A shoot's BackupEntry in it, through gardenlet's component: created, migrated with
-	// its state, deleted on the source seed destroying nothing, restored, deleted.
+	// A shoot's BackupEntry in it, through gardenlet's component, with the credentials
+	// gardenlet's controller takes from the bucket: created, migrated with its state,
+	// deleted on the source seed destroying nothing, restored, deleted. Each reconcile and
+	// restore leaves etcd-backup in the shoot's namespace as gardenlet's etcd reads it.
 	entryName := "shoot--compat--" + bucketName + "--" + string(ns.UID)
-	entryValues := &backupentry.Values{Name: entryName, Type: "local", Region: "local-1", SecretRef: secretRef, BucketName: bucketName}
+	shootNamespace, _ := extensionsbackupentry.ExtractShootDetailsFromBackupEntryName(entryName)
+	g.Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shootNamespace}})).To(Succeed())
+	entryCredentials := gardenletEntryCredentials(ctx, g, s.client, bucket, entryName)
+	entryValues := &backupentry.Values{Name: entryName, Type: "local", Region: "local-1", SecretRef: entryCredentials, BucketName: bucketName}
 	component := func() backupentry.Interface {
 		return backupentry.New(log, s.client, clock.RealClock{}, entryValues, waitInterval, waitSevereThreshold, waitTimeout)
 	}
@@ -167,10 +203,16 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T
 		g.Expect(list.Items[0].Data).To(HaveKeyWithValue("prefix", entryName))
 		return list.Items[0].UID
 	}
+	expectEtcdBackup := func(g Gomega) {
+		etcdBackup, container := etcdBackupSecret(ctx, g, s.client, shootNamespace)
+		g.Expect(container).To(Equal(bucketName))
+		g.Expect(etcdBackup.Data).To(Equal(map[string][]byte{"kubeconfig": s.kubeconfig, v1beta1constants.DataKeyBackupBucketName: []byte(bucketName)}))
+	}
 	entry := component()
 	g.Expect(entry.Deploy(ctx)).To(Succeed())
 	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
 	made := entryObject(g)
+	expectEtcdBackup(g)
 
 	g.Expect(entry.Migrate(ctx)).To(Succeed())
 	g.Expect(entry.WaitMigrate(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
@@ -180,7 +222,10 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T
 	g.Expect(entry.WaitCleanup(ctx)).To(Succeed())
 	g.Expect(entryObject(g)).To(Equal(made), "deleting a migrated BackupEntry destroys nothing")
 
-	// The destination's ShootState entry, as gardenlet's migrate flow writes one for it.
+	// The destination's ShootState entry, as gardenlet's migrate flow writes one for it,
+	// and its shoot namespace, which holds no etcd-backup yet.
+	etcdBackup, _ := etcdBackupSecret(ctx, g, s.client, shootNamespace)
+	g.Expect(s.client.Delete(ctx, etcdBackup)).To(Succeed())
 	shootState := &gardencorev1beta1.ShootState{Spec: gardencorev1beta1.ShootStateSpec{Extensions: []gardencorev1beta1.ExtensionResourceState{{
 		Kind: gardenextensionsv1alpha1.BackupEntryResource, Name: ptr(entryName), State: migrated.Status.State,
 	}}}}
@@ -189,17 +234,19 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntry(t *testing.T
 	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
 	g.Expect(getEntry(g).Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
 	g.Expect(entryObject(g)).To(Equal(made), "restoring recreates nothing")
+	expectEtcdBackup(g)
 
 	g.Expect(entry.Destroy(ctx)).To(Succeed())
 	g.Expect(entry.WaitCleanup(ctx)).To(Succeed())
 	list := &corev1.ConfigMapList{}
 	g.Expect(s.client.List(ctx, list, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
 	g.Expect(list.Items).To(BeEmpty(), "the entry's deletion destroyed its objects")
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: shootNamespace, Name: v1beta1constants.BackupSecretName}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the entry's deletion removed etcd-backup: %v", err)
 
 	// The bucket's deletion, with the helpers gardenlet deletes it with.
 	g.Expect(extensions.DeleteExtensionObject(ctx, s.client, bucket)).To(Succeed())
 	g.Expect(extensions.WaitUntilExtensionObjectDeleted(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource, waitInterval, waitTimeout)).To(Succeed())
-	g.Expect(apierrors.IsNotFound(s.client.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 }
 
 func TestGardenletOpensAndRemovesABastion(t *testing.T) {

@@ -44,9 +44,9 @@ func deleteKindAndWait(t *testing.T, obj client.Object) {
 
 // The controller the chart installed, with the chart's RBAC and admission policies, serves
 // a DNSRecord through run pods in its namespace, and a BackupBucket and a BackupEntry,
-// which have none, through run pods in the release's; the bucket's generated Secret is
-// written to garden and deleted with it; the entry's deletion removes the backups under
-// its prefix.
+// which have none, through run pods in the release's; the entry, of the shoot whose
+// namespace is ns, writes etcd-backup there with the chart's RBAC; the entry's deletion
+// removes it and the backups under its prefix.
 func TestKindsThroughRunPods(t *testing.T) {
 	requireNode(t)
 	g := NewWithT(t)
@@ -102,13 +102,10 @@ func TestKindsThroughRunPods(t *testing.T) {
 	g.Expect(kube.Create(ctx, bucket)).To(Succeed())
 	t.Cleanup(func() { deleteKindAndWait(t, bucket) })
 	waitKindSucceeded(t, bucket, extensionsv1alpha1.LastOperationTypeCreate)
-	g.Expect(bucket.Status.GeneratedSecretRef).To(Equal(&corev1.SecretReference{Namespace: "garden", Name: "generated-bucket-" + ns}))
-	generated := &corev1.Secret{}
-	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: "garden", Name: "generated-bucket-" + ns}, generated)).To(Succeed())
-	g.Expect(generated.Data).To(HaveKeyWithValue("bucketName", []byte("bucket-"+ns)))
+	g.Expect(bucket.Status.GeneratedSecretRef).To(BeNil(), "local generates no Secret: its entries get the bucket's credentials")
 
 	entry := &extensionsv1alpha1.BackupEntry{
-		ObjectMeta: metav1.ObjectMeta{Name: "shoot--e2e--" + ns},
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "--1b2c3d4e"},
 		Spec: extensionsv1alpha1.BackupEntrySpec{
 			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local-1", BucketName: bucket.Name, SecretRef: secretRef,
 		},
@@ -123,6 +120,9 @@ func TestKindsThroughRunPods(t *testing.T) {
 		}
 	}
 	g.Expect(clusterScopedPods).To(ContainElements(bucket.Name+".backupbucket.tf-run", entry.Name+".backupentry.tf-run"), "the runs of the cluster-scoped kinds ran in the release's namespace")
+	etcdBackup := &corev1.Secret{}
+	g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "etcd-backup"}, etcdBackup)).To(Succeed())
+	g.Expect(etcdBackup.Data).To(Equal(map[string][]byte{"kubeconfig": kubeconfig, "bucketName": []byte(bucket.Name)}), "etcd-backup in the shoot's namespace")
 
 	// What etcd's backups would be: an object under the entry's prefix, a namespace of its
 	// own with the local provider.
@@ -133,12 +133,12 @@ func TestKindsThroughRunPods(t *testing.T) {
 	g.Expect(kube.Create(ctx, backup)).To(Succeed())
 
 	deleteKindAndWait(t, entry)
+	g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(etcdBackup), &corev1.Secret{}))).To(BeTrue(), "the entry's deletion removed etcd-backup")
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(backup), &corev1.ConfigMap{}))).To(BeTrue(), "the backup under the entry's prefix is removed")
 		g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKey{Name: backup.Namespace}, &corev1.Namespace{}))).To(BeTrue(), "and the prefix's namespace with it")
 	}).WithTimeout(runTimeout).WithPolling(pollEvery).Should(Succeed())
 	deleteKindAndWait(t, bucket)
-	g.Expect(apierrors.IsNotFound(kube.Get(ctx, client.ObjectKeyFromObject(generated), &corev1.Secret{}))).To(BeTrue(), "the generated Secret went with the bucket")
 	g.Eventually(func(g Gomega) {
 		bucketNS := &corev1.Namespace{}
 		err := kube.Get(ctx, client.ObjectKey{Name: "bucket-" + ns}, bucketNS)
