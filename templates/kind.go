@@ -52,6 +52,9 @@ type KindManifest struct {
 	ImportIDs          map[string]string `json:"importIDs,omitempty"`
 	// Status maps terraform outputs into the kind's status.
 	Status KindStatusMapping `json:"status,omitempty"`
+	// Purge (backupentry only) is what the deletion removes before its destroy that
+	// terraform has no resource for; none: the destroy alone.
+	Purge *PurgeManifest `json:"purge,omitempty"`
 }
 
 // KindStatusMapping declares how terraform outputs become a kind's status.
@@ -183,6 +186,9 @@ func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManife
 func loadKind(fsys fs.FS, dir string, kind Kind, p *Provider, m KindManifest) (*KindProvider, error) {
 	k := &KindProvider{Kind: kind, Type: p.Manifest.Type, Manifest: m, provider: p}
 	if err := m.check(kind); err != nil {
+		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
+	}
+	if err := checkPurge(kind, m.Purge, k.credentialSet()); err != nil {
 		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
 	}
 	if _, err := fs.Stat(fsys, path.Join(dir, schemaFile)); err == nil {
