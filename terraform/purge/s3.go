@@ -39,8 +39,8 @@ func purgeS3(ctx context.Context, c *s3.Client, bucket, prefix string) (Result, 
 			return result, fmt.Errorf("listing the versions under s3://%s/%s: %w", bucket, prefix, err)
 		}
 		if todo := pending(page, prefix, handed); len(todo) > 0 {
-			locked, err := deleteVersions(ctx, c, bucket, todo)
-			result.Deleted += len(todo) - len(locked)
+			deleted, locked, err := deleteVersions(ctx, c, bucket, todo)
+			result.Deleted += deleted
 			if err != nil {
 				return result, err
 			}
@@ -82,9 +82,10 @@ func pending(page *s3.ListObjectVersionsOutput, prefix string, handed map[versio
 	return todo
 }
 
-// deleteVersions deletes versions, at most pageSize, in one request, and returns those
-// an object lock keeps, handed over; any other version not deleted fails it.
-func deleteVersions(ctx context.Context, c *s3.Client, bucket string, versions []version) ([]version, error) {
+// deleteVersions deletes versions, at most pageSize, in one request, and returns how many
+// it deleted and those an object lock keeps, handed over; any other version not deleted
+// fails it.
+func deleteVersions(ctx context.Context, c *s3.Client, bucket string, versions []version) (int, []version, error) {
 	objects := make([]types.ObjectIdentifier, len(versions))
 	for i, v := range versions {
 		objects[i] = types.ObjectIdentifier{Key: aws.String(v.key)}
@@ -97,8 +98,9 @@ func deleteVersions(ctx context.Context, c *s3.Client, bucket string, versions [
 		Delete: &types.Delete{Objects: objects, Quiet: aws.Bool(true)},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("deleting %d versions in s3://%s: %w", len(versions), bucket, err)
+		return 0, nil, fmt.Errorf("deleting %d versions in s3://%s: %w", len(versions), bucket, err)
 	}
+	deleted := len(versions) - len(out.Errors)
 	var locked []version
 	var failed []string
 	for _, e := range out.Errors {
@@ -106,7 +108,7 @@ func deleteVersions(ctx context.Context, c *s3.Client, bucket string, versions [
 		handedOver, err := handOver(ctx, c, bucket, v, aws.ToString(e.Code))
 		switch {
 		case err != nil:
-			return locked, err
+			return deleted, locked, err
 		case handedOver:
 			locked = append(locked, v)
 		default:
@@ -114,7 +116,7 @@ func deleteVersions(ctx context.Context, c *s3.Client, bucket string, versions [
 		}
 	}
 	if len(failed) > 0 {
-		return locked, fmt.Errorf("%w: %d in s3://%s, the first: %s", ErrNotPurged, len(failed), bucket, failed[0])
+		return deleted, locked, fmt.Errorf("%w: %d in s3://%s, the first: %s", ErrNotPurged, len(failed), bucket, failed[0])
 	}
-	return locked, nil
+	return deleted, locked, nil
 }
