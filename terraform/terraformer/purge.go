@@ -50,7 +50,8 @@ func (r *Runner) runPurge(ctx context.Context) error {
 	r.phases[purgePhase] = time.Since(started)
 	tracing.Fail(span, err)
 	if err != nil {
-		return &run.Error{Command: string(run.Destroy), Message: err.Error(), Err: err}
+		// Not terraform's error: no command, so that it does not read as one.
+		return &run.Error{Message: "before terraform destroy: " + err.Error(), Err: err}
 	}
 	logf.FromContext(ctx).Info("purged", "bucket", r.purge.Bucket, "prefix", r.purge.Prefix,
 		"deleted", result.Deleted, "handedOver", result.HandedOver, "duration", r.phases[purgePhase].Round(time.Millisecond).String())
