@@ -38,14 +38,21 @@ type Server struct {
 // New starts a server, stopped when the test ends, with the versioned bucket named bucket.
 func New(t testing.TB, bucket string) *Server {
 	t.Helper()
-	g := gomega.NewWithT(t)
 	backend := s3mem.New()
 	server := httptest.NewServer(gofakes3.New(backend).Server())
 	t.Cleanup(server.Close)
-	s := &Server{URL: server.URL, Bucket: bucket, backend: backend}
+	return NewAt(t, server.URL, backend, bucket)
+}
+
+// NewAt is New for a server the test started at url, which serves backend's objects
+// (gofakes3's, with what the test puts in front of it).
+func NewAt(t testing.TB, url string, backend *s3mem.Backend, bucket string) *Server {
+	t.Helper()
+	g := gomega.NewWithT(t)
+	s := &Server{URL: url, Bucket: bucket, backend: backend}
 	s.Client = s3.New(s3.Options{
 		Region:       Region,
-		BaseEndpoint: aws.String(server.URL),
+		BaseEndpoint: aws.String(url),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, ""),
 	})
