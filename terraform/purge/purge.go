@@ -12,7 +12,7 @@ func Run(ctx context.Context, s *Spec, environ []string) (Result, error) {
 	if err := s.Check(); err != nil {
 		return Result{}, err
 	}
-	c, err := newS3Client(ctx, s, environment(environ))
+	c, err := newS3Client(s, environment(environ))
 	if err != nil {
 		return Result{}, err
 	}

@@ -121,3 +121,23 @@ func TestPurgeParseNamesTheField(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Env.AccessKeyID).To(Equal("A"))
 }
+
+// The purge reads the run's environment only: the controller's process, which runs the
+// local executor's runs, has an AWS profile, an endpoint and keys of its own.
+func TestPurgeReadsNothingOfTheProcessEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := s3test.New(t, "backups")
+	g.Expect(s.Write(ctx, "entry/full", 2, true)).To(Succeed())
+	t.Setenv("AWS_PROFILE", "controller")
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+	t.Setenv("AWS_ACCESS_KEY_ID", "controller-key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "controller-secret")
+	t.Setenv("AWS_REGION", "us-east-2")
+
+	_, err := Run(ctx, spec(s, "entry/"), []string{"TF_VAR_endpoint=" + s.URL})
+	g.Expect(err).To(MatchError(ErrNoCredentials), "never the process's keys")
+	result, err := Run(ctx, spec(s, "entry/"), env(s))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result).To(Equal(Result{Deleted: 3}))
+}
