@@ -58,6 +58,6 @@ func TestPurgeOfAnAWSBackupEntryIsInItsConfiguration(t *testing.T) {
 		Env: purge.Env{AccessKeyID: "AWS_ACCESS_KEY_ID", SecretAccessKey: "AWS_SECRET_ACCESS_KEY", Endpoint: "TF_VAR_endpoint"}}))
 	g.Expect(data[purge.Key]).NotTo(ContainSubstring("AKIATEST"), "names of variables, never credentials")
 
-	g.Eventually(configOf("source-shoot--"+controllerNS+"--prod--1b2c3d4e")).WithTimeout(2*time.Minute).ShouldNot(BeEmpty())
-	g.Expect(configOf("source-shoot--" + controllerNS + "--prod--1b2c3d4e")(g)).NotTo(HaveKey(purge.Key), "a source entry's deletion leaves the shoot's backups")
+	g.Eventually(configOf("source-shoot--" + controllerNS + "--prod--1b2c3d4e")).WithTimeout(2 * time.Minute).ShouldNot(BeEmpty())
+	g.Expect(configOf("source-shoot--"+controllerNS+"--prod--1b2c3d4e")(g)).NotTo(HaveKey(purge.Key), "a source entry's deletion leaves the shoot's backups")
 }
