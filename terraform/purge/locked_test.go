@@ -18,6 +18,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	. "github.com/onsi/gomega"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/terraseed/terraseed/terraform/internal/s3test"
 )
@@ -32,6 +33,8 @@ type objectLock struct {
 	// denied versions are refused with AccessDenied and no lock: a missing permission.
 	denied map[string]bool
 	tags   map[string]string
+	// swallow answers every DeleteObjects with success and deletes nothing.
+	swallow bool
 }
 
 func lockID(key, version string) string { return key + "\x00" + version }
@@ -87,6 +90,10 @@ func (l *objectLock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // deleteObjects passes the versions no retention keeps to gofakes3, and answers
 // AccessDenied for the others, as S3 does.
 func (l *objectLock) deleteObjects(w http.ResponseWriter, r *http.Request) {
+	if l.swallow {
+		_, _ = w.Write([]byte(`<DeleteResult></DeleteResult>`))
+		return
+	}
 	var in deleteRequest
 	if err := xml.NewDecoder(r.Body).Decode(&in); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -193,4 +200,29 @@ func TestPurgeS3FailsOnAVersionRefusedWithoutALock(t *testing.T) {
 	g.Expect(lock.tags).To(BeEmpty())
 	after, _ := s.Versions(g)
 	g.Expect(after).To(Equal([]string{"entry/full " + id}))
+}
+
+// A server that reports versions deleted and lists them again fails the purge instead of
+// holding it forever.
+func TestPurgeS3FailsWhereTheServerKeepsWhatItReportsDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	backend := s3mem.New()
+	lock := &objectLock{next: gofakes3.New(backend).Server(), retained: map[string]time.Time{}, tags: map[string]string{}, denied: map[string]bool{}, swallow: true}
+	server := httptest.NewServer(lock)
+	t.Cleanup(server.Close)
+	s := s3test.NewAt(t, server.URL, backend, "backups")
+	// More than a page: the purge lists again after its first round.
+	work := errgroup.Group{}
+	work.SetLimit(8)
+	for i := range pageSize + 1 {
+		work.Go(func() error { return s.Write(ctx, fmt.Sprintf("entry/full-%04d", i), 1, false) })
+	}
+	g.Expect(work.Wait()).To(Succeed())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, spec(s, "entry/"), env(s))
+		done <- err
+	}()
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(MatchError(ContainSubstring("again after it reported it deleted"))))
 }

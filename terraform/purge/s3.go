@@ -32,6 +32,9 @@ type version struct{ key, id string }
 func purgeS3(ctx context.Context, c *s3.Client, bucket, prefix string) (Result, error) {
 	var result Result
 	handed := map[version]bool{}
+	// lastDeleted are the versions the last round deleted: listed again, the server did
+	// not delete them, and the purge would never end.
+	lastDeleted := map[version]bool{}
 	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(pageSize)}
 	for {
 		page, err := c.ListObjectVersions(ctx, in)
@@ -39,13 +42,21 @@ func purgeS3(ctx context.Context, c *s3.Client, bucket, prefix string) (Result, 
 			return result, fmt.Errorf("listing the versions under s3://%s/%s: %w", bucket, prefix, err)
 		}
 		if todo := pending(page, prefix, handed); len(todo) > 0 {
+			if lastDeleted[todo[0]] {
+				return result, fmt.Errorf("%w: s3://%s lists %s (version %s) again after it reported it deleted", ErrNotPurged, bucket, todo[0].key, todo[0].id)
+			}
 			deleted, locked, err := deleteVersions(ctx, c, bucket, todo)
 			result.Deleted += deleted
 			if err != nil {
 				return result, err
 			}
+			clear(lastDeleted)
+			for _, v := range todo {
+				lastDeleted[v] = true
+			}
 			for _, v := range locked {
 				handed[v] = true
+				delete(lastDeleted, v)
 			}
 			result.HandedOver += len(locked)
 			if aws.ToBool(page.IsTruncated) {
