@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -17,6 +19,7 @@ import (
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/purge"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // awsEntryPurge is the purge the aws provider declares for the BackupEntry named name of
@@ -131,4 +134,43 @@ func TestPurgeOfAnotherKindsRunIsRefused(t *testing.T) {
 	g.Expect(runErr.Invalid).To(BeTrue(), "a purge in another kind's configuration never works")
 	after, _ := s.Versions(g)
 	g.Expect(after).To(Equal(before))
+}
+
+// A run pod's terraformer, whose credentials are its process's environment, purges with
+// them before its destroy.
+func TestPurgeInARunPodsTerraformerUsesItsEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := s3test.New(t, "backups")
+	entry := "shoot--dev--prod--1b2c3d4e"
+	g.Expect(s.Write(ctx, entry+"/v2/full-00", 2, true)).To(Succeed())
+	g.Expect(s.Write(ctx, entry+"-2/v2/full-00", 1, false)).To(Succeed())
+	before, _ := s.Versions(g)
+	_, outside := s3test.Split(before, entry+"/")
+
+	f := newFixture(t, 1)
+	f.writePurgeConfig(t, purge.Purpose, awsEntryPurge(t, entry, s.Bucket))
+	_, err := f.run(run.Apply)
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, value := range map[string]string{
+		"TF_VAR_kubeconfig": f.Kubeconfig, "HOME": f.home, "TMPDIR": f.tmp,
+		"AWS_ACCESS_KEY_ID": s3test.AccessKeyID, "AWS_SECRET_ACCESS_KEY": s3test.SecretAccessKey, "TF_VAR_endpoint": s.URL,
+	} {
+		t.Setenv(name, value)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte(f.Kubeconfig), 0o600)).To(Succeed())
+	var stdout, stderr testenv.SyncBuffer
+	code := Main(ctx, []string{"destroy",
+		"--namespace", f.Namespace, "--name", f.Objects.ID.Name, "--purpose", string(purge.Purpose),
+		"--kubeconfig", kubeconfig, "--work-dir", f.workDir,
+		"--terraform", f.settings.Terraform, "--plugin-mirror", f.settings.Plugins.Mirror,
+		"--report-file", f.reportFile, "--termination-message-path", filepath.Join(t.TempDir(), "termination-log"),
+	}, &stdout, &stderr)
+	g.Expect(code).To(Equal(0), "stderr:\n%s", stderr.String())
+	g.Expect(stderr.String()).To(ContainSubstring(`"msg":"purged"`))
+	g.Expect(stderr.String()).NotTo(ContainSubstring(s3test.SecretAccessKey))
+	g.Expect(f.Items(g)).To(BeEmpty())
+	after, _ := s.Versions(g)
+	g.Expect(after).To(Equal(outside))
 }
