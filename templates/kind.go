@@ -57,6 +57,9 @@ type KindManifest struct {
 	// named output: what the provider's etcd backups need beyond the credentials (aws: the
 	// region). Sensitive outputs may be named; they never reach the status.
 	EtcdBackupSecret map[string]string `json:"etcdBackupSecret,omitempty"`
+	// Purge (backupentry only) is what the deletion removes before its destroy that
+	// terraform has no resource for; none: the destroy alone.
+	Purge *PurgeManifest `json:"purge,omitempty"`
 }
 
 // Outputs lists every terraform output the kind reads: its status's, and those of the
@@ -213,6 +216,9 @@ func loadKinds(fsys fs.FS, dir string, p *Provider, declared map[Kind]KindManife
 func loadKind(fsys fs.FS, dir string, kind Kind, p *Provider, m KindManifest) (*KindProvider, error) {
 	k := &KindProvider{Kind: kind, Type: p.Manifest.Type, Manifest: m, provider: p}
 	if err := m.check(kind); err != nil {
+		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
+	}
+	if err := checkPurge(kind, m.Purge, k.credentialSet()); err != nil {
 		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
 	}
 	if _, err := fs.Stat(fsys, path.Join(dir, schemaFile)); err == nil {

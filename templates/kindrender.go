@@ -165,7 +165,14 @@ func (k *KindProvider) templateData(object map[string]any, in KindInput) (map[st
 }
 
 func (k *KindProvider) render(data map[string]any, credentials []Credential, state *renderState) (*Rendered, error) {
-	return renderTerraform(terraformSet{providerType: k.Type, kind: k.Kind, templates: k.templates, helpers: k.helpers}, data, credentials, state)
+	rendered, err := renderTerraform(terraformSet{providerType: k.Type, kind: k.Kind, templates: k.templates, helpers: k.helpers}, data, credentials, state)
+	if err != nil {
+		return nil, err
+	}
+	if rendered.Purge, err = k.renderPurge(data, credentials); err != nil {
+		return nil, err
+	}
+	return rendered, nil
 }
 
 // checkKindObject checks what Gardener's own validation of the kind checks, naming each

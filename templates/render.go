@@ -43,6 +43,9 @@ type Rendered struct {
 	Files map[string]string
 	// TFVarsJSON is the content of terraform.tfvars.json: every user-supplied value.
 	TFVarsJSON []byte
+	// Purge is the purge a destroy of the object runs first, JSON of a purge.Spec, which
+	// the configuration carries under purge.Key; empty: none (see PurgeManifest).
+	Purge string
 }
 
 // RenderError says a provider's templates failed on an input that passed validation: the

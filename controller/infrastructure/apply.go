@@ -20,6 +20,7 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 	"github.com/terraseed/terraseed/terraform/imports"
+	"github.com/terraseed/terraseed/terraform/purge"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -115,6 +116,10 @@ func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
 	}
 	// The run indexes every state it saves with the provider's import IDs.
 	s.rendered.Files[imports.IDsKey] = s.provider.ImportIDsFile()
+	// The destroy's run purges first what the configuration names (a BackupEntry's backups).
+	if s.rendered.Purge != "" {
+		s.rendered.Files[purge.Key] = s.rendered.Purge
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
+	"github.com/terraseed/terraseed/terraform/purge"
 	"github.com/terraseed/terraseed/terraform/run"
 	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
@@ -206,6 +207,9 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	rendered, err := provider.render(op.obj, op.req.Cluster, templates.IsWorkloadIdentity(secret))
 	if err != nil {
 		return err
+	}
+	if rendered.Purge != "" {
+		rendered.Files[purge.Key] = rendered.Purge
 	}
 	if err := objects.WriteConfig(ctx, op.actuator.Client, rendered.Files); err != nil {
 		return err

@@ -71,6 +71,8 @@ type controllerSetup struct {
 	Kinds bool
 	// served are the kinds the controller serves, once started.
 	served []string
+	// moreTypes are spec.type values served besides the tests' own.
+	moreTypes []string
 }
 
 // actuatorOption changes the setup of a controller under test.
@@ -114,7 +116,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, infrastructure.RunHooks(recorder))
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
-	types := []string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped", "generating"}
+	types := append([]string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped", "generating"}, setup.moreTypes...)
 	reconciler := infrastructure.NewReconciler(setup.Actuator, types, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	options := controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency}

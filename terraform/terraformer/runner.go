@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/terraseed/terraseed/terraform/purge"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
@@ -79,6 +80,8 @@ type Runner struct {
 	// plan would replace is destroyed as surely as one the state held.
 	imports   bool
 	cliConfig string
+	// purge is what the configuration says a destroy purges first; nil: nothing.
+	purge *purge.Spec
 	// stderr receives terraform's errors: the run's Stderr and a copy a failure reads.
 	stderr io.Writer
 	// traceEnv is what makes OpenTofu's spans join the run's trace; nil for terraform or
@@ -324,6 +327,11 @@ func (r *Runner) execute(ctx context.Context, result *run.Result) error {
 	case run.Apply:
 		return r.apply(ctx)
 	case run.Destroy:
+		// What terraform has no resource for goes first: a purge that fails fails the
+		// destroy, and the deletion's next run purges again.
+		if err := r.runPurge(ctx); err != nil {
+			return err
+		}
 		return r.timed(ctx, string(run.Destroy), func() error { return r.destroy(ctx) })
 	case run.Plan:
 		return r.timed(ctx, string(run.Plan), func() error {

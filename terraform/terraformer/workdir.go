@@ -48,6 +48,9 @@ func (r *Runner) writeFiles(ctx context.Context) error {
 	if err := r.takeImportIDs(files); err != nil {
 		return err
 	}
+	if err := r.takePurge(files); err != nil {
+		return err
+	}
 	for name := range files {
 		if name != filepath.Base(name) || strings.HasPrefix(name, ".") || name == state.Key {
 			return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), name), "must be a plain terraform file name")

@@ -84,6 +84,28 @@ resource "aws_s3_bucket_lifecycle_configuration" "bucket" {
       days_after_initiation = 7
     }
   }
+
+  # A BackupEntry's deletion deletes every version under its prefix but those an object
+  # lock keeps, which it tags: they expire here once the lock allows it, the current
+  # version first becoming noncurrent.
+  rule {
+    id     = "expire-objects-to-be-deleted"
+    status = "Enabled"
+    filter {
+      tag {
+        key   = "gardener.cloud/to-be-deleted"
+        value = "true"
+      }
+    }
+
+    expiration {
+      days = 1
+    }
+
+    noncurrent_version_expiration {
+      noncurrent_days = 1
+    }
+  }
 }
 {{- if $immutability }}
 

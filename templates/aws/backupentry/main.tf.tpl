@@ -4,8 +4,8 @@ the prefix would be more than Gardener makes, and in a bucket with compliance-mo
 immutability it could not be deleted before its retention ends, which would hold the
 entry's deletion for days. So the entry reads its bucket, which proves that the bucket
 exists and that the entry's credentials reach it, and reports the prefix. Deleting the
-entry deletes nothing; Gardener's extension deletes the backups under the prefix then,
-which terraform has no resource for. */ -}}
+entry destroys nothing of terraform's; the backups under the prefix, which terraform has
+no resource for, are purged before the destroy, as provider.yaml declares (purge). */ -}}
 {{ template "aws.kindProvider" (dict "root" . "region" (tfvar "region" .object.spec.region) "services" (list "s3") "pathStyle" true) }}
 
 data "aws_s3_bucket" "bucket" {
