@@ -192,7 +192,11 @@ func (op *operation) runOrWaitDestroy(ctx context.Context, s *deleteScope) error
 // it rendered again, since destroying needs the provider configuration.
 func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 	objects := op.objects()
-	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{})
+	kept := &corev1.ConfigMap{}
+	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.ConfigName()}, kept)
+	if err == nil {
+		return op.ensurePurge(ctx, kept)
+	}
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -215,6 +219,40 @@ func (op *operation) ensureConfig(ctx context.Context, _ *deleteScope) error {
 		return err
 	}
 	return objects.WriteVars(ctx, op.actuator.Client, rendered.TFVarsJSON)
+}
+
+// ensurePurge gives a kept configuration the purge its kind declares now: one last
+// applied before the declaration (by an earlier version) would destroy without it and
+// leave the backups. The purge runs no terraform, so the configuration it joins stays the
+// one that made the state.
+func (op *operation) ensurePurge(ctx context.Context, kept *corev1.ConfigMap) error {
+	// A type no longer served destroys with the kept configuration as it is.
+	provider, err := op.kind.serve(op.actuator.Providers, op.obj)
+	if err != nil {
+		return nil
+	}
+	kind, ok := provider.(servedKind)
+	if !ok || kind.Manifest.Purge == nil {
+		return nil
+	}
+	secret, _ := op.sourceSecret(ctx)
+	rendered, err := kind.render(op.obj, op.req.Cluster, templates.IsWorkloadIdentity(secret))
+	if err != nil {
+		return err
+	}
+	if kept.Data[purge.Key] == rendered.Purge {
+		return nil
+	}
+	patch := client.MergeFrom(kept.DeepCopy())
+	if rendered.Purge == "" {
+		delete(kept.Data, purge.Key)
+	} else {
+		if kept.Data == nil {
+			kept.Data = map[string]string{}
+		}
+		kept.Data[purge.Key] = rendered.Purge
+	}
+	return op.actuator.Client.Patch(ctx, kept, patch)
 }
 
 func (op *operation) removeRunObjects(ctx context.Context, _ *deleteScope) error {
