@@ -21,7 +21,8 @@ const stateUsage = `usage: terraseed state <command> [--kubeconfig file] [--kind
   history NAMESPACE/NAME          list the states kept of the object: serial, lineage, time, resources
   rollback NAMESPACE/NAME SERIAL  make the kept state of SERIAL the live one, as a new serial of the same lineage;
                                   what the live state holds and SERIAL lacks is imported by the next apply
-                                  (refused where its import ID is not known)
+                                  (refused where its import ID is not known); refused where SERIAL holds a
+                                  resource under another ID than the live state (replaced since)
   --kind: infrastructure (the default), backupbucket, backupentry, dnsrecord or bastion. A BackupBucket
   and a BackupEntry are cluster-scoped: name them by NAME alone, and their runs' namespace (the
   controller's --runs-namespace) by --runs-namespace.

@@ -35,6 +35,11 @@ var ErrNotInHistory = errors.New("the state history holds no such serial")
 // holds whose import IDs are not known: the next apply would create them a second time.
 var ErrRollbackWouldForget = errors.New("the rollback would forget resources the live state holds")
 
+// ErrRollbackWouldRebind refuses a rollback to a state that holds a resource under
+// another ID than the live state: the live object would be forgotten, and the next apply
+// would create it again beside it or bind the address to an object replaced since.
+var ErrRollbackWouldRebind = errors.New("the rollback would bind resources to other objects than the live state")
+
 // StateRef names an object whose kept states are read or rolled back.
 type StateRef struct {
 	// Kind is "infrastructure" (also "") or a kind of templates.Kinds, such as "dnsrecord".
@@ -114,7 +119,9 @@ func StateHistory(ctx context.Context, c client.Client, ref StateRef) ([]tfstate
 // one lacks is not forgotten: it is put into the import annotation first, with the IDs
 // of the controller's index, so that the next apply imports it rather than create it a
 // second time; where an ID is not known, the rollback is refused naming the resources
-// (ErrRollbackWouldForget). The live state is kept in the history. It returns the new serial.
+// (ErrRollbackWouldForget). A resource both hold under different IDs (replaced, or
+// destroyed and created again, since) is refused as well, naming it and both IDs
+// (ErrRollbackWouldRebind). The live state is kept in the history. It returns the new serial.
 func RollbackState(ctx context.Context, c client.Client, ref StateRef, serial int64) (int64, error) {
 	obj, id, err := ref.subject(ctx, c)
 	if err != nil {
@@ -157,6 +164,9 @@ func RollbackState(ctx context.Context, c client.Client, ref StateRef, serial in
 	}
 	adopt, err := forgottenImports(obj, live, target, serial)
 	if err != nil {
+		return 0, err
+	}
+	if err := rebound(live, target, serial); err != nil {
 		return 0, err
 	}
 	if err := addImports(ctx, c, obj, adopt); err != nil {
@@ -236,6 +246,38 @@ func forgottenImports(obj Subject, live *tfstate.Stored, target []byte, serial i
 			ErrRollbackWouldForget, live.Serial, len(unknown), serial, known, strings.Join(unknown, ", "))
 	}
 	return adopt, nil
+}
+
+// rebound refuses a target state of serial that holds an address the live state holds
+// under another ID. The rollback is refused rather than the live object imported back:
+// that would write a state that is neither the live one nor the one asked for, and
+// forget the older object where it still exists (a replace whose destroy failed, or
+// one made outside terraform); which of the two objects the address is to hold is the
+// operator's call, and a refusal writes nothing.
+func rebound(live *tfstate.Stored, target []byte, serial int64) error {
+	if live.State == nil {
+		return nil
+	}
+	held, err := imports.ObjectIDs(live.State)
+	if err != nil {
+		return err
+	}
+	kept, err := imports.ObjectIDs(target)
+	if err != nil {
+		return err
+	}
+	var differ []string
+	for _, address := range slices.Sorted(maps.Keys(held)) {
+		if id, ok := kept[address]; ok && id != held[address] {
+			differ = append(differ, fmt.Sprintf("%s (live %q, serial %d %q)", address, held[address], serial, id))
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the live state (serial %d) holds %d resources under other IDs than serial %d: %s. "+
+		"The next apply would lose the live objects; nothing is written. Roll back to a serial that holds them as the live state does, or apply the older configuration instead",
+		ErrRollbackWouldRebind, live.Serial, len(differ), serial, strings.Join(differ, ", "))
 }
 
 // addImports adds adopt to the object's import annotation, refusing an address the

@@ -3,10 +3,12 @@ package infrastructure_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/infrastructure"
@@ -151,4 +153,52 @@ func TestRollbackIsRefusedWhileARunIsUnderWay(t *testing.T) {
 	s.waitForRunStart(t)
 	_, err = infrastructure.RollbackState(ctx, env.Client, s.ref(), entries[0].Serial)
 	g.Expect(err).To(MatchError(infrastructure.ErrRunUnderWay))
+}
+
+// networkID is the id of the guarded provider's network in a stored state.
+func networkID(st storedState) string {
+	for _, r := range st.Resources {
+		if r.Type == "terraform_data" && r.Name == "network" && len(r.Instances) == 1 {
+			return r.Instances[0].Attributes.ID
+		}
+	}
+	return ""
+}
+
+// A rollback to a state that holds a resource replaced since (same address, another ID)
+// is refused, naming the address and both IDs, and writes nothing: the older state would
+// bind the address to the object destroyed and forget the live one.
+func TestRollbackRefusesAResourceTheLiveStateHoldsUnderAnotherID(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newGuardedShoot(t, "token-1")
+	startController(t, s.namespace, workDir(t))
+	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
+	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	_, one := s.storedState(g)
+
+	// A new network replaces it, once allowed.
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) { i.Spec.ProviderConfig = guardedConfig("10.1.0.0/16", "a") })
+	digest, _ := refusedPlan(t, s, "")
+	s.update(t, func(i *extensionsv1alpha1.Infrastructure) {
+		metav1.SetMetaDataAnnotation(&i.ObjectMeta, infrastructure.AnnotationAllowDestroy, digest)
+	})
+	var two storedState
+	g.Eventually(func(g Gomega) {
+		current := s.get(g)
+		g.Expect(current.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded))
+		g.Expect(providerStatusField(g, current, "network")).To(Equal("10.1.0.0/16"))
+		_, two = s.storedState(g)
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.Expect(networkID(one)).NotTo(BeEmpty())
+	g.Expect(networkID(two)).NotTo(Equal(networkID(one)), "replaced")
+	before := storedObjects(g, s.runObjects())
+
+	_, err := infrastructure.RollbackState(ctx, env.Client, s.ref(), one.Serial)
+	g.Expect(err).To(MatchError(infrastructure.ErrRollbackWouldRebind))
+	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf(`terraform_data.network (live %q, serial %d %q)`, networkID(two), one.Serial, networkID(one)))))
+	g.Expect(err).To(MatchError(ContainSubstring("nothing is written")))
+	g.Expect(storedObjects(g, s.runObjects())).To(Equal(before))
+	_, live := s.storedState(g)
+	g.Expect(networkID(live)).To(Equal(networkID(two)), "the live network is still held")
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/terraform/imports"
@@ -57,9 +59,8 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 		return nil
 	}
 	if op.actuator.State.Storage == tfstate.StorageSecret {
-		op.status().State, _ = encodeState(nil, index)
 		recordStateSize(op.kind, op.obj, 0)
-		return nil
+		return op.keepIndex(index)
 	}
 	encoded, err := encodeState(state, index)
 	var tooLarge *stateTooLargeError
@@ -70,8 +71,7 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 				"The %s: it is kept in %s %s only", err, op.objects().Storage.Kind(), op.objects().StateName())
 		}
 		// The index, far smaller, still finds every resource again should the state be lost.
-		op.status().State, _ = encodeState(nil, index)
-		return nil
+		return op.keepIndex(index)
 	}
 	if err != nil {
 		return err
@@ -79,6 +79,42 @@ func (op *operation) keepStateInStatus(state []byte, index *imports.Index) error
 	op.status().State = encoded
 	recordStateSize(op.kind, op.obj, len(encoded.Raw))
 	return nil
+}
+
+// keepIndex puts index alone into .status.state. An index too large even for that keeps
+// the index the status held (without a state, so that no stale one stays): a recovery
+// trusts no index but that one, and none at all would forget every resource. It fails
+// loudly, with an event and an error naming the size and the bound: the status no longer
+// finds again what the state holds beyond that index.
+func (op *operation) keepIndex(index *imports.Index) error {
+	encoded, err := encodeState(nil, index)
+	var tooLarge *stateTooLargeError
+	if errors.As(err, &tooLarge) {
+		prior, _ := statusIndex(op.status().State)
+		op.status().State, _ = encodeState(nil, prior)
+		err = &indexTooLargeError{size: tooLarge.size, kept: prior}
+		op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, reasonStateTooLarge, "KeepState", "%s", err)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	op.status().State = encoded
+	return nil
+}
+
+// indexTooLargeError is an index that does not fit the status.
+type indexTooLargeError struct {
+	size int
+	kept *imports.Index
+}
+
+func (e *indexTooLargeError) Error() string {
+	kept := "no index is kept"
+	if e.kept != nil {
+		kept = fmt.Sprintf("the index of serial %d is kept", e.kept.Serial)
+	}
+	return fmt.Sprintf("status.state: the index of the terraform state takes %d bytes, more than the %d .status.state can hold; %s", e.size, maxStatusState, kept)
 }
 
 // keepHistory keeps the state of a successful apply in the history, unless it is the
@@ -170,6 +206,12 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 		return
 	}
 	kept, ok := statusKept(op.status().State)
+	if !ok && op.status().State != nil && len(op.status().State.Raw) > 0 {
+		// What the status holds is not overwritten: it may be a state or an index of
+		// another writer that a restore or a recovery needs.
+		op.interruptedNotKept(ctx, interrupted, "status.state is not the InfrastructureState this controller writes")
+		return
+	}
 	if !ok {
 		kept = migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind}
 	}
@@ -179,12 +221,28 @@ func (op *operation) recordInterrupted(ctx context.Context, state []byte, interr
 		}
 	}
 	encoded, err := json.Marshal(kept)
-	if err != nil || len(encoded) > maxStatusState {
-		ctrl.LoggerFrom(ctx).Info("interruptedCreatesNotKept", "resources", len(interrupted))
+	if err != nil {
+		op.interruptedNotKept(ctx, interrupted, err.Error())
+		return
+	}
+	if len(encoded) > maxStatusState {
+		op.interruptedNotKept(ctx, interrupted, fmt.Sprintf("with them status.state takes %d bytes, more than the %d it can hold", len(encoded), maxStatusState))
 		return
 	}
 	op.status().State = &runtime.RawExtension{Raw: encoded}
 }
+
+// interruptedNotKept says, in an event on the object and the log, that the interrupted
+// creates of a failed run are in no status: the run's error named them, nothing else will.
+func (op *operation) interruptedNotKept(ctx context.Context, interrupted []string, why string) {
+	ctrl.LoggerFrom(ctx).Info("interruptedCreatesNotKept", "resources", len(interrupted), "reason", why)
+	op.actuator.Recorder.Eventf(op.obj, nil, corev1.EventTypeWarning, reasonInterruptedNotKept, "KeepInterrupted",
+		"The creates a failed run left under way (%s) are not kept in the status of %s: %s; nothing is overwritten",
+		strings.Join(interrupted, ", "), client.ObjectKeyFromObject(op.obj), why)
+}
+
+// reasonInterruptedNotKept is the event of interrupted creates the status cannot keep.
+const reasonInterruptedNotKept = "InterruptedCreatesNotKept"
 
 // statusInterrupted are the interrupted creates .status.state keeps.
 func statusInterrupted(raw *runtime.RawExtension) []string {

@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -85,4 +87,67 @@ func TestStateTooLargeForTheStatusKeepsItsIndex(t *testing.T) {
 	decoded, err := decodeState(op.status().State, 0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decoded).To(BeNil(), "the state itself is left out")
+}
+
+// largeIndex is an index whose JSON takes more than the status holds.
+func largeIndex(serial int64) *imports.Index {
+	index := &imports.Index{Serial: serial, Lineage: "l", IDs: map[string]string{}}
+	for i := 0; i < 20_000; i++ {
+		index.IDs[fmt.Sprintf("aws_subnet.subnet[%d]", i)] = fmt.Sprintf("subnet-%040d", i)
+	}
+	return index
+}
+
+// An index too large for the status, beside a state too large for it or alone (the state
+// kept in Secrets), leaves the index the status held, drops no index silently, and fails
+// with an event and an error naming its size and the bound.
+func TestAnIndexTooLargeForTheStatusKeepsThePreviousOneAndFailsNamingTheBound(t *testing.T) {
+	for name, storage := range map[string]tfstate.Storage{"state in the status": "", "state in Secrets": tfstate.StorageSecret} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			op, recorder := stateOperation()
+			op.actuator.State.Storage = storage
+			previous := &imports.Index{Serial: 6, Lineage: "l", IDs: map[string]string{"aws_vpc.vpc": "vpc-1"}}
+			g.Expect(op.keepStateInStatus([]byte(`{"version":4,"serial":6,"lineage":"l"}`), previous)).To(Succeed())
+			g.Expect(statusIndex(op.status().State)).To(Equal(previous))
+
+			state := make([]byte, maxStatusState)
+			_, _ = rand.Read(state)
+			err := op.keepStateInStatus(state, largeIndex(7))
+			g.Expect(err).To(MatchError(MatchRegexp(`^status\.state: the index of the terraform state takes \d+ bytes, more than the 1048576 \.status\.state can hold; the index of serial 6 is kept$`)))
+			g.Expect(statusIndex(op.status().State)).To(Equal(previous), "the previous index stays")
+			g.Expect(decodeState(op.status().State, 0)).To(BeNil(), "no stale state stays")
+			var events []string
+			for len(recorder.Events) > 0 {
+				events = append(events, <-recorder.Events)
+			}
+			g.Expect(events).To(ContainElement(And(HavePrefix("Warning "+reasonStateTooLarge), ContainSubstring(err.Error()))))
+		})
+	}
+}
+
+// The interrupted creates of a failed run never overwrite a .status.state that is not
+// what this controller writes there: it is left as it was, and an event names the object
+// and the creates. An empty status takes them.
+func TestInterruptedCreatesNeverOverwriteAStatusStateThatCannotBeRead(t *testing.T) {
+	for name, raw := range map[string]string{
+		"another kind":  `{"apiVersion":"other.example/v1","kind":"OtherState","data":"kept"}`,
+		"not JSON":      `{"apiVersion":`,
+		"a wrong field": `{"apiVersion":"terraseed.gardener.cloud/v1alpha1","kind":"InfrastructureState","interrupted":"x"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			op, recorder := stateOperation()
+			op.status().State = &runtime.RawExtension{Raw: []byte(raw)}
+			op.recordInterrupted(context.Background(), nil, []string{"aws_vpc.vpc"})
+			g.Expect(string(op.status().State.Raw)).To(Equal(raw))
+			g.Expect(recorder.Events).To(Receive(And(HavePrefix("Warning "+reasonInterruptedNotKept),
+				ContainSubstring("aws_vpc.vpc"), ContainSubstring("shoot--p--s/infra"), ContainSubstring("nothing is overwritten"))))
+		})
+	}
+	g := NewWithT(t)
+	op, recorder := stateOperation()
+	op.recordInterrupted(context.Background(), nil, []string{"aws_vpc.vpc"})
+	g.Expect(statusInterrupted(op.status().State)).To(Equal([]string{"aws_vpc.vpc"}))
+	g.Expect(recorder.Events).To(BeEmpty())
 }

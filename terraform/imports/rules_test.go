@@ -96,3 +96,32 @@ func TestAnImportIDLongerThanAnyTerraformTakesIsNone(t *testing.T) {
 		g.Expect(index.Unimportable).To(ConsistOf(typ+".r"), typ)
 	}
 }
+
+// The object IDs of a state are the id attributes of its current objects, by address: a
+// deposed object (a replace that has not destroyed it yet, written after the current one
+// as terraform does), an instance without an id and a data source are not named.
+func TestObjectIDsNameTheCurrentObjectOfEachAddress(t *testing.T) {
+	g := NewWithT(t)
+	state := []byte(`{"version":4,"serial":3,"lineage":"l","resources":[
+		{"mode":"managed","type":"terraform_data","name":"network","instances":[
+			{"attributes":{"id":"new"}},
+			{"deposed":"00000001","attributes":{"id":"old"}}]},
+		{"mode":"managed","type":"terraform_data","name":"zone","instances":[
+			{"index_key":0,"attributes":{"id":"z0"}},
+			{"index_key":1,"attributes":{"input":"no id"}}]},
+		{"module":"module.m","mode":"managed","type":"local_file","name":"f","instances":[
+			{"index_key":"a","attributes":{"id":"f-a"}}]},
+		{"mode":"data","type":"terraform_data","name":"read","instances":[{"attributes":{"id":"d"}}]}]}`)
+	ids, err := ObjectIDs(state)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ids).To(Equal(map[string]string{
+		"terraform_data.network":     "new",
+		"terraform_data.zone[0]":     "z0",
+		`module.m.local_file.f["a"]`: "f-a",
+	}))
+	ids, err = ObjectIDs(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ids).To(BeEmpty())
+	_, err = ObjectIDs([]byte(`{"resources":{}}`))
+	g.Expect(err).To(MatchError(ErrInvalid))
+}

@@ -1,6 +1,7 @@
 package imports
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,6 +16,33 @@ import (
 // no deeper than it decodes, and gjson then walks to the few values an index reads,
 // skipping everything else without decoding it. Decoding the whole state instead costs
 // about 45 times its size for a state of many small objects.
+
+// ObjectIDs are the IDs (the id attribute) of the current objects of the managed resource
+// instances a state holds, by address: the remote object each is bound to. An instance
+// without an id, and an object a replace left deposed, are not named.
+func ObjectIDs(state []byte) (map[string]string, error) {
+	ids := map[string]string{}
+	if len(bytes.TrimSpace(state)) == 0 {
+		return ids, nil
+	}
+	doc, err := parseState(state)
+	if err != nil {
+		return nil, err
+	}
+	err = doc.walkInstances(func(_ string, i instance) error {
+		if i.deposed {
+			return nil
+		}
+		if id := i.attributes.Get("id"); id.Type == gjson.String && id.Str != "" {
+			ids[string(i.address)] = str(id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
 
 // stateDoc is the part of a state (format version 4) an index reads.
 type stateDoc struct {
@@ -33,6 +61,8 @@ type resource struct {
 type instance struct {
 	address    []byte
 	attributes gjson.Result
+	// deposed is an object a replace left beside the current one, under the same address.
+	deposed bool
 }
 
 // parseState checks state and finds the fields an index reads. The fields are matched
@@ -164,8 +194,11 @@ func readResource(v gjson.Result) (resource, error) {
 // readInstance reads an instance's key and attributes, and appends its address to buf.
 func readInstance(v gjson.Result, r resource, buf []byte) (instance, error) {
 	var key, attributes gjson.Result
+	deposed := false
 	err := members(v, "resources.instances[]", func(name string, v gjson.Result) error {
 		switch {
+		case strings.EqualFold(name, "deposed"):
+			deposed = v.Type == gjson.String && v.Str != ""
 		case strings.EqualFold(name, "index_key"):
 			if v.Type == gjson.JSON {
 				return fmt.Errorf("%w: resources.instances.index_key must be a string or a number", ErrInvalid)
@@ -177,7 +210,7 @@ func readInstance(v gjson.Result, r resource, buf []byte) (instance, error) {
 		}
 		return nil
 	})
-	return instance{address: appendAddress(buf, r, key), attributes: attributes}, err
+	return instance{address: appendAddress(buf, r, key), attributes: attributes, deposed: deposed}, err
 }
 
 // appendAddress appends the address of an instance as terraform writes it.
