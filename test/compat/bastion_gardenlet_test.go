@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,10 +176,10 @@ func awsCloudProfile(t *testing.T, bastion *gardencorev1beta1.Bastion) *gardenco
 // TestBastionAsGardenletRendersOnAWS: `terraseed render` of the aws Bastion gardenlet's
 // bastion controller creates, with the Cluster of Gardener's types, runs the machine type
 // and image Gardener's own bastion helper (extensions/pkg/bastion) picks from the
-// CloudProfile, by the AMI the CloudProfileConfig gives, and terraform fmt leaves the
-// files alone. The seed's side is a fake client here: the controller in a seed would
-// create the instance in AWS. The templates package loads the configuration with
-// terraform's config loader (the hashicorp/aws provider is not in the mirror).
+// CloudProfile, by the AMI the CloudProfileConfig gives; terraform fmt leaves the files
+// alone and terraform validate accepts them with the hashicorp/aws provider, where the
+// machine has it. The seed's side is a fake client here: the controller in a seed would
+// create the instance in AWS.
 func TestBastionAsGardenletRendersOnAWS(t *testing.T) {
 	t.Parallel()
 	terraseed := buildTerraseed(t)
@@ -312,4 +313,28 @@ func expectFormatted(t *testing.T, files map[string]string) {
 	}
 	fmtOut, err := exec.Command(terraform, "fmt", "-check", "-diff", dir).CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "terraform fmt changes the rendered files:\n%s", fmtOut)
+	validate(t, terraform, dir)
+}
+
+// validate runs terraform validate in dir with the hashicorp/aws provider of the
+// filesystem mirror TERRASEED_AWS_PROVIDER_MIRROR (the Makefile sets it where the machine
+// has one); without it the test says so and skips this step.
+func validate(t *testing.T, terraform, dir string) {
+	t.Helper()
+	mirror := os.Getenv("TERRASEED_AWS_PROVIDER_MIRROR")
+	if mirror == "" {
+		t.Log("TERRASEED_AWS_PROVIDER_MIRROR is not set: terraform validate with the hashicorp/aws provider is skipped")
+		return
+	}
+	g := NewWithT(t)
+	config := filepath.Join(t.TempDir(), "terraform.rc")
+	g.Expect(os.WriteFile(config, fmt.Appendf(nil, "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", mirror), 0o600)).To(Succeed())
+	data := filepath.Join(t.TempDir(), "data")
+	for _, args := range [][]string{{"init", "-backend=false", "-input=false", "-no-color"}, {"validate", "-no-color"}} {
+		cmd := exec.Command(terraform, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+config, "TF_DATA_DIR="+data)
+		out, err := cmd.CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "terraform %s:\n%s", args[0], out)
+	}
 }
