@@ -125,6 +125,7 @@ func awsCloudProfile(t *testing.T, bastion *gardencorev1beta1.Bastion) *gardenco
 	t.Helper()
 	supported, preview := gardencorev1beta1.ClassificationSupported, gardencorev1beta1.ClassificationPreview
 	version := func(v string, classification *gardencorev1beta1.VersionClassification, archs ...string) gardencorev1beta1.MachineImageVersion {
+		//lint:ignore SA1019 the classification is what CloudProfiles before lifecycles carry, and Gardener's bastion helper still reads it
 		return gardencorev1beta1.MachineImageVersion{ExpirableVersion: gardencorev1beta1.ExpirableVersion{Version: v, Classification: classification}, Architectures: archs}
 	}
 	machine := func(name, cpu, arch string) gardencorev1beta1.MachineType {
@@ -263,9 +264,9 @@ func gardenletAWSBastion(t *testing.T, profile *gardencorev1beta1.CloudProfile) 
 		TypeMeta:   metav1.TypeMeta{APIVersion: "core.gardener.cloud/v1beta1", Kind: "Shoot"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "garden-compat", Name: "aws"},
 		Spec: gardencorev1beta1.ShootSpec{
-			CloudProfileName: ptr(profile.Name),
-			Provider:         gardencorev1beta1.Provider{Type: "aws"},
-			Region:           "eu-west-1",
+			CloudProfile: &gardencorev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: profile.Name},
+			Provider:     gardencorev1beta1.Provider{Type: "aws"},
+			Region:       "eu-west-1",
 		},
 		Status: gardencorev1beta1.ShootStatus{TechnicalID: "shoot--compat--aws"},
 	}}
