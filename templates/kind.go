@@ -59,7 +59,7 @@ type KindManifest struct {
 	EtcdBackupSecret map[string]string `json:"etcdBackupSecret,omitempty"`
 	// Purge (backupentry only) is what the deletion removes before its destroy that
 	// terraform has no resource for; none: the destroy alone.
-	Purge *PurgeManifest `json:"purge,omitempty"`
+	Purge *purgeManifest `json:"purge,omitempty"`
 }
 
 // Outputs lists every terraform output the kind reads: its status's, and those of the

@@ -11,12 +11,12 @@ import (
 	"github.com/terraseed/terraseed/terraform/purge"
 )
 
-// PurgeManifest is kinds.backupentry.purge: what a deletion removes, before its destroy,
+// purgeManifest is kinds.backupentry.purge: what a deletion removes, before its destroy,
 // that terraform has no resource for (an S3 bucket's objects under the entry's prefix).
 // Bucket, Prefix, Region and Skip are templates of what the kind's templates see
 // (.object, .credentials, ...), rendered with them into the configuration (purge.Key),
 // which the destroy's run reads.
-type PurgeManifest struct {
+type purgeManifest struct {
 	// Kind is what is purged: s3.
 	Kind   string `json:"kind"`
 	Bucket string `json:"bucket"`
@@ -28,12 +28,12 @@ type PurgeManifest struct {
 	Skip string `json:"skip,omitempty"`
 	// Credentials name the credentials (key, or key.field) the purge uses, each from where
 	// the run has it.
-	Credentials PurgeCredentials `json:"credentials"`
+	Credentials purgeCredentials `json:"credentials"`
 }
 
-// PurgeCredentials name, for each credential of a purge, the provider's credential that
+// purgeCredentials name, for each credential of a purge, the provider's credential that
 // holds it: its key in the secret, or key.field for a field of a key.
-type PurgeCredentials struct {
+type purgeCredentials struct {
 	AccessKeyID      string `json:"accessKeyID,omitempty"`
 	SecretAccessKey  string `json:"secretAccessKey,omitempty"`
 	Endpoint         string `json:"endpoint,omitempty"`
@@ -45,12 +45,12 @@ type PurgeCredentials struct {
 type purgeTemplate struct{ field, text string }
 
 // templates are the purge's template fields, in their order in the manifest.
-func (m *PurgeManifest) templates() []purgeTemplate {
+func (m *purgeManifest) templates() []purgeTemplate {
 	return []purgeTemplate{{"bucket", m.Bucket}, {"prefix", m.Prefix}, {"region", m.Region}, {"skip", m.Skip}}
 }
 
 // named are the credentials the purge names, by the field naming each.
-func (c PurgeCredentials) named() map[string]string {
+func (c purgeCredentials) named() map[string]string {
 	named := map[string]string{}
 	for field, name := range map[string]string{"accessKeyID": c.AccessKeyID, "secretAccessKey": c.SecretAccessKey, "endpoint": c.Endpoint, "webIdentityToken": c.WebIdentityToken, "roleARN": c.RoleARN} {
 		if name != "" {
@@ -62,7 +62,7 @@ func (c PurgeCredentials) named() map[string]string {
 
 // checkPurge checks kinds.<kind>.purge of a kind whose credentials are set; errors start
 // with the field's path below kinds.<kind>.
-func checkPurge(kind Kind, m *PurgeManifest, credentials credentialSet) error {
+func checkPurge(kind Kind, m *purgeManifest, credentials credentialSet) error {
 	if m == nil {
 		return nil
 	}

@@ -44,7 +44,7 @@ type Rendered struct {
 	// TFVarsJSON is the content of terraform.tfvars.json: every user-supplied value.
 	TFVarsJSON []byte
 	// Purge is the purge a destroy of the object runs first, JSON of a purge.Spec, which
-	// the configuration carries under purge.Key; empty: none (see PurgeManifest).
+	// the configuration carries under purge.Key; empty: none (see purgeManifest).
 	Purge string
 }
 

@@ -45,21 +45,20 @@ func awsApplyRequest(t *testing.T, namespace string, labels map[string]string, d
 	return s.request
 }
 
-// The runs of one project and region share one budget whichever kind of credentials
-// their Secret holds: aws names the account by the access key ID or by the workload
-// identity's role, and neither value keys the budget. A workload identity's run gets the
-// role ARN and the token's file, and no static key.
-func TestTheRunBudgetIsTheAccountsForBothKindsOfCredentials(t *testing.T) {
+// The runs of one set of credentials share one budget whatever their project or kind of
+// credentials: the same static keys in another project's Secret are the same account's,
+// a workload identity's are other credentials. A workload identity's run gets the role
+// ARN and the token's file, and no static key.
+func TestTheRunBudgetIsTheCredentialsWhateverTheirProjectOrKind(t *testing.T) {
 	g := NewWithT(t)
 	static := awsApplyRequest(t, "shoot--dev--a", nil, map[string]string{"accessKeyID": "AKIA1", "secretAccessKey": "secret"})
+	sameKeys := awsApplyRequest(t, "shoot--other--a", nil, map[string]string{"accessKeyID": "AKIA1", "secretAccessKey": "secret"})
 	identity := awsApplyRequest(t, "shoot--dev--b", map[string]string{"security.gardener.cloud/purpose": "workload-identity-token-requestor"},
-		map[string]string{"token": "header.payload.signature", "config": `{"roleARN":"arn:aws:iam::123456789012:role/r"}`})
-	other := awsApplyRequest(t, "shoot--other--a", map[string]string{"security.gardener.cloud/purpose": "workload-identity-token-requestor"},
 		map[string]string{"token": "header.payload.signature", "config": `{"roleARN":"arn:aws:iam::123456789012:role/r"}`})
 
 	g.Expect(static.Budget).To(MatchRegexp(`^[0-9a-f]{12}$`))
-	g.Expect(identity.Budget).To(Equal(static.Budget), "one budget for the project's runs in the region, whatever their credentials")
-	g.Expect(other.Budget).NotTo(Equal(identity.Budget), "another project, the same role: another budget")
+	g.Expect(sameKeys.Budget).To(Equal(static.Budget), "another project, the same keys: the same account's budget")
+	g.Expect(identity.Budget).NotTo(Equal(static.Budget), "the same project, other credentials: another budget")
 
 	g.Expect(static.Env).To(HaveKeyWithValue("AWS_ACCESS_KEY_ID", "AKIA1"))
 	g.Expect(static.Files).To(BeEmpty())
