@@ -50,6 +50,7 @@ type KindManifest struct {
 	Resources          []string          `json:"resources,omitempty"`
 	ProtectedResources []string          `json:"protectedResources,omitempty"`
 	ImportIDs          map[string]string `json:"importIDs,omitempty"`
+	ImportIDForms      map[string]string `json:"importIDForms,omitempty"`
 	// Status maps terraform outputs into the kind's status.
 	Status KindStatusMapping `json:"status,omitempty"`
 }
@@ -90,6 +91,7 @@ type KindProvider struct {
 	schema    *jsonschema.Schema
 	templates map[string]string
 	importIDs *imports.IDs
+	idForms   *imports.Forms
 	provider  *Provider
 	// helpers are the provider's named templates and the kind directory's own.
 	helpers string
@@ -136,6 +138,9 @@ func (k *KindProvider) Types() []string {
 	}
 	return []string{k.Type}
 }
+
+// ImportIDForms read the kind's import IDs back into their canonical form.
+func (k *KindProvider) ImportIDForms() *imports.Forms { return k.idForms }
 
 // ImportIDs are the kind's import ID templates.
 func (k *KindProvider) ImportIDs() *imports.IDs { return k.importIDs }
@@ -200,6 +205,9 @@ func loadKind(fsys fs.FS, dir string, kind Kind, p *Provider, m KindManifest) (*
 		return nil, err
 	}
 	if k.importIDs, err = checkImportIDs(Manifest{Resources: m.Resources, ImportIDs: m.ImportIDs}, k.templates); err != nil {
+		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
+	}
+	if k.idForms, err = imports.ParseForms(m.ImportIDForms, k.importIDs); err != nil {
 		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
 	}
 	return k, nil
