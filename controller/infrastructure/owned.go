@@ -72,7 +72,9 @@ func targetNamespace(ctx context.Context, secret *corev1.Secret, name string) (*
 		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "credentials secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	namespace, err := clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	// Credentials that may not read the namespace may not apply it either: terraform's
+	// apply fails on them, and reports them as Gardener's error codes say.
+	if apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		return nil, nil
 	}
 	if err != nil {
