@@ -47,6 +47,28 @@ func checkImportIDs(m Manifest, tfTemplates map[string]string) (*imports.IDs, er
 	return ids, nil
 }
 
+// OwnedNamespaces says which namespace an object of a provider creates and owns, and
+// how the namespace names its owner.
+type OwnedNamespaces struct {
+	// Variable is the tfvar of an object's configuration that names its namespace; a
+	// configuration without it owns none.
+	Variable string `json:"variable"`
+	// Label is the namespace's label that names the UID of its owner.
+	Label string `json:"label"`
+	// Annotation is the namespace's annotation that names its owner's kind and key, which
+	// an object restored in another seed (a new UID) keeps.
+	Annotation string `json:"annotation"`
+}
+
+// OwnedNamespaces are the provider's, nil when its objects own no namespace.
+func (p *Provider) OwnedNamespaces() *OwnedNamespaces { return p.Manifest.OwnedNamespaces }
+
+// OwnedNamespaces are the provider's, for the kind.
+func (k *KindProvider) OwnedNamespaces() *OwnedNamespaces { return k.provider.Manifest.OwnedNamespaces }
+
+// ImportIDForms read the provider's import IDs back into their canonical form.
+func (p *Provider) ImportIDForms() *imports.Forms { return p.idForms }
+
 // ImportIDs are the provider's import ID templates.
 func (p *Provider) ImportIDs() *imports.IDs { return p.importIDs }
 

@@ -50,6 +50,7 @@ type KindManifest struct {
 	Resources          []string          `json:"resources,omitempty"`
 	ProtectedResources []string          `json:"protectedResources,omitempty"`
 	ImportIDs          map[string]string `json:"importIDs,omitempty"`
+	ImportIDForms      map[string]string `json:"importIDForms,omitempty"`
 	// Status maps terraform outputs into the kind's status.
 	Status KindStatusMapping `json:"status,omitempty"`
 	// EtcdBackupSecret (backupentry only) are the keys the Secret etcd-backup in the
@@ -120,6 +121,7 @@ type KindProvider struct {
 	schema    *jsonschema.Schema
 	templates map[string]string
 	importIDs *imports.IDs
+	idForms   *imports.Forms
 	provider  *Provider
 	// helpers are the provider's named templates and the kind directory's own.
 	helpers string
@@ -166,6 +168,9 @@ func (k *KindProvider) Types() []string {
 	}
 	return []string{k.Type}
 }
+
+// ImportIDForms read the kind's import IDs back into their canonical form.
+func (k *KindProvider) ImportIDForms() *imports.Forms { return k.idForms }
 
 // ImportIDs are the kind's import ID templates.
 func (k *KindProvider) ImportIDs() *imports.IDs { return k.importIDs }
@@ -236,6 +241,9 @@ func loadKind(fsys fs.FS, dir string, kind Kind, p *Provider, m KindManifest) (*
 		return nil, err
 	}
 	if k.importIDs, err = checkImportIDs(Manifest{Resources: m.Resources, ImportIDs: m.ImportIDs}, k.templates); err != nil {
+		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
+	}
+	if k.idForms, err = imports.ParseForms(m.ImportIDForms, k.importIDs); err != nil {
 		return nil, fmt.Errorf("%s: kinds.%s.%w", manifestFile, kind, err)
 	}
 	return k, nil

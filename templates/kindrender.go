@@ -77,6 +77,9 @@ func kindObject(kind Kind, obj runtime.Object) (map[string]any, *extensionsv1alp
 	if meta == nil {
 		return nil, nil, fmt.Errorf("a %s renders from its own object, not a %T", kind, obj)
 	}
+	if o, ok := obj.(metav1.Object); ok {
+		meta["uid"] = string(o.GetUID())
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +92,7 @@ func kindObject(kind Kind, obj runtime.Object) (map[string]any, *extensionsv1alp
 }
 
 // Render validates a kind's object and renders the kind's terraform files and tfvars.
-// Templates see .object (metadata.name and namespace, spec, and status.zone of a
+// Templates see .object (metadata.name, namespace and uid, spec, and status.zone of a
 // DNSRecord that has one), .kind, .cluster, .credentials and .workloadIdentity.
 func (k *KindProvider) Render(in KindInput) (*Rendered, error) {
 	data, credentials, err := k.data(in)

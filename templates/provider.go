@@ -48,6 +48,14 @@ type Manifest struct {
 	// cannot be imported. Every managed resource type needs one, so that a resource whose
 	// state is lost is found again by its ID.
 	ImportIDs map[string]string `json:"importIDs,omitempty"`
+	// ImportIDForms read an import ID back, per resource type: a regular expression over
+	// the whole ID with a named group per attribute its importIDs template names. An ID an
+	// operator adopts is compared with the IDs every object holds in the canonical form
+	// the template renders from the groups (imports.Forms).
+	ImportIDForms map[string]string `json:"importIDForms,omitempty"`
+	// OwnedNamespaces says that the provider's objects, of every kind, each create a
+	// namespace in the cluster of their credentials that is theirs alone.
+	OwnedNamespaces *OwnedNamespaces `json:"ownedNamespaces,omitempty"`
 	// Status maps terraform outputs into the Infrastructure status.
 	Status StatusMapping `json:"status"`
 	// Account says that the provider's runs share a cloud account's API rate: the runs of
@@ -183,6 +191,7 @@ type Provider struct {
 	mutations    *mutations.Set
 	throttling   []*regexp.Regexp
 	importIDs    *imports.IDs
+	idForms      *imports.Forms
 	kinds        map[Kind]*KindProvider
 	// helpers are the named templates of the provider's _*.tpl files.
 	helpers string
@@ -254,6 +263,9 @@ func loadProvider(fsys fs.FS, dir, source string) (*Provider, error) {
 		return nil, err
 	}
 	if p.importIDs, err = checkImportIDs(p.Manifest, p.templates); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestFile, err)
+	}
+	if p.idForms, err = imports.ParseForms(p.Manifest.ImportIDForms, p.importIDs); err != nil {
 		return nil, fmt.Errorf("%s: %w", manifestFile, err)
 	}
 	if p.kinds, err = loadKinds(fsys, dir, p, p.Manifest.Kinds); err != nil {

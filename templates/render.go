@@ -197,6 +197,7 @@ func (p *Provider) decode(in Input) (*input, error) {
 			"type":           infra.Spec.Type,
 			"region":         infra.Spec.Region,
 			"sshPublicKey":   string(infra.Spec.SSHPublicKey),
+			"uid":            string(infra.UID),
 			"providerConfig": config,
 		},
 		providerConfig: config,

@@ -81,6 +81,10 @@ type Actuator struct {
 	// --state-history): a state kept in the other kind of object is moved into
 	// State.Storage before the Infrastructure's next run, or when it is found up to date.
 	State state.Options
+
+	// kinds are the kinds served besides the Infrastructure (SetupKinds), whose indexes an
+	// adoption must not take from.
+	kinds []*kindSpec
 }
 
 // Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.

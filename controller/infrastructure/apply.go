@@ -108,10 +108,13 @@ func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
 	if s.env, err = s.provider.Credentials(s.secret); err != nil {
 		return err
 	}
-	if s.adoptions, err = op.adoptions(); err != nil {
+	if s.adoptions, err = op.adoptions(s.provider); err != nil {
 		return err
 	}
 	if err := op.adoptsNoOthers(ctx, s.adoptions); err != nil {
+		return err
+	}
+	if err := op.checkOwnedNamespace(ctx, s); err != nil {
 		return err
 	}
 	// The run indexes every state it saves with the provider's import IDs.
@@ -123,11 +126,19 @@ func (op *operation) render(ctx context.Context, s *applyScope) (err error) {
 	return nil
 }
 
-// adoptions are the imports the Infrastructure's annotation asks for, checked.
-func (op *operation) adoptions() (map[string]string, error) {
+// adoptions are the imports the Infrastructure's annotation asks for, checked, each ID
+// in the canonical form the provider's index holds it in.
+func (op *operation) adoptions(provider served) (map[string]string, error) {
 	imports, err := importAnnotation(op.obj)
 	if err != nil {
 		return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%w", err)
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
+	for _, address := range slices.Sorted(maps.Keys(imports)) {
+		typ, _, _ := strings.Cut(address, ".")
+		if imports[address], err = provider.ImportIDForms().Canonical(typ, imports[address]); err != nil {
+			return nil, extension.InvalidInput(ReasonInvalidConfiguration, "%s: %s: %w", field, address, err)
+		}
 	}
 	return imports, nil
 }
@@ -155,21 +166,55 @@ func importAnnotation(obj client.Object) (map[string]string, error) {
 	return imports, nil
 }
 
-// adoptsNoOthers refuses an adoption of an ID that the index of another object of the
-// kind holds: adopting it would make one resource two objects', and the adopting apply
-// could change or replace what the other one's shoot runs on. The indexes asked are those
-// this controller wrote into each object's status, never one a run wrote.
+// adoptsNoOthers refuses an adoption of an ID that the index of another object of any
+// kind served holds: adopting it would make one resource two objects', and the adopting
+// apply could change, replace or destroy what the other one holds (a shoot's network, its
+// etcd backups). IDs compare in their canonical form (adoptions), the one indexes hold.
+// The indexes asked are those this controller wrote into each object's status, never one
+// a run wrote.
 func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]string) error {
 	if len(adoptions) == 0 {
 		return nil
 	}
-	// From the API server: the cache keeps no indexes (CachedInfrastructures).
-	list := op.kind.newList()
-	if err := op.actuator.APIReader.List(ctx, list); err != nil {
-		return fmt.Errorf("listing the %ss whose indexes an adoption must not take from: %w", op.kind.name, err)
-	}
-	type holder struct{ object, address string }
 	held := map[string]holder{}
+	for _, kind := range op.adoptionKinds() {
+		if err := op.heldBy(ctx, kind, held); err != nil {
+			return err
+		}
+	}
+	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
+	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
+		if h, ok := held[adoptions[address]]; ok {
+			return extension.InvalidInput(ReasonInvalidConfiguration,
+				"%s: %s: the ID %q is %s %s's (its %s): an adoption never takes what another object's state holds",
+				field, address, adoptions[address], h.kind, h.object, h.address)
+		}
+	}
+	return nil
+}
+
+// holder is the object whose index holds an ID, and its address there.
+type holder struct{ kind, object, address string }
+
+// adoptionKinds are the Infrastructure and the kinds served besides it.
+func (op *operation) adoptionKinds() []*kindSpec {
+	kinds := []*kindSpec{infrastructureKind}
+	for _, k := range op.actuator.kinds {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// heldBy adds to held the IDs the indexes of the objects of kind hold, the operation's
+// own object's aside.
+func (op *operation) heldBy(ctx context.Context, kind *kindSpec, held map[string]holder) error {
+	// From the API server: the cache keeps no indexes (CachedInfrastructures).
+	list := kind.newList()
+	if err := op.actuator.APIReader.List(ctx, list); err != nil {
+		return fmt.Errorf("listing the %ss whose indexes an adoption must not take from: %w", kind.name, err)
+	}
 	for _, other := range listItems(list) {
 		if other.GetUID() == op.obj.GetUID() {
 			continue
@@ -178,16 +223,9 @@ func (op *operation) adoptsNoOthers(ctx context.Context, adoptions map[string]st
 		if err != nil || index == nil {
 			continue
 		}
+		object := strings.TrimPrefix(client.ObjectKeyFromObject(other).String(), "/")
 		for address, id := range index.IDs {
-			held[id] = holder{object: client.ObjectKeyFromObject(other).String(), address: address}
-		}
-	}
-	field := fmt.Sprintf("metadata.annotations[%s]", AnnotationImport)
-	for _, address := range slices.Sorted(maps.Keys(adoptions)) {
-		if h, ok := held[adoptions[address]]; ok {
-			return extension.InvalidInput(ReasonInvalidConfiguration,
-				"%s: %s: the ID %q is %s %s's (its %s): an adoption never takes what another %s's state holds",
-				field, address, adoptions[address], op.kind.name, strings.TrimPrefix(h.object, "/"), h.address, op.kind.name)
+			held[id] = holder{kind: kind.name, object: object, address: address}
 		}
 	}
 	return nil

@@ -107,6 +107,8 @@ type served interface {
 	CredentialFiles(secret *corev1.Secret) map[string]string
 	OperatorOnlyCredentials(secret *corev1.Secret) []string
 	ImportIDs() *imports.IDs
+	ImportIDForms() *imports.Forms
+	OwnedNamespaces() *templates.OwnedNamespaces
 	ImportIDsFile() string
 	protectedResources() []string
 	// statusOutputs are the outputs the status reads, which may not be sensitive.
@@ -136,9 +138,9 @@ func (p servedInfrastructure) protectedResources() []string { return p.Manifest.
 func (p servedInfrastructure) statusOutputs() []string      { return p.Manifest.Status.Outputs() }
 func (p servedInfrastructure) fleet() *templates.Provider   { return p.Provider }
 
-func (p servedInfrastructure) check(ctx context.Context, op *operation) error {
-	return op.checkLocalNamespace(ctx)
-}
+// check has nothing to refuse before the apply: a local namespace that another object
+// owns is refused by the cluster itself (see "local.owner" in templates/local).
+func (p servedInfrastructure) check(context.Context, *operation) error { return nil }
 
 func (p servedInfrastructure) report(outputs map[string]any) (report, error) {
 	status, err := p.Status(outputs)

@@ -87,6 +87,7 @@ func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []temp
 			return nil, fmt.Errorf("serving %s: %w", k.kind, err)
 		}
 		served = append(served, string(k.kind))
+		a.kinds = append(a.kinds, kindsByPurpose[run.Purpose(k.kind)])
 	}
 	return served, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 )
 
@@ -65,11 +66,18 @@ func (op *operation) reportKindStatus(ctx context.Context, status *templates.Kin
 }
 
 // writeGeneratedSecret creates or updates a BackupBucket's generated Secret; the
-// BackupBucket owns it, and its deletion deletes it.
+// BackupBucket owns it by a controller reference with its UID, and its deletion deletes it.
+// A cluster-scoped owner of a namespaced Secret is one the garbage collector follows, so
+// the reference needs no label beside it. A Secret of the name that the bucket does not
+// own is someone else's: it is neither taken over nor written.
 func (op *operation) writeGeneratedSecret(ctx context.Context, bucket *extensionsv1alpha1.BackupBucket, data map[string][]byte) (client.ObjectKey, error) {
 	key := generatedSecretKey(bucket)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	_, err := controllerutil.CreateOrPatch(ctx, op.actuator.Client, secret, func() error {
+		if secret.ResourceVersion != "" && !metav1.IsControlledBy(secret, bucket) {
+			return extension.InvalidInput(ReasonInvalidConfiguration, "metadata.annotations[%s]: the Secret %s exists and BackupBucket %s does not own it: choose another namespace or remove the Secret",
+				AnnotationGeneratedSecretNamespace, key, bucket.Name)
+		}
 		if secret.Labels == nil {
 			secret.Labels = map[string]string{}
 		}
@@ -94,9 +102,21 @@ func (op *operation) deleteGeneratedSecret(ctx context.Context) error {
 	if ref := bucket.Status.GeneratedSecretRef; ref != nil {
 		key = client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if err := op.actuator.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the generated Secret %s: %w", key, err)
+	secret := &corev1.Secret{}
+	if err := op.actuator.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			bucket.Status.GeneratedSecretRef = nil
+			return nil
+		}
+		return fmt.Errorf("reading the generated Secret %s: %w", key, err)
+	}
+	// Only the Secret the bucket owns goes: the status may name any Secret.
+	if metav1.IsControlledBy(secret, bucket) {
+		uid := secret.UID
+		err := op.actuator.Client.Delete(ctx, secret, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the generated Secret %s: %w", key, err)
+		}
 	}
 	bucket.Status.GeneratedSecretRef = nil
 	return nil

@@ -2,15 +2,12 @@ package infrastructure_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -72,43 +69,4 @@ func TestOperatorOnlyCredentialsAreRefusedUnlessTheOperatorAllowsThem(t *testing
 	startControllerWith(t, s.namespace, workDir(t), env.Config, 2, func(a *controllerSetup) { a.AllowOperatorOnlyCredentials = true })
 	annotate(g, s, extension.OperationReconcile)
 	s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
-}
-
-// The local provider creates the namespace providerConfig.namespace names: one another
-// Infrastructure already owns is refused, or terraform would take over, change and on
-// deletion destroy that Infrastructure's objects.
-func TestLocalNamespaceOfAnotherInfrastructureIsRefused(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	first := createdShoot(t, "10.250.0.0/19")
-	owned := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: first.targetNamespace()}, owned)).To(Succeed())
-
-	// Creation times count whole seconds, and within one second the UID decides which
-	// Infrastructure came first: the second one is created in a later second.
-	createdAt := first.get(g).CreationTimestamp.Time
-	time.Sleep(time.Until(createdAt.Add(time.Second)))
-	second := newShoot(t, "10.250.0.0/19")
-	var config map[string]any
-	g.Expect(json.Unmarshal(second.infra.Spec.ProviderConfig.Raw, &config)).To(Succeed())
-	config["namespace"] = first.targetNamespace()
-	raw, err := json.Marshal(config)
-	g.Expect(err).NotTo(HaveOccurred())
-	second.infra.Spec.ProviderConfig = &runtime.RawExtension{Raw: raw}
-	second.createSecret(t, adminKubeconfig(t))
-	startController(t, second.namespace, workDir(t))
-	g.Expect(env.Client.Create(ctx, second.infra)).To(Succeed())
-
-	infra := second.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateFailed)
-	g.Expect(infra.Status.LastError.Description).To(ContainSubstring(
-		`providerConfig.namespace: "` + first.targetNamespace() + `" is the namespace of Infrastructure ` + first.namespace + `/` + first.infra.Name))
-	g.Expect(infra.Status.LastError.Codes).To(ConsistOf(extensionsv1alpha1.ErrorConfigurationProblem))
-	after := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: first.targetNamespace()}, after)).To(Succeed())
-	g.Expect(after.Labels).To(Equal(owned.Labels), "the first Infrastructure's namespace is untouched")
-	g.Expect(after.ResourceVersion).To(Equal(owned.ResourceVersion))
-
-	// The first one goes on reconciling its namespace.
-	annotate(g, first, extension.OperationReconcile)
-	first.waitHandled(t, extensionsv1alpha1.LastOperationTypeReconcile)
 }

@@ -28,7 +28,7 @@ locals {
   user       = one([for u in local.kubeconfig.users : u.user if u.name == local.context.user])
 
 {{ end -}}
-  namespace = {{ tfvar "namespace" $namespace }}
+  namespace = {{ tfvar "owned_namespace" $namespace }}
   labels = {
     "app.kubernetes.io/managed-by"      = "terraseed"
     "infrastructure.terraseed.io/name"  = {{ tfvar "infrastructure_name" .infrastructure.name }}
@@ -52,11 +52,18 @@ provider "kubectl" {
   token                  = try(local.user.token, null)
 }
 {{ end }}
+# The namespace is this object's alone: its label terraseed.io/owner-uid names the UID of
+# the object, its annotation terraseed.io/owner the object's kind and key; the controller
+# refuses another object that names it (owned_namespace).
 resource "kubectl_manifest" "namespace" {
   yaml_body = yamlencode({
     apiVersion = "v1"
     kind       = "Namespace"
-    metadata   = { name = local.namespace, labels = local.labels }
+    metadata = {
+      name        = local.namespace
+      labels      = merge(local.labels, { "terraseed.io/owner-uid" = {{ tfvar "owner_uid" .infrastructure.uid }} })
+      annotations = { "terraseed.io/owner" = {{ tfvar "owner" (printf "Infrastructure %s/%s" .infrastructure.namespace .infrastructure.name) }} }
+    }
   })
 }
 

@@ -9,7 +9,8 @@ them. */ -}}
 {{ template "local.terraform" . }}
 locals {
   # The bucket's name and the prefix, digested: at most 48 characters, a namespace's name.
-  backups = "backups-{{ printf "%s/%s" .object.spec.bucketName $prefix | sha256sum | trunc 40 }}"
+  # A source entry owns the namespace of its prefix not: it only names it.
+  backups = {{ tfvar (ternary "backups" "owned_namespace" (hasPrefix "source-" .object.metadata.name)) (printf "backups-%s" (printf "%s/%s" .object.spec.bucketName $prefix | sha256sum | trunc 40)) }}
 }
 
 resource "kubectl_manifest" "entry" {
@@ -30,6 +31,9 @@ resource "kubectl_manifest" "entry" {
 }
 {{- if not (hasPrefix "source-" .object.metadata.name) }}
 
+# The namespace is this object's alone: its label terraseed.io/owner-uid names the UID of
+# the object, its annotation terraseed.io/owner the object's kind and key; the controller
+# refuses another object that names it (owned_namespace).
 resource "kubectl_manifest" "backups" {
   yaml_body = yamlencode({
     apiVersion = "v1"
@@ -40,7 +44,9 @@ resource "kubectl_manifest" "backups" {
         "app.kubernetes.io/managed-by" = "terraseed"
         "backup.terraseed.io/bucket"   = "{{ template "local.bucketNamespace" .object.spec.bucketName }}"
         "backup.terraseed.io/region"   = {{ tfvar "region" .object.spec.region }}
+        "terraseed.io/owner-uid"       = {{ tfvar "owner_uid" .object.metadata.uid }}
       }
+      annotations = { "terraseed.io/owner" = {{ tfvar "owner" (printf "BackupEntry %s" .object.metadata.name) }} }
     }
   })
 }

@@ -4,18 +4,25 @@ and NetworkPolicies that let SSH in from the ingress blocks only. */ -}}
 {{- $config := dig "providerConfig" dict $spec -}}
 {{ template "local.terraform" . }}
 locals {
-  namespace = "bastion-{{ printf "%s/%s" .object.metadata.namespace .object.metadata.name | sha256sum | trunc 40 }}"
+  namespace = {{ tfvar "owned_namespace" (printf "bastion-%s" (printf "%s/%s" .object.metadata.namespace .object.metadata.name | sha256sum | trunc 40)) }}
   labels = {
     "app.kubernetes.io/managed-by" = "terraseed"
     "app.kubernetes.io/name"       = "bastion"
   }
 }
 
+# The namespace is this object's alone: its label terraseed.io/owner-uid names the UID of
+# the object, its annotation terraseed.io/owner the object's kind and key; the controller
+# refuses another object that names it (owned_namespace).
 resource "kubectl_manifest" "namespace" {
   yaml_body = yamlencode({
     apiVersion = "v1"
     kind       = "Namespace"
-    metadata   = { name = local.namespace, labels = local.labels }
+    metadata = {
+      name        = local.namespace
+      labels      = merge(local.labels, { "terraseed.io/owner-uid" = {{ tfvar "owner_uid" .object.metadata.uid }} })
+      annotations = { "terraseed.io/owner" = {{ tfvar "owner" (printf "Bastion %s/%s" .object.metadata.namespace .object.metadata.name) }} }
+    }
   })
 }
 

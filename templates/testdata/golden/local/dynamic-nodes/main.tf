@@ -15,7 +15,7 @@ locals {
   cluster    = one([for c in local.kubeconfig.clusters : c.cluster if c.name == local.context.cluster])
   user       = one([for u in local.kubeconfig.users : u.user if u.name == local.context.user])
 
-  namespace = var.namespace
+  namespace = var.owned_namespace
   labels = {
     "app.kubernetes.io/managed-by"      = "terraseed"
     "infrastructure.terraseed.io/name"  = var.infrastructure_name
@@ -32,11 +32,18 @@ provider "kubectl" {
   token                  = try(local.user.token, null)
 }
 
+# The namespace is this object's alone: its label terraseed.io/owner-uid names the UID of
+# the object, its annotation terraseed.io/owner the object's kind and key; the controller
+# refuses another object that names it (owned_namespace).
 resource "kubectl_manifest" "namespace" {
   yaml_body = yamlencode({
     apiVersion = "v1"
     kind       = "Namespace"
-    metadata   = { name = local.namespace, labels = local.labels }
+    metadata = {
+      name        = local.namespace
+      labels      = merge(local.labels, { "terraseed.io/owner-uid" = var.owner_uid })
+      annotations = { "terraseed.io/owner" = var.owner }
+    }
   })
 }
 

@@ -4,11 +4,19 @@ variable "infrastructure_name" {
   type = string
 }
 
-variable "namespace" {
+variable "network_cidr" {
   type = string
 }
 
-variable "network_cidr" {
+variable "owned_namespace" {
+  type = string
+}
+
+variable "owner" {
+  type = string
+}
+
+variable "owner_uid" {
   type = string
 }
 

@@ -12,7 +12,7 @@ terraform {
 # run keeps as fresh as the Secret) by each terraform command; the server and its CA come
 # from the identity's config.
 locals {
-  namespace = var.namespace
+  namespace = var.owned_namespace
   labels = {
     "app.kubernetes.io/managed-by"      = "terraseed"
     "infrastructure.terraseed.io/name"  = var.infrastructure_name
@@ -27,11 +27,18 @@ provider "kubectl" {
   token                  = sensitive(trimspace(file(var.token_file)))
 }
 
+# The namespace is this object's alone: its label terraseed.io/owner-uid names the UID of
+# the object, its annotation terraseed.io/owner the object's kind and key; the controller
+# refuses another object that names it (owned_namespace).
 resource "kubectl_manifest" "namespace" {
   yaml_body = yamlencode({
     apiVersion = "v1"
     kind       = "Namespace"
-    metadata   = { name = local.namespace, labels = local.labels }
+    metadata = {
+      name        = local.namespace
+      labels      = merge(local.labels, { "terraseed.io/owner-uid" = var.owner_uid })
+      annotations = { "terraseed.io/owner" = var.owner }
+    }
   })
 }
 
