@@ -12,11 +12,11 @@ import (
 	"github.com/terraseed/terraseed/controller/infrastructure"
 )
 
-func newLocalBucket(name, garden string) *extensionsv1alpha1.BackupBucket {
+func newGeneratingBucket(name, garden string) *extensionsv1alpha1.BackupBucket {
 	return &extensionsv1alpha1.BackupBucket{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{infrastructure.AnnotationGeneratedSecretNamespace: garden}},
 		Spec: extensionsv1alpha1.BackupBucketSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local",
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "generating"}, Region: "region-1",
 			SecretRef: corev1.SecretReference{Name: "backup", Namespace: garden},
 		},
 	}
@@ -30,13 +30,13 @@ func TestABackupBucketDeletesAndWritesOnlyTheGeneratedSecretItOwns(t *testing.T)
 	ctx := context.Background()
 	controllerNS := env.Namespace(t)
 	garden := env.Namespace(t)
-	kubeconfigSecret(t, garden, "backup")
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: garden, Name: "backup"}, Data: map[string][]byte{"token": []byte("the-bucket-owners-token")}})).To(Succeed())
 	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
 
 	// Someone else's Secret where the second bucket's generated Secret would go.
 	taken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: garden, Name: "generated-bucket-" + controllerNS + "-2"}, Data: map[string][]byte{"key": []byte("theirs")}}
 	g.Expect(env.Client.Create(ctx, taken)).To(Succeed())
-	second := newLocalBucket(controllerNS+"-2", garden)
+	second := newGeneratingBucket(controllerNS+"-2", garden)
 	g.Expect(env.Client.Create(ctx, second)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), second) })
 	waitForKind(t, second, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateFailed)
@@ -45,7 +45,7 @@ func TestABackupBucketDeletesAndWritesOnlyTheGeneratedSecretItOwns(t *testing.T)
 	g.Expect(taken.OwnerReferences).To(BeEmpty(), "the Secret was not taken over")
 	g.Expect(taken.Data).To(Equal(map[string][]byte{"key": []byte("theirs")}))
 
-	bucket := newLocalBucket(controllerNS, garden)
+	bucket := newGeneratingBucket(controllerNS, garden)
 	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucket) })
 	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
