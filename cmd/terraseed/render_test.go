@@ -106,7 +106,7 @@ spec: {type: local, userData: IyEvYmluL3NoCg==, ingress: [{ipBlock: {cidr: 0.0.0
 kind: BackupBucket
 metadata: {name: seed-uid}
 spec: {type: local, region: local, secretRef: {name: backup, namespace: garden}}
-`, []string{`name = "bucket-seed-uid"`, "from secret garden/backup"}},
+`, []string{`"owned_namespace": "bucket-seed-uid"`, "from secret garden/backup"}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			g := NewWithT(t)
