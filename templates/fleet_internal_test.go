@@ -17,7 +17,7 @@ func TestDNSAccountBudgetKeysNeedTheProcesssKey(t *testing.T) {
 	g.Expect(drawn).NotTo(Equal(make([]byte, 32)))
 	g.Expect(budgetKey()).To(Equal(drawn), "one key for the process's life")
 
-	p := &Provider{Manifest: Manifest{Type: "aws", Account: &Account{}}}
+	p := &Provider{Manifest: Manifest{Type: "aws", Account: &accountManifest{}}}
 	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
 	withDrawn := p.AccountKey(env, nil)
 	saved := budgetKey
@@ -30,7 +30,7 @@ func TestDNSAccountBudgetKeysNeedTheProcesssKey(t *testing.T) {
 
 // BenchmarkDNSAccountKey is the cost of a run's budget key, paid once per run request.
 func BenchmarkDNSAccountKey(b *testing.B) {
-	p := &Provider{Manifest: Manifest{Type: "aws", Account: &Account{}}}
+	p := &Provider{Manifest: Manifest{Type: "aws", Account: &accountManifest{}}}
 	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "TF_VAR_endpoint": ""}
 	for b.Loop() {
 		p.AccountKey(env, nil)

@@ -61,7 +61,7 @@ type Manifest struct {
 	// Account says that the provider's runs share a cloud account's API rate: the runs of
 	// one set of credentials have one run budget, whatever project, kind or region they
 	// serve (AccountKey); none: the runs have no budget but the seed's.
-	Account *Account `json:"account,omitempty"`
+	Account *accountManifest `json:"account,omitempty"`
 	// Throttling are regular expressions of the provider's error texts that say the cloud
 	// throttled its calls, besides the ones every provider shares.
 	Throttling []string `json:"throttling,omitempty"`
@@ -73,9 +73,9 @@ type Manifest struct {
 	Kinds map[Kind]KindManifest `json:"kinds,omitempty"`
 }
 
-// Account gives the provider's runs budgets (`account: {}`): the budget key is a keyed
+// accountManifest gives the provider's runs budgets (`account: {}`): the budget key is a keyed
 // digest of the whole credentials, every key the provider declares (see AccountKey).
-type Account struct {
+type accountManifest struct {
 	// Credentials named the keys that identified the account; a provider.yaml written
 	// before budgets were keyed by the whole credentials may still name them, each a
 	// declared key, but they key nothing: one key alone (an access key ID, which others

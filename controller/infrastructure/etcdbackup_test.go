@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -306,6 +307,8 @@ func TestAGeneratedSecretNoLongerDeclaredIsRemovedSoEntriesGetTheBucketsCredenti
 
 	earlier := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.garden, Name: "generated-bucket-" + bucket.Name},
 		Data: map[string][]byte{"bucketName": []byte("bucket-" + bucket.Name), "region": []byte("local")}}
+	// The earlier version wrote it controlled by the bucket, as a bucket's own Secret.
+	g.Expect(controllerutil.SetControllerReference(bucket, earlier, env.Client.Scheme())).To(Succeed())
 	g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
 	bucket.Status.GeneratedSecretRef = &corev1.SecretReference{Namespace: earlier.Namespace, Name: earlier.Name}
 	g.Expect(env.Client.Status().Update(ctx, bucket)).To(Succeed())
