@@ -2,10 +2,13 @@ package terraformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -24,10 +27,17 @@ import (
 // A run pod's terraformer, given its requested token in its environment as the pod
 // executor gives it, leaves it in no process's environment while terraform runs: not in
 // its own /proc/<pid>/environ, which os.Unsetenv does not change, nor in those of
-// terraform, the provider plugin and the provisioner's shell below it. The run still
-// reaches the API server with it and succeeds.
-func TestARunPodsTokenIsInNoProcessEnvironment(t *testing.T) {
+// terraform, the provider plugin and the provisioner's shell below it. Nor can they,
+// of the same user and with no capabilities, as in a run pod, read the terraformer's
+// environment or memory, which holds the token for the run's API requests; what they
+// started themselves they can. The run still reaches the API server with the token.
+func TestARunPodsTokenIsInNoProcessEnvironmentAndTerraformCannotReadTheTerraformersMemory(t *testing.T) {
 	g := NewWithT(t)
+	// A run pod's container: all capabilities dropped, no privilege escalation.
+	runPodUser := []string{"setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"}
+	if _, err := exec.LookPath(runPodUser[0]); err != nil {
+		t.Skip("needs setpriv (util-linux) to drop capabilities: ", err)
+	}
 	f := newFixture(t, 3)
 	gate := f.NewGate(1)
 	f.WriteChainConfig(3, gate)
@@ -36,7 +46,7 @@ func TestARunPodsTokenIsInNoProcessEnvironment(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	host, port, err := net.SplitHostPort(apiServer.Host)
 	g.Expect(err).NotTo(HaveOccurred())
-	cmd, _ := f.startTerraformerWith(run.Apply, nil, []string{
+	cmd, _ := f.startTerraformerWith(runPodUser, run.Apply, nil, []string{
 		"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port,
 		EnvAPIToken + "=" + token, EnvAPICA + "=" + string(env.Config.CAData),
 		EnvAPIStartBy + "=" + time.Now().Add(time.Minute).UTC().Format(time.RFC3339),
@@ -44,16 +54,30 @@ func TestARunPodsTokenIsInNoProcessEnvironment(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	gate.WaitUntilReached()
 
-	processes := tftest.Descendants(cmd.Process.Pid)
+	terraformer := cmd.Process.Pid
 	var commands []string
-	for _, pid := range processes {
+	for _, pid := range tftest.Descendants(terraformer) {
+		// Read by this process, which may read every process's.
 		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if errors.Is(err, fs.ErrNotExist) && pid != terraformer {
+			continue // a sleep of the gate's shell, ended
+		}
 		g.Expect(err).NotTo(HaveOccurred())
 		command := tftest.Command(pid)
 		commands = append(commands, command)
 		g.Expect(string(environ)).NotTo(ContainSubstring(token[len(token)-32:]), "the environment of %d (%s)", pid, command)
 		g.Expect(string(environ)).NotTo(ContainSubstring(EnvAPIToken), "the environment of %d (%s)", pid, command)
 		g.Expect(string(environ)).To(ContainSubstring("TF_VAR_kubeconfig="), "what it was given besides, in %d (%s)", pid, command)
+		// Read as terraform and its plugins could.
+		for _, file := range []string{"environ", "mem"} {
+			out, err := exec.Command(runPodUser[0], append(runPodUser[1:], "head", "-c", "1", fmt.Sprintf("/proc/%d/%s", pid, file))...).CombinedOutput()
+			if pid == terraformer {
+				g.Expect(err).To(HaveOccurred(), "%s of the terraformer read by a process of its user", file)
+				g.Expect(string(out)).To(ContainSubstring("Permission denied"))
+			} else if file == "environ" && command != "sleep" {
+				g.Expect(err).NotTo(HaveOccurred(), "%s of %d (%s) read by a process of its user: %s", file, pid, command, out)
+			}
+		}
 	}
 	g.Expect(commands).To(ContainElements("terraformer", "terraform", HavePrefix("terraform-provi"), "sh"), "a provider plugin, its comm cut to 15 characters")
 

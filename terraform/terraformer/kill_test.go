@@ -28,12 +28,13 @@ func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 	dir := filepath.Dir(f.workDir)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	NewWithT(f.T).Expect(tftest.WriteKubeconfig(env.Config, kubeconfig)).To(Succeed())
-	return f.startTerraformerWith(command, []string{"--kubeconfig", kubeconfig}, nil)
+	return f.startTerraformerWith(nil, command, []string{"--kubeconfig", kubeconfig}, nil)
 }
 
 // startTerraformerWith starts the terraformer as startTerraformer does, reaching the API
-// server as args and the variables apiEnv (added to its environment) say.
-func (f *fixture) startTerraformerWith(command run.Command, args, apiEnv []string) (*exec.Cmd, string) {
+// server as args and the variables apiEnv (added to its environment) say, through the
+// command prefix when one is given (which must exec the terraformer in its own process).
+func (f *fixture) startTerraformerWith(prefix []string, command run.Command, args, apiEnv []string) (*exec.Cmd, string) {
 	f.T.Helper()
 	g := NewWithT(f.T)
 	message := filepath.Join(filepath.Dir(f.workDir), "termination-message")
@@ -47,7 +48,12 @@ func (f *fixture) startTerraformerWith(command run.Command, args, apiEnv []strin
 		"--termination-message-path", message,
 		"--report-file", f.reportFile,
 	)
-	cmd := exec.Command(testenv.TerraformerBinary(f.T), args...)
+	name := testenv.TerraformerBinary(f.T)
+	if len(prefix) > 0 {
+		args = append(append(slices.Clone(prefix[1:]), name), args...)
+		name = prefix[0]
+	}
+	cmd := exec.Command(name, args...)
 	cmd.Env = append(f.env(), apiEnv...)
 	cmd.Stdout, cmd.Stderr = f.Output, f.Output
 	g.Expect(cmd.Start()).To(Succeed())
