@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -23,17 +24,25 @@ const (
 var ErrStartedTooLate = fmt.Errorf("the run pod started too late for its API token (%s)", EnvAPIStartBy)
 
 // requestedTokenConfig is the API access of a run pod whose executor requested its token,
-// or nil when it did not; the variables are removed from the process's environment, so
-// that terraform and its providers do not inherit them.
+// or nil when it did not. The variables are removed from the process's environment, so
+// that terraform and its providers do not inherit them, and erased from the block the
+// process was started with, so that they cannot read them in /proc/<pid>/environ of the
+// terraformer either; nor its memory, which is made unreadable to them (eraseFromEnviron).
+// A token that cannot be erased runs nothing.
 func requestedTokenConfig(now time.Time) (*rest.Config, error) {
-	token, ca, startBy := os.Getenv(EnvAPIToken), os.Getenv(EnvAPICA), os.Getenv(EnvAPIStartBy)
-	for _, name := range []string{EnvAPIToken, EnvAPICA, EnvAPIStartBy} {
+	// Copied: the values point into the block that is erased.
+	token, ca, startBy := strings.Clone(os.Getenv(EnvAPIToken)), strings.Clone(os.Getenv(EnvAPICA)), strings.Clone(os.Getenv(EnvAPIStartBy))
+	names := []string{EnvAPIToken, EnvAPICA, EnvAPIStartBy}
+	for _, name := range names {
 		if err := os.Unsetenv(name); err != nil {
 			return nil, err
 		}
 	}
 	if token == "" {
 		return nil, nil
+	}
+	if err := eraseFromEnviron(names...); err != nil {
+		return nil, fmt.Errorf("%s: erasing it from the process's environment: %w", EnvAPIToken, err)
 	}
 	deadline, err := time.Parse(time.RFC3339, startBy)
 	if err != nil {

@@ -25,21 +25,36 @@ import (
 // without waiting for it. It returns the process and the path of its termination message.
 func (f *fixture) startTerraformer(command run.Command) (*exec.Cmd, string) {
 	f.T.Helper()
-	g := NewWithT(f.T)
 	dir := filepath.Dir(f.workDir)
-	kubeconfig, message := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "termination-message")
-	g.Expect(tftest.WriteKubeconfig(env.Config, kubeconfig)).To(Succeed())
-	args := []string{string(command),
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	NewWithT(f.T).Expect(tftest.WriteKubeconfig(env.Config, kubeconfig)).To(Succeed())
+	return f.startTerraformerWith(nil, command, []string{"--kubeconfig", kubeconfig}, nil)
+}
+
+// startTerraformerWith starts the terraformer as startTerraformer does, reaching the API
+// server as args and the variables apiEnv (added to its environment) say, through the
+// command prefix when one is given (which must exec the terraformer in its own process).
+func (f *fixture) startTerraformerWith(prefix []string, command run.Command, args, apiEnv []string) (*exec.Cmd, string) {
+	f.T.Helper()
+	g := NewWithT(f.T)
+	message := filepath.Join(filepath.Dir(f.workDir), "termination-message")
+	args = append([]string{string(command),
 		"--namespace", f.Objects.ID.Namespace, "--name", f.Objects.ID.Name, "--purpose", string(f.Objects.ID.Purpose),
-		"--kubeconfig", kubeconfig,
+	}, args...)
+	args = append(args,
 		"--work-dir", f.workDir,
 		"--terraform", f.settings.Terraform,
 		"--plugin-mirror", f.settings.Plugins.Mirror,
 		"--termination-message-path", message,
 		"--report-file", f.reportFile,
+	)
+	name := testenv.TerraformerBinary(f.T)
+	if len(prefix) > 0 {
+		args = append(append(slices.Clone(prefix[1:]), name), args...)
+		name = prefix[0]
 	}
-	cmd := exec.Command(testenv.TerraformerBinary(f.T), args...)
-	cmd.Env = f.env()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(f.env(), apiEnv...)
 	cmd.Stdout, cmd.Stderr = f.Output, f.Output
 	g.Expect(cmd.Start()).To(Succeed())
 	return cmd, message
