@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	. "github.com/onsi/gomega"
+
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 const bastionAsGardenlet = "testdata/bastion-as-gardenlet"
@@ -87,31 +88,7 @@ func TestRenderBastionAsGardenlet(t *testing.T) {
 	}
 	fmtOut, err := exec.Command(terraform, "fmt", "-check", "-diff", dir).CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "terraform fmt changes the rendered files:\n%s", fmtOut)
-	validateWithAWSProvider(t, terraform, dir)
-}
-
-// validateWithAWSProvider runs terraform validate in dir with the hashicorp/aws provider
-// of the filesystem mirror TERRASEED_AWS_PROVIDER_MIRROR (the Makefile sets it where the
-// machine has one); without it the test says so and skips this step: the provider is not
-// among the pinned tools, whose sources reach no provider of that size.
-func validateWithAWSProvider(t *testing.T, terraform, dir string) {
-	t.Helper()
-	mirror := os.Getenv("TERRASEED_AWS_PROVIDER_MIRROR")
-	if mirror == "" {
-		t.Log("TERRASEED_AWS_PROVIDER_MIRROR is not set: terraform validate with the hashicorp/aws provider is skipped")
-		return
-	}
-	g := NewWithT(t)
-	config := filepath.Join(t.TempDir(), "terraform.rc")
-	g.Expect(os.WriteFile(config, fmt.Appendf(nil, "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", mirror), 0o600)).To(Succeed())
-	data := filepath.Join(t.TempDir(), "data")
-	for _, args := range [][]string{{"init", "-backend=false", "-input=false", "-no-color"}, {"validate", "-no-color"}} {
-		cmd := exec.Command(terraform, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+config, "TF_DATA_DIR="+data)
-		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "terraform %s:\n%s", args[0], out)
-	}
+	testenv.ValidateWithAWSProvider(t, terraform, dir)
 }
 
 // TestRenderBastionAsGardenletNamesTheCloudProfileField: a Cluster whose CloudProfile

@@ -36,7 +36,7 @@ func TestARunPodsTokenIsInNoProcessEnvironmentAndTerraformCannotReadTheTerraform
 	// A run pod's container: all capabilities dropped, no privilege escalation.
 	runPodUser := []string{"setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"}
 	if _, err := exec.LookPath(runPodUser[0]); err != nil {
-		t.Skip("needs setpriv (util-linux) to drop capabilities: ", err)
+		t.Skipf("setpriv (Debian's util-linux) is absent, which drops a run pod's capabilities here: %v", err)
 	}
 	f := newFixture(t, 3)
 	gate := f.NewGate(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // These tests drive a Bastion as gardenlet's bastion controller
@@ -314,28 +315,5 @@ func expectFormatted(t *testing.T, files map[string]string) {
 	}
 	fmtOut, err := exec.Command(terraform, "fmt", "-check", "-diff", dir).CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "terraform fmt changes the rendered files:\n%s", fmtOut)
-	validate(t, terraform, dir)
-}
-
-// validate runs terraform validate in dir with the hashicorp/aws provider of the
-// filesystem mirror TERRASEED_AWS_PROVIDER_MIRROR (the Makefile sets it where the machine
-// has one); without it the test says so and skips this step.
-func validate(t *testing.T, terraform, dir string) {
-	t.Helper()
-	mirror := os.Getenv("TERRASEED_AWS_PROVIDER_MIRROR")
-	if mirror == "" {
-		t.Log("TERRASEED_AWS_PROVIDER_MIRROR is not set: terraform validate with the hashicorp/aws provider is skipped")
-		return
-	}
-	g := NewWithT(t)
-	config := filepath.Join(t.TempDir(), "terraform.rc")
-	g.Expect(os.WriteFile(config, fmt.Appendf(nil, "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", mirror), 0o600)).To(Succeed())
-	data := filepath.Join(t.TempDir(), "data")
-	for _, args := range [][]string{{"init", "-backend=false", "-input=false", "-no-color"}, {"validate", "-no-color"}} {
-		cmd := exec.Command(terraform, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+config, "TF_DATA_DIR="+data)
-		out, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), "terraform %s:\n%s", args[0], out)
-	}
+	testenv.ValidateWithAWSProvider(t, terraform, dir)
 }
