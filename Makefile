@@ -119,6 +119,8 @@ soak: tools ## SIGKILL the controller and terraform, and delete states with thei
 	go test -run Soak -count=1 -timeout 60m -v ./test/soak/
 	go test -run '^TestSoak' -count=1 -timeout 60m -v ./test/e2e/
 
+# `make run` runs the controller built as the image builds it: static, without cgo.
 .PHONY: run
-run: run-tools ## Run terraseed on an embedded local control plane.
-	go run ./cmd/terraseed local
+run: run-tools ## Run terraseed on an embedded local control plane; Ctrl-C stops it and exits 0.
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/terraseed ./cmd/terraseed
+	bin/terraseed local $(RUN_FLAGS)
