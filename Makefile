@@ -71,12 +71,13 @@ manifests: ## Regenerate the CRDs into the Helm chart.
 # The packages whose code runs concurrently (the reconcilers' operations and heartbeat,
 # the run scheduler and executors, the terraformer's state watching, the webhook's
 # certificate rotation and its admissions' renders): `make verify` runs their tests under
-# the race detector, which needs cgo; their tests use the tools `make run` uses.
+# the race detector, which needs cgo; their tests use the tools `make run` uses, and the
+# webhook's start the kube-controller-manager it mutates (the node's binaries).
 RACE_PACKAGES := ./controller/extension/... ./terraform/executor/... ./terraform/terraformer/... ./controller/webhook/...
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted, vet or staticcheck complains, or a race shows in the concurrent packages' tests.
-	@bash test/tools/bootstrap.sh controller-gen staticcheck $(RUN_TOOLS)
+	@bash test/tools/bootstrap.sh controller-gen staticcheck node $(RUN_TOOLS)
 	bash test/tools/verify-generated.sh .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
