@@ -71,12 +71,13 @@ manifests: ## Regenerate the CRDs into the Helm chart.
 # The packages whose code runs concurrently (the reconcilers' operations and heartbeat,
 # the run scheduler and executors, the terraformer's state watching, the webhook's
 # certificate rotation and its admissions' renders): `make verify` runs their tests under
-# the race detector, which needs cgo; their tests use the tools `make run` uses.
+# the race detector, which needs cgo; their tests use the tools `make run` uses, and the
+# webhook's start the kube-controller-manager it mutates (the node's binaries).
 RACE_PACKAGES := ./controller/extension/... ./terraform/executor/... ./terraform/terraformer/... ./controller/webhook/...
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted, vet or staticcheck complains, or a race shows in the concurrent packages' tests.
-	@bash test/tools/bootstrap.sh controller-gen staticcheck $(RUN_TOOLS)
+	@bash test/tools/bootstrap.sh controller-gen staticcheck node $(RUN_TOOLS)
 	bash test/tools/verify-generated.sh .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
@@ -119,6 +120,8 @@ soak: tools ## SIGKILL the controller and terraform, and delete states with thei
 	go test -run Soak -count=1 -timeout 60m -v ./test/soak/
 	go test -run '^TestSoak' -count=1 -timeout 60m -v ./test/e2e/
 
+# `make run` runs the controller built as the image builds it: static, without cgo.
 .PHONY: run
-run: run-tools ## Run terraseed on an embedded local control plane.
-	go run ./cmd/terraseed local
+run: run-tools ## Run terraseed on an embedded local control plane; Ctrl-C stops it and exits 0.
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/terraseed ./cmd/terraseed
+	bin/terraseed local $(RUN_FLAGS)

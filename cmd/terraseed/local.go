@@ -70,7 +70,11 @@ func runLocal(ctx context.Context, args []string) error {
 	}
 	defer func() {
 		fmt.Println("stopping the local control plane...")
-		_ = env.Stop()
+		if err := env.Stop(); err != nil {
+			fmt.Println("stopping the local control plane:", err)
+			return
+		}
+		fmt.Println("stopped")
 	}()
 	kubeconfig, kubeconfigPath, err := writeAdminKubeconfig(env, o.workDir)
 	if err != nil {
@@ -99,7 +103,11 @@ func runLocal(ctx context.Context, args []string) error {
 	fmt.Println("press Ctrl-C to stop")
 	select {
 	case <-ctx.Done():
-		return <-managerDone
+		if err := <-managerDone; err != nil {
+			return err
+		}
+		fmt.Println("interrupted: stopping terraseed")
+		return nil
 	case err := <-managerDone:
 		return err
 	}

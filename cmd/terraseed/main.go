@@ -42,7 +42,9 @@ func main() {
 		ctrl.SetLogger(zap.New(zap.Level(logLevel(os.Getenv("TERRASEED_LOG_LEVEL")))))
 		err = runController(ctx, os.Args[2:])
 	case "local":
+		giveBack := takeTerminal()
 		err = runLocal(ctx, os.Args[2:])
+		giveBack()
 	case "render":
 		err = runRender(os.Args[2:], os.Stdout)
 	case "mutate":

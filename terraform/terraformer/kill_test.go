@@ -13,7 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/terraseed/terraseed/controller/errorcodes"
+	"github.com/terraseed/terraseed/terraform/errorcodes"
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/termination"

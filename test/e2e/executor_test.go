@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/errorcodes"
+	"github.com/terraseed/terraseed/terraform/errorcodes"
 	"github.com/terraseed/terraseed/terraform/executor"
 	tfrun "github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/run/report"

@@ -110,3 +110,37 @@ func exportedNames(path string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// The house is built downwards: the run side (terraform/) and the providers (templates/)
+// never import the controller or the commands, so either can be read, tested and changed
+// without them. Tests included: a test helper that reaches up binds the layers as well.
+func TestTheRunSideAndTheProvidersImportNoControllerOrCommand(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	const module = "github.com/terraseed/terraseed/"
+	var upward []string
+	files := 0
+	for _, top := range []string{"terraform", "templates"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			files++
+			for _, spec := range f.Imports {
+				imported := strings.Trim(spec.Path.Value, `"`)
+				if strings.HasPrefix(imported, module+"controller") || strings.HasPrefix(imported, module+"cmd") {
+					rel, _ := filepath.Rel(root, path)
+					upward = append(upward, rel+" imports "+imported)
+				}
+			}
+			return nil
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(files).To(BeNumerically(">", 100), "the walk found the files")
+	g.Expect(upward).To(BeEmpty())
+}

@@ -6,7 +6,7 @@ import (
 	"github.com/onsi/gomega"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/errorcodes"
+	"github.com/terraseed/terraseed/terraform/errorcodes"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
