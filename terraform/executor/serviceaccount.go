@@ -37,7 +37,9 @@ func (e *PodExecutor) serviceAccountName() string {
 // ConfigMap or Secret of the namespace. RBAC cannot limit create by name (the state and
 // its parts are created by the run), so create is granted for all of the kind the state
 // is kept in, and the chart's admission policy <release>-terraformer-run-objects holds it
-// to the names this Role lets the run update.
+// to the names this Role lets the run update. The Role names every run's objects, since
+// the runs of a namespace share it: the same policy holds each run pod to its own run's,
+// by the pod name its token carries.
 func (e *PodExecutor) EnsureServiceAccount(ctx context.Context, id run.ID) error {
 	namespace, name := id.Namespace, e.serviceAccountName()
 	labels := map[string]string{run.LabelPurpose: purposeTerraformer}

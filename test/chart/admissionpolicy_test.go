@@ -88,7 +88,7 @@ func TestRunPodsMintNoTokens(t *testing.T) {
 	shoot := env.LabelledNamespace(t, shootLabels)
 	e := &executor.PodExecutor{Client: impersonate(t, release, "terraseed"), ServiceAccountName: "terraseed-terraformer", State: state.Options{Storage: state.StorageSecret}}
 	g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: shoot, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
-	terraformer := impersonate(t, shoot, "terraseed-terraformer")
+	terraformer := impersonateRunPod(t, shoot, "infra.infra.tf-run")
 	g.Eventually(func() error {
 		return terraformer.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: shoot, Name: "probe"}}, client.DryRunAll)
 	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("the run pods create only the run objects")))

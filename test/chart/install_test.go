@@ -57,6 +57,19 @@ func impersonate(t *testing.T, namespace, name string) client.Client {
 	return c
 }
 
+// impersonateRunPod is the run pods' ServiceAccount as the run pod pod uses it: its token,
+// bound to the pod, names the pod to the API server.
+func impersonateRunPod(t *testing.T, namespace, pod string) client.Client {
+	t.Helper()
+	cfg := serviceAccountConfig(namespace, "terraseed-terraformer")
+	cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/pod-name": {pod}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 type access struct {
 	verb, group, resource, subresource, namespace, name string
 }
@@ -263,7 +276,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 
 	t.Run("terraformer", func(t *testing.T) {
 		g := NewWithT(t)
-		terraformer := impersonate(t, shoot, "terraseed-terraformer")
+		terraformer := impersonateRunPod(t, shoot, "infra.infra.tf-run")
 		checkAccess(t, terraformer, []access{
 			{"get", "", "configmaps", "", shoot, "infra.infra.tf-config"},
 			{"patch", "", "configmaps", "", shoot, "infra.infra.tf-config"},
@@ -323,7 +336,7 @@ func TestInstallAndLeastPrivilege(t *testing.T) {
 		secrets := env.LabelledNamespace(t, shootLabels)
 		e := &executor.PodExecutor{Client: controller, ServiceAccountName: "terraseed-terraformer", State: state.Options{Storage: state.StorageSecret}}
 		g.Expect(e.EnsureServiceAccount(ctx, run.ID{Namespace: secrets, Name: "infra", Purpose: run.PurposeInfra})).To(Succeed())
-		terraformer := impersonate(t, secrets, "terraseed-terraformer")
+		terraformer := impersonateRunPod(t, secrets, "infra.infra.tf-run")
 		checkAccess(t, terraformer, []access{
 			{"get", "", "configmaps", "", secrets, "infra.infra.tf-config"},
 			{"patch", "", "configmaps", "", secrets, "infra.infra.tf-config"},
