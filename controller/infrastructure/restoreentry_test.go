@@ -15,7 +15,9 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/executor"
 	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/test/testenv"
 )
 
 // createdBucket is a local BackupBucket of the secret garden/backup that a controller
@@ -86,10 +88,23 @@ func backupKept(g Gomega, backupsNS string, uid types.UID, why string) {
 // The restored entry replaces nothing: its backups stay where they are, in the namespace
 // the source entry reads, and it becomes ready.
 func TestARestoredBackupEntryWithTheNewSeedsBucketKeepsItsBackupsWhereTheSourceEntryReadsThem(t *testing.T) {
+	testRestoreWithTheNewSeedsBucket(t)
+}
+
+// The same with OpenTofu: the entry's namespace is what its ConfigMap recorded on either.
+func TestARestoredBackupEntryWithTheNewSeedsBucketKeepsItsBackupsOnOpenTofu(t *testing.T) {
+	tofu := testenv.OpenTofu(t)
+	testRestoreWithTheNewSeedsBucket(t, func(a *controllerSetup) {
+		e := a.Executor.(*executor.LocalExecutor)
+		e.Settings.Terraform, e.Settings.OpenTofu = tofu, true
+	})
+}
+
+func testRestoreWithTheNewSeedsBucket(t *testing.T, opts ...actuatorOption) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	controllerNS, garden := env.Namespace(t), env.Namespace(t)
-	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
+	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, append([]actuatorOption{servingKinds(controllerNS)}, opts...)...)
 	entry, backupsNS := createdEntry(t, controllerNS, garden)
 	sourceBucket := entry.Spec.BucketName
 	backup := writtenBackup(t, backupsNS)

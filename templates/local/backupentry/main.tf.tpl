@@ -11,7 +11,9 @@ Gardener restores a shoot's entry on the destination seed with that seed's bucke
 "source-" entry of the source seed's bucket reads the backups to copy them. The restored
 entry keeps its ConfigMap, in the bucket it was created in, and its namespace, which the
 source entry names: a namespace of the new bucket's name would replace the one that holds
-the backups, and destroy them before they are read. */ -}}
+the backups, and destroy them before they are read. Should the ConfigMap go (with the
+namespace of the bucket it is in), the entry would name its current bucket's namespace
+again: the destroy guard refuses that plan, and the backups stay. */ -}}
 {{- $prefix := trimPrefix "source-" .object.metadata.name -}}
 {{ template "local.terraform" . }}
 locals {
