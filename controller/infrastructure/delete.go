@@ -166,10 +166,10 @@ func (op *operation) destroyCredentials(ctx context.Context) (map[string]string,
 		}
 		key := op.secretKey()
 		if stored == nil {
-			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy the infrastructure", key.Namespace, key.Name)
+			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found and no credentials of an earlier run are stored: recreate the secret to destroy what the %s made", key.Namespace, key.Name, op.kind.name)
 		}
 		if stored.Annotations[annotationWorkloadIdentity] == "true" {
-			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found, and the runs read a workload identity's token from it, which is never stored: recreate the secret (its CredentialsBinding) to destroy the infrastructure", key.Namespace, key.Name)
+			return nil, nil, nil, credentialsUnavailable("spec.secretRef: secret %s/%s not found, and the runs read a workload identity's token from it, which is never stored: recreate the secret (its CredentialsBinding) to destroy what the %s made", key.Namespace, key.Name, op.kind.name)
 		}
 		return envOf(stored), nil, nil, nil
 	default:

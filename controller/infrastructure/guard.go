@@ -94,6 +94,19 @@ func appliedMessage(plan *plan.Summary) string {
 	return fmt.Sprintf("applied plan %s: %s", plan.Digest, plan.Summary(addressesListed))
 }
 
+// destroyAdvice says how to allow exactly the plan digest names once. The protected
+// resources of a BackupBucket or BackupEntry hold a shoot's backups, which no plan is to
+// destroy: allowing it would delete what a restore or a source entry still reads, so the
+// refusal names what to look at instead.
+func (op *operation) destroyAdvice(digest string) string {
+	if op.kind == backupBucketKind || op.kind == backupEntryKind {
+		return fmt.Sprintf("the %s's protected resources hold backups, which a plan must not destroy: find out why its configuration no longer matches them "+
+			"(a spec changed by hand, its state or what records where they are lost), and set it back", op.kind.name)
+	}
+	return fmt.Sprintf("to allow exactly this plan once, annotate the %s with %s=%s (optionally followed by ,expires=<RFC 3339 time>)",
+		op.kind.name, AnnotationAllowDestroy, digest)
+}
+
 // refused records an apply the destroy guard stopped, with the digest of its plan, says
 // why a permission did not allow it, and how to allow exactly this plan.
 func (op *operation) refused(err error) error {
@@ -107,8 +120,7 @@ func (op *operation) refused(err error) error {
 		message = fmt.Sprintf("%s; the permission for plan %s expired at %s", message, allow.expiredPlan, allow.expired.Format(time.RFC3339))
 	}
 	if runErr.PlanDigest != "" {
-		message = fmt.Sprintf("%s; plan %s: to allow exactly this plan once, annotate the Infrastructure with %s=%s (optionally followed by ,expires=<RFC 3339 time>)",
-			message, runErr.PlanDigest, AnnotationAllowDestroy, runErr.PlanDigest)
+		message = fmt.Sprintf("%s; plan %s: %s", message, runErr.PlanDigest, op.destroyAdvice(runErr.PlanDigest))
 	}
 	extension.SetCondition(op.status(), extensionsv1alpha1.Condition{
 		Type: ConditionLastPlan, Status: extensionsv1alpha1.ConditionFalse, Reason: ReasonDestroyProtected,

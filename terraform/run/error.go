@@ -10,7 +10,7 @@ import (
 
 var (
 	// ErrRunInProgress is returned when another run of the same ID has not finished.
-	ErrRunInProgress = errors.New("another terraform run of this Infrastructure is in progress")
+	ErrRunInProgress = errors.New("another terraform run of the same object is in progress")
 	// ErrTerraformFailed is returned when terraform itself reported an error.
 	ErrTerraformFailed = errors.New("terraform failed")
 )

@@ -18,6 +18,7 @@ import (
 	kubernetesutils "github.com/gardener/gardener/pkg/utils/kubernetes"
 	fakesecretsmanager "github.com/gardener/gardener/pkg/utils/secrets/manager/fake"
 	sshutils "github.com/gardener/gardener/pkg/utils/ssh"
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -144,6 +145,30 @@ func etcdBackupSecret(ctx context.Context, g Gomega, c client.Client, namespace 
 	return secret, string(secret.Data[v1beta1constants.DataKeyBackupBucketName])
 }
 
+// createdLocalBucket is a local BackupBucket of a namespace's unique name, with the
+// seed's kubeconfig in garden as its credentials, as gardenlet's BackupBucket controller
+// writes it, and waited for with the helper it waits with.
+func createdLocalBucket(ctx context.Context, g Gomega, s *seedCluster, log logr.Logger) *gardenextensionsv1alpha1.BackupBucket {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "compat-backup-"}}
+	g.Expect(s.client.Create(ctx, ns)).To(Succeed())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: v1beta1constants.GardenNamespace, Name: "bucket-" + ns.Name}, Data: map[string][]byte{"kubeconfig": s.kubeconfig}}
+	g.Expect(s.client.Create(ctx, secret)).To(Succeed())
+	bucket := &gardenextensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Annotations: map[string]string{
+			v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
+			v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano),
+		}},
+		Spec: gardenextensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: gardenextensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local-1",
+			SecretRef: corev1.SecretReference{Namespace: secret.Namespace, Name: secret.Name},
+		},
+	}
+	g.Expect(s.client.Create(ctx, bucket)).To(Succeed())
+	g.Expect(extensions.WaitUntilExtensionObjectReady(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource,
+		waitInterval, waitSevereThreshold, waitTimeout, nil)).To(Succeed(), func() string { return toJSON(bucket.Status) })
+	return bucket
+}
+
 func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBackupSecret(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -181,8 +206,10 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBa
 
 	// A shoot's BackupEntry in it, through gardenlet's component, with the credentials
 	// gardenlet's controller takes from the bucket: created, migrated with its state,
-	// deleted on the source seed destroying nothing, restored, deleted. Each reconcile and
-	// restore leaves etcd-backup in the shoot's namespace as gardenlet's etcd reads it.
+	// deleted on the source seed destroying nothing, restored on the destination seed with
+	// that seed's bucket beside the "source-" entry that reads its backups, deleted. Each
+	// reconcile and restore leaves etcd-backup in the shoot's namespace as gardenlet's etcd
+	// reads it.
 	entryName := "shoot--compat--" + bucketName + "--" + string(ns.UID)
 	shootNamespace, _ := extensionsbackupentry.ExtractShootDetailsFromBackupEntryName(entryName)
 	g.Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shootNamespace}})).To(Succeed())
@@ -203,7 +230,7 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBa
 		g.Expect(list.Items[0].Data).To(HaveKeyWithValue("prefix", entryName))
 		return list.Items[0].UID
 	}
-	expectEtcdBackup := func(g Gomega) {
+	expectEtcdBackup := func(g Gomega, bucketName string) {
 		etcdBackup, container := etcdBackupSecret(ctx, g, s.client, shootNamespace)
 		g.Expect(container).To(Equal(bucketName))
 		g.Expect(etcdBackup.Data).To(Equal(map[string][]byte{"kubeconfig": s.kubeconfig, v1beta1constants.DataKeyBackupBucketName: []byte(bucketName)}))
@@ -212,7 +239,21 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBa
 	g.Expect(entry.Deploy(ctx)).To(Succeed())
 	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
 	made := entryObject(g)
-	expectEtcdBackup(g)
+	expectEtcdBackup(g, bucketName)
+	// What etcd's backup would be: an object in the namespace of the entry's prefix.
+	marker := &corev1.ConfigMapList{}
+	g.Expect(s.client.List(ctx, marker, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	backupsNamespace := marker.Items[0].Data["backups"]
+	backup := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: backupsNamespace, Name: "full-snapshot-1"}, Data: map[string]string{"etcd": "snapshot"}}
+	g.Expect(s.client.Create(ctx, backup)).To(Succeed())
+	expectBackupKept := func(g Gomega, why string) {
+		kept := &corev1.ConfigMap{}
+		g.Expect(s.client.Get(ctx, client.ObjectKeyFromObject(backup), kept)).To(Succeed(), why)
+		g.Expect(kept.UID).To(Equal(backup.UID), why)
+		namespace := &corev1.Namespace{}
+		g.Expect(s.client.Get(ctx, client.ObjectKey{Name: backupsNamespace}, namespace)).To(Succeed(), why)
+		g.Expect(namespace.DeletionTimestamp).To(BeNil(), why)
+	}
 
 	g.Expect(entry.Migrate(ctx)).To(Succeed())
 	g.Expect(entry.WaitMigrate(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
@@ -229,12 +270,42 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBa
 	shootState := &gardencorev1beta1.ShootState{Spec: gardencorev1beta1.ShootStateSpec{Extensions: []gardencorev1beta1.ExtensionResourceState{{
 		Kind: gardenextensionsv1alpha1.BackupEntryResource, Name: ptr(entryName), State: migrated.Status.State,
 	}}}}
+
+	// The destination seed has a bucket of its own. gardenlet deploys the source entry, of
+	// the source seed's bucket, then restores the shoot's entry with the destination's
+	// bucket (DeploySourceBackupEntry, DeployBackupEntry), copies the backups, and deletes
+	// the source entry (DestroySourceBackupEntry).
+	destination := createdLocalBucket(ctx, g, s, log)
+	sourceName := v1beta1constants.BackupSourcePrefix + "-" + entryName
+	source := backupentry.New(log, s.client, clock.RealClock{}, &backupentry.Values{Name: sourceName, Type: "local", Region: "local-1",
+		SecretRef: gardenletEntryCredentials(ctx, g, s.client, bucket, sourceName), BucketName: bucketName}, waitInterval, waitSevereThreshold, waitTimeout)
+	g.Expect(source.Deploy(ctx)).To(Succeed())
+	g.Expect(source.Wait(ctx)).To(Succeed())
+	entryValues.BucketName = destination.Name
+	entryValues.SecretRef = gardenletEntryCredentials(ctx, g, s.client, destination, entryName)
 	entry = component()
 	g.Expect(entry.Restore(ctx, shootState)).To(Succeed())
 	g.Expect(entry.Wait(ctx)).To(Succeed(), func() string { return toJSON(getEntry(g).Status) })
 	g.Expect(getEntry(g).Status.LastOperation.Type).To(Equal(gardencorev1beta1.LastOperationTypeRestore))
-	g.Expect(entryObject(g)).To(Equal(made), "restoring recreates nothing")
-	expectEtcdBackup(g)
+	expectEtcdBackup(g, destination.Name)
+	expectBackupKept(g, "the restore with the destination's bucket kept the backups")
+	g.Expect(s.client.List(ctx, marker, client.InNamespace("bucket-"+bucketName), client.HasLabels{"app.kubernetes.io/managed-by"})).To(Succeed())
+	reads := map[types.UID]string{}
+	for _, m := range marker.Items {
+		reads[m.UID] = m.Data["backups"]
+	}
+	g.Expect(reads).To(HaveLen(2))
+	g.Expect(reads).To(HaveKeyWithValue(made, backupsNamespace), "restoring recreates nothing")
+	for uid, namespace := range reads {
+		g.Expect(namespace).To(Equal(backupsNamespace), "the source entry (%s) reads the namespace that holds the backups", uid)
+	}
+	sourceEtcdBackup := &corev1.Secret{}
+	g.Expect(s.client.Get(ctx, client.ObjectKey{Namespace: shootNamespace, Name: v1beta1constants.BackupSourcePrefix + "-" + v1beta1constants.BackupSecretName}, sourceEtcdBackup)).To(Succeed())
+	g.Expect(string(sourceEtcdBackup.Data[v1beta1constants.DataKeyBackupBucketName])).To(Equal(bucketName), "etcd copies from the source seed's bucket")
+	g.Expect(source.Destroy(ctx)).To(Succeed())
+	g.Expect(source.WaitCleanup(ctx)).To(Succeed())
+	g.Expect(entryObject(g)).To(Equal(made), "the source entry's deletion left the shoot's entry")
+	expectBackupKept(g, "the source entry's deletion left the backups")
 
 	g.Expect(entry.Destroy(ctx)).To(Succeed())
 	g.Expect(entry.WaitCleanup(ctx)).To(Succeed())
@@ -244,9 +315,15 @@ func TestGardenletCreatesAndDeletesABackupBucketAndMigratesItsEntryWithItsEtcdBa
 	err := s.client.Get(ctx, client.ObjectKey{Namespace: shootNamespace, Name: v1beta1constants.BackupSecretName}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the entry's deletion removed etcd-backup: %v", err)
 
-	// The bucket's deletion, with the helpers gardenlet deletes it with.
-	g.Expect(extensions.DeleteExtensionObject(ctx, s.client, bucket)).To(Succeed())
-	g.Expect(extensions.WaitUntilExtensionObjectDeleted(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource, waitInterval, waitTimeout)).To(Succeed())
+	namespace := &corev1.Namespace{}
+	err = s.client.Get(ctx, client.ObjectKey{Name: backupsNamespace}, namespace)
+	g.Expect(apierrors.IsNotFound(err) || namespace.DeletionTimestamp != nil).To(BeTrue(), "the entry's deletion deleted the namespace of its backups: %v", err)
+
+	// The buckets' deletion, with the helpers gardenlet deletes them with.
+	for _, bucket := range []*gardenextensionsv1alpha1.BackupBucket{bucket, destination} {
+		g.Expect(extensions.DeleteExtensionObject(ctx, s.client, bucket)).To(Succeed())
+		g.Expect(extensions.WaitUntilExtensionObjectDeleted(ctx, s.client, log, bucket, gardenextensionsv1alpha1.BackupBucketResource, waitInterval, waitTimeout)).To(Succeed())
+	}
 }
 
 func TestGardenletOpensAndRemovesABastion(t *testing.T) {
