@@ -63,6 +63,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
+	// The debug messages mark where a run's time goes, for a run pod that is slow to start.
+	log.V(1).Info("terraformerStarted")
 	// Deferred first, so that it runs last, after the spans were sent: nothing of the run
 	// is left to do once the executor reads that it succeeded.
 	var succeeded func()
@@ -193,6 +195,7 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 	if err != nil {
 		return nil, err
 	}
+	logf.FromContext(ctx).V(1).Info("apiClientReady")
 	// A binary named on the command line is used as is: the run checks its version with
 	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
 	settings := o.settings
@@ -203,6 +206,7 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 		if settings.Terraform, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
 			return nil, err
 		}
+		logf.FromContext(ctx).V(1).Info("terraformFound")
 	}
 	return &Runner{
 		Client:           c,
