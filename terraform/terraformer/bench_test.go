@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,9 +24,10 @@ import (
 // kubectl provider, each named after a terraform_data.
 const benchResources = 20
 
-// benchTerraformerEnv names a terraformer binary to benchmark instead of this tree's, to
-// measure an earlier version side by side with this one on the same machine.
-const benchTerraformerEnv = "TERRASEED_BENCH_TERRAFORMER"
+// benchBeforeEnv names a terraformer binary of an earlier version to run in each
+// iteration too, in turns with the other two, so that the figures before and after a change
+// are measured side by side under the same load (before/bare).
+const benchBeforeEnv = "TERRASEED_BENCH_TERRAFORMER_BEFORE"
 
 // processPhases are the parts of a terraformer process's run, in order, each ending at
 // the debug message named (or at the process's exit): process start (the runtime and the
@@ -54,61 +56,98 @@ var processPhases = []struct{ name, endsAt string }{
 // the median share of each phase of the terraformer's run (processPhases), from its debug
 // messages.
 func BenchmarkTerraformerProcess(b *testing.B) {
-	binary := os.Getenv(benchTerraformerEnv)
-	if binary == "" {
-		binary = testenv.TerraformerBinary(b)
-	}
 	cliConfig := testenv.TerraformCLIConfig(b)
-	var bare, terraformer []time.Duration
-	shares := map[string][]float64{}
+	contenders := []*contender{{name: "bare"}, {name: "terraformer", binary: testenv.TerraformerBinary(b)}}
+	if before := os.Getenv(benchBeforeEnv); before != "" {
+		contenders = append(contenders, &contender{name: "before", binary: before})
+	}
+	bare := contenders[0]
+	round := 0
 	for b.Loop() {
-		f := newFixture(b, benchResources)
-		bareDir := newBareConfig(b)
-		runBare := func() time.Duration { return runBareTerraform(b, bareDir, cliConfig, f) }
-		runTerraformer := func() time.Duration {
-			took, phases := runTerraformerProcess(b, binary, f)
-			for name, d := range phases {
-				shares[name] = append(shares[name], d.Seconds()/took.Seconds())
+		// Each its own namespace, as the first in turn in one iteration, the last in another.
+		for i := range contenders {
+			c := contenders[(round+i)%len(contenders)]
+			f := newFixture(b, benchResources)
+			if c.binary == "" {
+				c.runBare(b, f, cliConfig)
+			} else {
+				c.runTerraformer(b, f)
+				f.ExpectEachItemOnceInState(NewWithT(b), benchResources)
 			}
-			return took
 		}
-		if len(bare)%2 == 0 {
-			bare = append(bare, runBare())
-			terraformer = append(terraformer, runTerraformer())
-		} else {
-			terraformer = append(terraformer, runTerraformer())
-			bare = append(bare, runBare())
+		round++
+	}
+	b.ReportMetric(medianOf(bare.totals), "bare-s/op")
+	for _, c := range contenders[1:] {
+		ratios := make([]float64, len(bare.totals))
+		for i := range bare.totals {
+			ratios[i] = c.totals[i] / bare.totals[i]
 		}
-		g := NewWithT(b)
-		f.ExpectEachItemOnceInState(g, benchResources)
+		b.ReportMetric(medianOf(c.totals), c.name+"-s/op")
+		b.ReportMetric(medianOf(ratios), c.name+"/bare")
+		b.ReportMetric(slices.Min(ratios), c.name+"/bare-min")
+		b.ReportMetric(slices.Max(ratios), c.name+"/bare-max")
+		b.Logf("%s: median times: %s", c.name, c.medians())
 	}
-	ratios := make([]float64, len(bare))
-	for i := range bare {
-		ratios[i] = terraformer[i].Seconds() / bare[i].Seconds()
-	}
-	b.ReportMetric(medianOf(secondsOf(bare)), "bare-s/op")
-	b.ReportMetric(medianOf(secondsOf(terraformer)), "terraformer-s/op")
-	b.ReportMetric(medianOf(ratios), "terraformer/bare")
-	b.ReportMetric(slices.Min(ratios), "terraformer/bare-min")
-	b.ReportMetric(slices.Max(ratios), "terraformer/bare-max")
-	b.ReportMetric(float64(len(ratios)), "pairs")
+	b.Logf("bare: median times: %s", bare.medians())
+	b.ReportMetric(float64(len(bare.totals)), "pairs")
+	this := contenders[1]
 	for _, phase := range processPhases {
-		if s, ok := shares[phase.name]; ok {
-			b.ReportMetric(medianOf(s), phase.name+"-share")
-		}
+		b.ReportMetric(medianOf(this.shares[phase.name]), phase.name+"-share")
 	}
 }
 
-// newBareConfig writes the configuration and its variables into a new directory, as a
-// user would, for a new namespace of their own.
-func newBareConfig(b *testing.B) string {
+// contender is one side of the comparison: bare terraform (no binary) or a terraformer
+// binary, with the times of its runs in seconds.
+type contender struct {
+	name, binary string
+	totals       []float64
+	// times and shares are those of each phase, by name.
+	times, shares map[string][]float64
+}
+
+func (c *contender) add(total time.Duration, phases map[string]time.Duration) {
+	if c.times == nil {
+		c.times, c.shares = map[string][]float64{}, map[string][]float64{}
+	}
+	c.totals = append(c.totals, total.Seconds())
+	for name, d := range phases {
+		c.times[name] = append(c.times[name], d.Seconds())
+		c.shares[name] = append(c.shares[name], d.Seconds()/total.Seconds())
+	}
+}
+
+func (c *contender) runBare(b *testing.B, f *fixture, cliConfig string) {
+	dir := newBareConfig(b, f.Namespace)
+	init, apply := runBareTerraform(b, dir, cliConfig, f)
+	c.add(init+apply, map[string]time.Duration{"init": init, "apply": apply})
+}
+
+func (c *contender) runTerraformer(b *testing.B, f *fixture) {
+	c.add(runTerraformerProcess(b, c.binary, f))
+}
+
+// medians lists the median time of each phase.
+func (c *contender) medians() string {
+	var medians []string
+	for _, phase := range processPhases {
+		if times, ok := c.times[phase.name]; ok {
+			medians = append(medians, fmt.Sprintf("%s %.1f ms", phase.name, medianOf(times)*1000))
+		}
+	}
+	return strings.Join(medians, ", ")
+}
+
+// newBareConfig writes the configuration and its variables for namespace into a new
+// directory, as a user would.
+func newBareConfig(b *testing.B, namespace string) string {
 	dir := b.TempDir()
 	for name, content := range tftest.Config(b, "kubectl") {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}
-	vars, _ := json.Marshal(map[string]any{"namespace": env.Namespace(b), "resources": benchResources})
+	vars, _ := json.Marshal(map[string]any{"namespace": namespace, "resources": benchResources})
 	if err := os.WriteFile(filepath.Join(dir, state.VarsJSONKey), vars, 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -116,19 +155,20 @@ func newBareConfig(b *testing.B) string {
 }
 
 // runBareTerraform runs `terraform init && terraform apply` in dir with the providers of
-// the mirror, and returns how long the two took.
-func runBareTerraform(b *testing.B, dir, cliConfig string, f *fixture) time.Duration {
+// the mirror, and returns how long each took.
+func runBareTerraform(b *testing.B, dir, cliConfig string, f *fixture) (init, apply time.Duration) {
 	environ := []string{"HOME=" + f.home, "TMPDIR=" + f.tmp, "PATH=" + os.Getenv("PATH"),
 		"TF_VAR_kubeconfig=" + f.Kubeconfig, "TF_CLI_CONFIG_FILE=" + cliConfig, "TF_IN_AUTOMATION=1"}
-	started := time.Now()
-	for _, args := range [][]string{{"init", "-input=false"}, {"apply", "-auto-approve", "-input=false"}} {
+	run := func(args ...string) time.Duration {
 		cmd := exec.Command(testenv.Terraform(b), args...)
 		cmd.Dir, cmd.Env = dir, environ
+		started := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("terraform %v: %v\n%s", args, err, out)
 		}
+		return time.Since(started)
 	}
-	return time.Since(started)
+	return run("init", "-input=false"), run("apply", "-auto-approve", "-input=false")
 }
 
 // runTerraformerProcess runs f's create as a run pod's container does, and returns how
@@ -197,14 +237,6 @@ func phasesOf(b *testing.B, log []byte, started, ended time.Time) map[string]tim
 		last = end
 	}
 	return phases
-}
-
-func secondsOf(ds []time.Duration) []float64 {
-	s := make([]float64, len(ds))
-	for i, d := range ds {
-		s[i] = d.Seconds()
-	}
-	return s
 }
 
 func medianOf(values []float64) float64 {

@@ -220,9 +220,12 @@ func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
 		return nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
-	// unless it checked this binary in this working directory before.
+	// unless its build information tells its version, or a run checked this binary in this
+	// process or working directory before.
 	versionChecked := make(chan error, 1)
-	if r.versionChecked() {
+	if known, err := checkBuiltVersion(r.Settings.Terraform, r.Settings.OpenTofu); known {
+		versionChecked <- wrapNotFound(err)
+	} else if r.versionChecked() {
 		versionChecked <- nil
 	} else {
 		go func() { versionChecked <- r.checkVersion(ctx) }()
