@@ -78,6 +78,7 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 		round++
 	}
 	b.ReportMetric(medianOf(bare.totals), "bare-s/op")
+	b.ReportMetric(medianOf(bare.cpu), "bare-cpu-s/op")
 	for _, c := range contenders[1:] {
 		ratios := make([]float64, len(bare.totals))
 		for i := range bare.totals {
@@ -87,6 +88,7 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 		b.ReportMetric(medianOf(ratios), c.name+"/bare")
 		b.ReportMetric(slices.Min(ratios), c.name+"/bare-min")
 		b.ReportMetric(slices.Max(ratios), c.name+"/bare-max")
+		b.ReportMetric(medianOf(c.cpu), c.name+"-cpu-s/op")
 		b.Logf("%s: median times: %s", c.name, c.medians())
 	}
 	b.Logf("bare: median times: %s", bare.medians())
@@ -102,15 +104,18 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 type contender struct {
 	name, binary string
 	totals       []float64
+	// cpu is the processor time of the process and the processes it waited for
+	// (terraform and its providers), which a busy machine makes wait.
+	cpu []float64
 	// times and shares are those of each phase, by name.
 	times, shares map[string][]float64
 }
 
-func (c *contender) add(total time.Duration, phases map[string]time.Duration) {
+func (c *contender) add(total, cpu time.Duration, phases map[string]time.Duration) {
 	if c.times == nil {
 		c.times, c.shares = map[string][]float64{}, map[string][]float64{}
 	}
-	c.totals = append(c.totals, total.Seconds())
+	c.totals, c.cpu = append(c.totals, total.Seconds()), append(c.cpu, cpu.Seconds())
 	for name, d := range phases {
 		c.times[name] = append(c.times[name], d.Seconds())
 		c.shares[name] = append(c.shares[name], d.Seconds()/total.Seconds())
@@ -119,8 +124,8 @@ func (c *contender) add(total time.Duration, phases map[string]time.Duration) {
 
 func (c *contender) runBare(b *testing.B, f *fixture, cliConfig string) {
 	dir := newBareConfig(b, f.Namespace)
-	init, apply := runBareTerraform(b, dir, cliConfig, f)
-	c.add(init+apply, map[string]time.Duration{"init": init, "apply": apply})
+	init, apply, cpu := runBareTerraform(b, dir, cliConfig, f)
+	c.add(init+apply, cpu, map[string]time.Duration{"init": init, "apply": apply})
 }
 
 func (c *contender) runTerraformer(b *testing.B, f *fixture) {
@@ -156,7 +161,7 @@ func newBareConfig(b *testing.B, namespace string) string {
 
 // runBareTerraform runs `terraform init && terraform apply` in dir with the providers of
 // the mirror, and returns how long each took.
-func runBareTerraform(b *testing.B, dir, cliConfig string, f *fixture) (init, apply time.Duration) {
+func runBareTerraform(b *testing.B, dir, cliConfig string, f *fixture) (init, apply, cpu time.Duration) {
 	environ := []string{"HOME=" + f.home, "TMPDIR=" + f.tmp, "PATH=" + os.Getenv("PATH"),
 		"TF_VAR_kubeconfig=" + f.Kubeconfig, "TF_CLI_CONFIG_FILE=" + cliConfig, "TF_IN_AUTOMATION=1"}
 	run := func(args ...string) time.Duration {
@@ -166,14 +171,18 @@ func runBareTerraform(b *testing.B, dir, cliConfig string, f *fixture) (init, ap
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("terraform %v: %v\n%s", args, err, out)
 		}
-		return time.Since(started)
+		took := time.Since(started)
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return took
 	}
-	return run("init", "-input=false"), run("apply", "-auto-approve", "-input=false")
+	init = run("init", "-input=false")
+	apply = run("apply", "-auto-approve", "-input=false")
+	return init, apply, cpu
 }
 
 // runTerraformerProcess runs f's create as a run pod's container does, and returns how
 // long the process took and its phases.
-func runTerraformerProcess(b *testing.B, binary string, f *fixture) (time.Duration, map[string]time.Duration) {
+func runTerraformerProcess(b *testing.B, binary string, f *fixture) (took, cpu time.Duration, phases map[string]time.Duration) {
 	dir := b.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := tftest.WriteKubeconfig(env.Config, kubeconfig); err != nil {
@@ -197,7 +206,8 @@ func runTerraformerProcess(b *testing.B, binary string, f *fixture) (time.Durati
 	if err != nil {
 		b.Fatalf("terraformer: %v\n%s\n%s", err, stderr.String(), stdout.String())
 	}
-	return ended.Sub(started), phasesOf(b, stderr.Bytes(), started, ended)
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return ended.Sub(started), cpu, phasesOf(b, stderr.Bytes(), started, ended)
 }
 
 // phasesOf divides the time of a terraformer process between processPhases by the times

@@ -196,8 +196,8 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 		return nil, err
 	}
 	logf.FromContext(ctx).V(1).Info("apiClientReady")
-	// A binary named on the command line is used as is: the run checks its version with
-	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
+	// A binary named on the command line is used as is: the run checks its version (by its
+	// build information, else with `terraform version`), instead of a second check here.
 	settings := o.settings
 	if settings.Terraform == "" && settings.OpenTofu {
 		return nil, run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu")
