@@ -52,9 +52,11 @@ var processPhases = []struct{ name, endsAt string }{
 // fresh working directory, the image's terraform found on PATH, the credentials in its
 // environment, the pod's UID), reading its configuration, variables and state from the
 // API server, saving the state and reporting there. Run it with twenty pairs
-// (-benchtime 20x), as `make bench` does. It reports the median of the pairs' ratios and
-// the median share of each phase of the terraformer's run (processPhases), from its debug
-// messages.
+// (-benchtime 20x), as `make bench` does. It reports the median of the pairs' ratios (of
+// the times, and of the processor times), and the median share of each phase of the
+// terraformer's run (processPhases), from its debug messages. With
+// TERRASEED_BENCH_TERRAFORMER_BEFORE, an earlier terraformer takes its turn in each
+// iteration too (before/bare).
 func BenchmarkTerraformerProcess(b *testing.B) {
 	cliConfig := testenv.TerraformCLIConfig(b)
 	contenders := []*contender{{name: "bare"}, {name: "terraformer", binary: testenv.TerraformerBinary(b)}}
@@ -80,15 +82,17 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 	b.ReportMetric(medianOf(bare.totals), "bare-s/op")
 	b.ReportMetric(medianOf(bare.cpu), "bare-cpu-s/op")
 	for _, c := range contenders[1:] {
-		ratios := make([]float64, len(bare.totals))
+		ratios, cpuRatios := make([]float64, len(bare.totals)), make([]float64, len(bare.totals))
 		for i := range bare.totals {
-			ratios[i] = c.totals[i] / bare.totals[i]
+			ratios[i], cpuRatios[i] = c.totals[i]/bare.totals[i], c.cpu[i]/bare.cpu[i]
 		}
 		b.ReportMetric(medianOf(c.totals), c.name+"-s/op")
 		b.ReportMetric(medianOf(ratios), c.name+"/bare")
 		b.ReportMetric(slices.Min(ratios), c.name+"/bare-min")
 		b.ReportMetric(slices.Max(ratios), c.name+"/bare-max")
 		b.ReportMetric(medianOf(c.cpu), c.name+"-cpu-s/op")
+		// Less touched by what else the machine runs than the times.
+		b.ReportMetric(medianOf(cpuRatios), c.name+"-cpu/bare-cpu")
 		b.Logf("%s: median times: %s", c.name, c.medians())
 	}
 	b.Logf("bare: median times: %s", bare.medians())
