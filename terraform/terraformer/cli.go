@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -279,6 +281,7 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 	// client-go's default of 5 requests a second would make state writes queue behind
 	// each other; a run makes one write per resource at most.
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.WrapTransport = oneConnection(cfg.WrapTransport)
 	// The run touches ConfigMaps and Secrets only: a fixed mapping spares the discovery
 	// requests a client otherwise makes before its first call.
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
@@ -290,6 +293,38 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 		return nil, errors.Join(errors.New("creating the API client"), err)
 	}
 	return c, nil
+}
+
+// oneConnection has the run's requests share one connection to the API server. Its first
+// requests go out side by side (the configuration, the variables and the state are read
+// at once), and each would dial a connection of its own, with a TLS handshake on both
+// sides, to close all but one of them once the first carries HTTP/2. The transport is
+// the one client-go made for the run's client, the only one of the process; the
+// process's default transport, which serves other hosts, is left as it is.
+func oneConnection(wrap func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if t := baseTransport(rt); t != nil && t != http.DefaultTransport {
+			t.MaxConnsPerHost = 1
+		}
+		if wrap != nil {
+			return wrap(rt)
+		}
+		return rt
+	}
+}
+
+// baseTransport is the http.Transport rt wraps; nil when it wraps none.
+func baseTransport(rt http.RoundTripper) *http.Transport {
+	for {
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t
+		case utilnet.RoundTripperWrapper:
+			rt = t.WrappedRoundTripper()
+		default:
+			return nil
+		}
+	}
 }
 
 func splitList(s string) []string {
