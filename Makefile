@@ -102,9 +102,9 @@ test: tools verify ## Run every test against real components.
 
 .PHONY: bench
 bench: tools ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak -e /terraform/executor)
-	# The executor's benchmarks compare with bare terraform over twenty pairs each.
-	go test -run '^$$' -bench . -benchtime 20x -timeout 60m ./terraform/executor/
+	go test -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v -e /test/realnode -e /test/e2e -e /test/scale -e /test/soak -e /terraform/executor -e /terraform/terraformer)
+	# The executor's and the terraformer process's benchmarks compare with bare terraform over twenty pairs each.
+	go test -run '^$$' -bench . -benchtime 20x -timeout 60m ./terraform/executor/ ./terraform/terraformer/
 
 # EXECUTOR=pod runs the benchmark on the real node of test/realnode (root, as the
 # end-to-end tests): run pods of the image assembled from the working tree, side by side

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +65,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr))
 	ctx = logf.IntoContext(ctx, log)
+	// The debug messages mark where a run's time goes, for a run pod that is slow to start.
+	log.V(1).Info("terraformerStarted")
 	// Deferred first, so that it runs last, after the spans were sent: nothing of the run
 	// is left to do once the executor reads that it succeeded.
 	var succeeded func()
@@ -193,8 +197,9 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 	if err != nil {
 		return nil, err
 	}
-	// A binary named on the command line is used as is: the run checks its version with
-	// the `terraform version` that terraform-exec runs anyway, instead of a second one here.
+	logf.FromContext(ctx).V(1).Info("apiClientReady")
+	// A binary named on the command line is used as is: the run checks its version (by its
+	// build information, else with `terraform version`), instead of a second check here.
 	settings := o.settings
 	if settings.Terraform == "" && settings.OpenTofu {
 		return nil, run.InvalidInput("terraform", "must name the OpenTofu binary with --opentofu")
@@ -203,6 +208,7 @@ func (o *cliOptions) runner(ctx context.Context, command run.Command, stdout, st
 		if settings.Terraform, err = FindTerraform(ctx, "", o.allowInstall, o.installDir); err != nil {
 			return nil, err
 		}
+		logf.FromContext(ctx).V(1).Info("terraformFound")
 	}
 	return &Runner{
 		Client:           c,
@@ -275,6 +281,7 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 	// client-go's default of 5 requests a second would make state writes queue behind
 	// each other; a run makes one write per resource at most.
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.WrapTransport = oneConnection(cfg.WrapTransport)
 	// The run touches ConfigMaps and Secrets only: a fixed mapping spares the discovery
 	// requests a client otherwise makes before its first call.
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
@@ -286,6 +293,38 @@ func newClientFromKubeconfig(kubeconfig string) (client.Client, error) {
 		return nil, errors.Join(errors.New("creating the API client"), err)
 	}
 	return c, nil
+}
+
+// oneConnection has the run's requests share one connection to the API server. Its first
+// requests go out side by side (the configuration, the variables and the state are read
+// at once), and each would dial a connection of its own, with a TLS handshake on both
+// sides, to close all but one of them once the first carries HTTP/2. The transport is
+// the one client-go made for the run's client, the only one of the process; the
+// process's default transport, which serves other hosts, is left as it is.
+func oneConnection(wrap func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if t := baseTransport(rt); t != nil && t != http.DefaultTransport {
+			t.MaxConnsPerHost = 1
+		}
+		if wrap != nil {
+			return wrap(rt)
+		}
+		return rt
+	}
+}
+
+// baseTransport is the http.Transport rt wraps; nil when it wraps none.
+func baseTransport(rt http.RoundTripper) *http.Transport {
+	for {
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t
+		case utilnet.RoundTripperWrapper:
+			rt = t.WrappedRoundTripper()
+		default:
+			return nil
+		}
+	}
 }
 
 func splitList(s string) []string {

@@ -80,7 +80,7 @@ func (r *Runner) initDigest() (string, error) {
 	slices.Sort(files)
 	files = append(files, filepath.Join(r.WorkDir, ".terraform.lock.hcl"), r.cliConfig)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", r.binaryIdentity())
+	fmt.Fprintf(h, "%s\x00", binaryIdentity(r.Settings.Terraform, r.Settings.OpenTofu))
 	for _, path := range files {
 		content, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

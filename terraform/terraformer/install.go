@@ -71,6 +71,9 @@ func FindTerraform(ctx context.Context, path string, allowDownload bool, install
 // checkTerraformVersion asks the binary for its version with the update check off, and
 // refuses one of another version, naming the version it is.
 func checkTerraformVersion(ctx context.Context, path string) error {
+	if known, err := checkBuiltVersion(path, false); known {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, versionCheckTimeout)
 	defer cancel()
 	tf, err := tfexec.NewTerraform(os.TempDir(), path)
@@ -88,6 +91,10 @@ func checkTerraformVersion(ctx context.Context, path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	case v.String() != TerraformVersion:
 		return fmt.Errorf("%s is terraform %s, not %s", path, v, TerraformVersion)
+	}
+	// The run of this binary in this process need not ask it again.
+	if abs, err := filepath.Abs(path); err == nil {
+		checkedBinaries.Store(binaryIdentity(abs, false), true)
 	}
 	return nil
 }

@@ -176,6 +176,7 @@ func (r *Runner) Run(ctx context.Context) (_ *run.Result, err error) {
 	}
 	result := &run.Result{}
 	runErr := r.execute(ctx, result)
+	log.V(1).Info("terraformExited")
 	if runErr != nil {
 		// The next run initialises again, in case the working directory was the cause.
 		forgetInit(r.WorkDir)
@@ -183,6 +184,7 @@ func (r *Runner) Run(ctx context.Context) (_ *run.Result, err error) {
 	if err := r.save(persistCtx, watcher, result); err != nil {
 		return nil, errors.Join(err, runErr)
 	}
+	log.V(1).Info("stateSaved")
 	if runErr != nil {
 		return nil, r.failure(ctx, runErr, stderr.String())
 	}
@@ -218,9 +220,12 @@ func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
 		return nil, err
 	}
 	// The `terraform version` that checks the binary runs while the run's objects are read,
-	// unless it checked this binary in this working directory before.
+	// unless its build information tells its version, or a run checked this binary in this
+	// process or working directory before.
 	versionChecked := make(chan error, 1)
-	if r.versionChecked() {
+	if known, err := checkBuiltVersion(r.Settings.Terraform, r.Settings.OpenTofu); known {
+		versionChecked <- wrapNotFound(err)
+	} else if r.versionChecked() {
 		versionChecked <- nil
 	} else {
 		go func() { versionChecked <- r.checkVersion(ctx) }()
@@ -243,9 +248,12 @@ func (r *Runner) prepare(ctx context.Context) (*bytes.Buffer, error) {
 	if err := prepared.Wait(); err != nil {
 		return nil, err
 	}
+	log := logf.FromContext(ctx)
+	log.V(1).Info("inputsRead")
 	if err := checkedVersion(); err != nil {
 		return nil, err
 	}
+	log.V(1).Info("versionChecked")
 	if err := r.init(ctx); err != nil {
 		return nil, run.NewError("init", stderr.String(), err)
 	}
