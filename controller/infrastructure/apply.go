@@ -55,8 +55,6 @@ type applyScope struct {
 	report report
 	// outputs are the run's outputs, the sensitive ones included: only Secrets get those.
 	outputs map[string]any
-	// recovered says that the apply ended a recovery of a lost state.
-	recovered bool
 }
 
 // apply makes the infrastructure the Infrastructure describes exist: it renders the
@@ -410,7 +408,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 			}
 		}
 	}
-	s.recovered = op.recovered()
+	op.recovered()
 	return op.adopted(ctx, s)
 }
 
@@ -458,7 +456,7 @@ func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
 		return err
 	}
 	index := op.indexOf(s.result.State)
-	op.keepHistory(ctx, s.result.State, index, s.recovered || s.restore)
+	op.keepHistory(ctx, s.result.State)
 	return op.keepStateInStatus(s.result.State, index)
 }
 
