@@ -99,7 +99,13 @@ func (op *operation) terminatingState(ctx context.Context) (*metav1.PartialObjec
 	objects := op.objects()
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(objects.Storage.Kind()))
-	err := op.actuator.Client.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, meta)
+	// From the API server: the cache holds the metadata of labelled run objects only, and
+	// a state object another tool wrote may carry no label.
+	var reader client.Reader = op.actuator.Client
+	if op.actuator.APIReader != nil {
+		reader = op.actuator.APIReader
+	}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, meta)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
