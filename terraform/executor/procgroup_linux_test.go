@@ -157,3 +157,41 @@ func running(pid int) bool {
 	stat, err := p.Stat()
 	return err == nil && stat.State != "Z" && stat.State != "X"
 }
+
+// A terraform of a local run that someone SIGKILLs cannot stop what it started; the run
+// ends its process group, so that nothing of it (a provisioner's shell, the provider
+// plugins) runs on in the run directory, and the run fails.
+func TestASigkilledTerraformOfALocalRunLeavesNoProcessBehind(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t, 0)
+	gate := f.NewGate(1)
+	f.WriteChainConfig(2, gate)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := f.run(run.Apply)
+		ended <- err
+	}()
+	t.Cleanup(func() {
+		for pid := range processesIn(t, f.executor.BaseDir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	gate.WaitUntilReached()
+	started := processesIn(t, f.executor.BaseDir)
+	terraform := 0
+	for pid, command := range started {
+		if command == "terraform" {
+			terraform = pid
+		}
+	}
+	g.Expect(terraform).NotTo(BeZero(), "terraform works in the run directory: %v", started)
+	g.Expect(len(started)).To(BeNumerically(">", 1), "and what it started: %v", started)
+
+	g.Expect(syscall.Kill(terraform, syscall.SIGKILL)).To(Succeed())
+	g.Eventually(ended).WithTimeout(time.Minute).Should(Receive(HaveOccurred()))
+	g.Eventually(func() map[int]string { return processesIn(t, f.executor.BaseDir) }).WithTimeout(10*time.Second).Should(BeEmpty(),
+		"nothing terraform started runs on")
+	for pid := range started {
+		g.Expect(running(pid)).To(BeFalse(), "process %d (%s) has ended", pid, started[pid])
+	}
+}
