@@ -9,9 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // A state ConfigMap deleted by hand (kubectl delete, its finalizer left in place) does
@@ -116,4 +120,47 @@ func TestApplyWritesTheLiveStateIntoAHistoryDeletedByHand(t *testing.T) {
 
 func objectMeta(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+// The state object of a cluster-scoped kind, kept in the controller's namespace, deleted
+// by hand: its BackupBucket is found by the object's name, and the state written anew.
+func TestStateObjectOfABackupBucketDeletedByHandIsWrittenAnew(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	controllerNS := env.Namespace(t)
+	garden := env.Namespace(t)
+	kubeconfigSecret(t, garden, "backup")
+	startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
+	bucket := &extensionsv1alpha1.BackupBucket{
+		ObjectMeta: metav1.ObjectMeta{Name: controllerNS, Annotations: map[string]string{infrastructure.AnnotationGeneratedSecretNamespace: garden}},
+		Spec: extensionsv1alpha1.BackupBucketSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: "local"}, Region: "local",
+			SecretRef: corev1.SecretReference{Name: "backup", Namespace: garden},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, bucket)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), bucket) })
+	waitForKind(t, bucket, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
+	objects := state.RunObjects{ID: run.ID{Namespace: controllerNS, Name: bucket.Name, Purpose: "backupbucket"}}
+	raw, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(raw).NotTo(BeEmpty())
+	old := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(controllerNS, objects.StateName()), old)).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, old)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		current := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, keyOf(controllerNS, objects.StateName()), current)).To(Succeed())
+		g.Expect(current.UID).NotTo(Equal(old.UID))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bucket), bucket)).To(Succeed())
+		deleted := extension.FindCondition(&bucket.Status.DefaultStatus, infrastructure.ConditionStateObjectDeleted)
+		g.Expect(deleted).NotTo(BeNil())
+		g.Expect(deleted.Reason).To(Equal("StateObjectWrittenAnew"))
+		g.Expect(deleted.Message).To(ContainSubstring(controllerNS + "/" + objects.StateName()))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	again, err := objects.ReadState(ctx, env.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(raw))
 }
