@@ -59,6 +59,10 @@ type Actuator struct {
 	Client client.Client
 	// APIReader reads Secrets uncached, so that the manager never caches every Secret of a seed.
 	APIReader client.Reader
+	// Metadata reads the metadata of run objects from the manager's cache (mgr.GetCache()),
+	// which watches them for deleted states: whether a state object is being deleted is
+	// looked up there, at no request. Without it, the API server is asked.
+	Metadata  client.Reader
 	Recorder  events.EventRecorder
 	Providers *templates.Registry
 	// Runs is the run pipeline the operations submit their runs to (executor.Pipeline).

@@ -99,11 +99,11 @@ func (op *operation) terminatingState(ctx context.Context) (*metav1.PartialObjec
 	objects := op.objects()
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(objects.Storage.Kind()))
-	// From the API server: the cache holds the metadata of labelled run objects only, and
-	// a state object another tool wrote may carry no label.
+	// The watch's cache, where there is one: a state object being deleted shows there
+	// first, and is read again from the API server before anything is done about it.
 	var reader client.Reader = op.actuator.Client
-	if op.actuator.APIReader != nil {
-		reader = op.actuator.APIReader
+	if op.actuator.Metadata != nil {
+		reader = op.actuator.Metadata
 	}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: objects.ID.Namespace, Name: objects.StateName()}, meta)
 	if apierrors.IsNotFound(err) {
