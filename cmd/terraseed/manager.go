@@ -384,6 +384,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 	actuator := &infrastructure.Actuator{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
+		Metadata:      mgr.GetCache(),
 		Recorder:      recorder,
 		Providers:     r.providers,
 		Runs:          runs,

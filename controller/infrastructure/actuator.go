@@ -59,6 +59,10 @@ type Actuator struct {
 	Client client.Client
 	// APIReader reads Secrets uncached, so that the manager never caches every Secret of a seed.
 	APIReader client.Reader
+	// Metadata reads the metadata of run objects from the manager's cache (mgr.GetCache()),
+	// which watches them for deleted states: whether a state object is being deleted is
+	// looked up there, at no request. Without it, the API server is asked.
+	Metadata  client.Reader
 	Recorder  events.EventRecorder
 	Providers *templates.Registry
 	// Runs is the run pipeline the operations submit their runs to (executor.Pipeline).
@@ -112,7 +116,8 @@ func newReconciler[T Subject](a *Actuator, actuator extension.Actuator[T], kind 
 
 // SetupWithManager registers the reconciler; besides the Infrastructures, a change of a
 // referenced secret reconciles the ones using it, and so does the end of a run, which
-// runEnds tells (executor.Pipeline.Ends).
+// runEnds tells (executor.Pipeline.Ends), and the deletion of a state object by someone
+// else (keepDeletedState).
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, runEnds source.Source, options controller.Options) error {
 	return setupWithManager(ctx, mgr, r, infrastructureKind, runEnds, options)
 }
@@ -122,9 +127,10 @@ func setupWithManager[T Subject](ctx context.Context, mgr ctrl.Manager, r *exten
 		return fmt.Errorf("indexing %ss by secret: %w", kind.name, err)
 	}
 	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
-		return b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
+		b = b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
 			return usingSecret(ctx, r, kind, secret)
 		})).WatchesRawSource(runEnds)
+		return watchDeletedStates(b, kind)
 	})
 }
 
@@ -251,6 +257,9 @@ func (a *Actuator) reconcile(ctx context.Context, req request) error {
 
 func (a *Actuator) upToDate(ctx context.Context, req request) (bool, error) {
 	op := a.operation(req)
+	if err := op.keepDeletedStateBetweenRuns(ctx); err != nil {
+		return false, err
+	}
 	if err := op.moveStateBetweenRuns(ctx); err != nil {
 		return false, err
 	}

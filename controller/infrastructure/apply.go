@@ -55,8 +55,6 @@ type applyScope struct {
 	report report
 	// outputs are the run's outputs, the sensitive ones included: only Secrets get those.
 	outputs map[string]any
-	// recovered says that the apply ended a recovery of a lost state.
-	recovered bool
 }
 
 // apply makes the infrastructure the Infrastructure describes exist: it renders the
@@ -74,6 +72,7 @@ func (op *operation) apply(ctx context.Context, s *applyScope) error {
 		op.writeEtcdBackup, // a BackupEntry's Secret etcd-backup in the shoot's namespace
 		op.recordApply,     // LastPlan and InSync; annotations used up; a recovery done
 		op.writeStatus,     // the provider status, the state's history, the state in the status
+		op.keepDeleted,     // a state object deleted while the run wrote it, written anew
 	})
 }
 
@@ -410,7 +409,7 @@ func (op *operation) recordApply(ctx context.Context, s *applyScope) error {
 			}
 		}
 	}
-	s.recovered = op.recovered()
+	op.recovered()
 	return op.adopted(ctx, s)
 }
 
@@ -458,8 +457,14 @@ func (op *operation) writeStatus(ctx context.Context, s *applyScope) error {
 		return err
 	}
 	index := op.indexOf(s.result.State)
-	op.keepHistory(ctx, s.result.State, index, s.recovered || s.restore)
+	op.keepHistory(ctx, s.result.State)
 	return op.keepStateInStatus(s.result.State, index)
+}
+
+// keepDeleted writes anew a state object deleted while the run was under way: its
+// end may reconcile nothing more.
+func (op *operation) keepDeleted(ctx context.Context, _ *applyScope) error {
+	return op.keepDeletedState(ctx)
 }
 
 // priority is the run priority of the operation: a first apply or a restoration before

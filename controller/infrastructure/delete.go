@@ -256,6 +256,16 @@ func (op *operation) ensurePurge(ctx context.Context, kept *corev1.ConfigMap) er
 }
 
 func (op *operation) removeRunObjects(ctx context.Context, _ *deleteScope) error {
+	// Destroyed, the index names nothing that exists. It goes before the state: a deletion
+	// cut short once the run objects went (the controller killed, the run directory not
+	// removed) finds nothing to destroy on its retry, not a lost state whose index names
+	// resources.
+	if op.status().State != nil {
+		op.status().State = nil
+		if err := op.req.PatchStatus(ctx); err != nil {
+			return err
+		}
+	}
 	return op.deleteRunObjects(ctx)
 }
 

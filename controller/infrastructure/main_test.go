@@ -110,6 +110,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	output := &testenv.SyncBuffer{}
 	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
 	setup := newSetup(t, mgr.GetClient(), mgr.GetAPIReader(), workDir, recorder, output)
+	setup.Metadata = mgr.GetCache()
 	for _, opt := range opts {
 		opt(setup)
 	}

@@ -139,6 +139,10 @@ func (op *operation) runOrWait(ctx context.Context, req run.Request, priority ru
 			return nil, &runPendingError{ticket: ticket, other: !ticket.Of(req)}
 		}
 	}
+	// A run writes no state object someone deleted: its state is written anew first.
+	if err := op.keepDeletedState(ctx); err != nil {
+		return nil, err
+	}
 	// A run reads and writes the state in the kind of object this controller keeps it in.
 	if err := op.moveState(ctx); err != nil {
 		return nil, err

@@ -117,19 +117,15 @@ func (e *indexTooLargeError) Error() string {
 	return fmt.Sprintf("status.state: the index of the terraform state takes %d bytes, more than the %d .status.state can hold; %s", e.size, maxStatusState, kept)
 }
 
-// keepHistory keeps the state of a successful apply in the history, unless it is the
-// state the status held already (an apply that changed nothing): at most one write per
-// apply, none for most. An apply that started from a state written back (a recovery, a
-// restore) keeps it in any case: its state can be the one the status held (a restored
-// one, or the one a run kept itself and wrote back) while the history lost it or was
-// never written on this seed, and the next loss needs it there. A history that cannot
-// be written fails nothing.
-func (op *operation) keepHistory(ctx context.Context, state []byte, index *imports.Index, writtenBack bool) {
+// keepHistory keeps the state of a successful apply in the history: at most one write per
+// apply, none for most. An apply that changed nothing (the state the status held already)
+// reads the history and writes it only when it lacks that state (the history object was
+// deleted, or never written on this seed: after a restore, a recovery, a state the run
+// kept itself and wrote back), so that the next loss of the state finds it there rather
+// than only the import path. A history that cannot be written fails nothing.
+func (op *operation) keepHistory(ctx context.Context, state []byte) {
 	depth := op.actuator.State.History()
 	if depth == 0 || len(state) == 0 {
-		return
-	}
-	if prior, _ := statusIndex(op.status().State); !writtenBack && prior != nil && index != nil && prior.Serial == index.Serial && prior.Lineage == index.Lineage {
 		return
 	}
 	if _, err := op.objects().AppendHistory(ctx, op.actuator.Client, state, depth, metav1.Now()); err != nil {

@@ -77,6 +77,11 @@ func (e *LocalExecutor) Run(ctx context.Context, req run.Request) (*run.Result, 
 	}
 	defer release()
 
+	// What runs of a killed controller process left working goes before anything else
+	// runs beside it. Ending it fails no run.
+	if n, err := endLeftoverGroups(e.BaseDir); n > 0 || err != nil {
+		logf.FromContext(ctx).Info("leftoverProcessesEnded", "processes", n, "error", fmt.Sprint(err))
+	}
 	dir, tmp, err := e.runDirs(req.ID)
 	if err != nil {
 		return nil, err

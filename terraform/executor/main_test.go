@@ -17,6 +17,9 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	if os.Getenv("TERRASEED_TEST_HELPER_RUN") != "" {
+		os.Exit(runHelper())
+	}
 	// What the executors log is not what these tests look at; the runs' output is.
 	logf.SetLogger(logr.Discard())
 	os.Exit(testenv.Run(m, &env))

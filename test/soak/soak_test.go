@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/extension"
+	"github.com/terraseed/terraseed/controller/infrastructure"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -39,10 +41,13 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 // name), SIGKILLs at random either a terraform process of a run or the controller itself
 // (started again at once), or deletes the state object of a live Infrastructure with its
 // parts and its history, for good (finalizers removed), and asks for a reconcile as
-// gardenlet does. Then it lets everything settle and checks every object: a live
-// Infrastructure succeeded with its last spec and has exactly one ConfigMap per zone, each
-// listed in its stored state; a deleted one left no ConfigMap, no run object and no run
-// directory.
+// gardenlet does, or deletes the state object alone as kubectl does (its finalizer left in
+// place), which nobody asks the controller about. Then it lets everything settle and
+// checks every object: a live Infrastructure succeeded with its last spec and has exactly
+// one ConfigMap per zone, each listed in its stored state, which no deletion keeps
+// terminating; a deleted one left no ConfigMap, no run object and no run directory; and no
+// process of terraform's (terraform, a provider plugin, a provisioner) is left working in
+// the controller's run directories.
 func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	g := NewWithT(t)
 	n, duration, wantKills := testenv.SoakSettings(t)
@@ -58,11 +63,13 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	wg.Go(func() { s.actions(stop) })
 	for time.Now().Before(chaosEnds) || s.killCount() < wantKills {
 		time.Sleep(time.Duration(1500+s.rng.IntN(2500)) * time.Millisecond)
-		switch r := s.rng.IntN(8); {
+		switch r := s.rng.IntN(10); {
 		case r < 2:
 			s.killController()
 		case r < 4:
 			s.deleteState()
+		case r < 6:
+			s.deleteStateObject()
 		default:
 			s.killTerraform()
 		}
@@ -70,8 +77,8 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	s.ensureRunning()
-	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller; %d states deleted with their history",
-		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills, s.stateDeletions)
+	t.Logf("soak: %d Infrastructures created (%d names), %d changes, %d deletions; %d kills: %d of terraform, %d of the controller; %d states deleted with their history, %d state objects deleted alone as kubectl does",
+		s.created, n, s.changes, s.deletions, s.killCount(), s.terraformKills, s.controllerKills, s.stateDeletions, s.stateObjectDeletions)
 
 	started := time.Now()
 	g.Eventually(func(g Gomega) {
@@ -93,6 +100,11 @@ func TestSoakRandomKillsLoseNothingAndLeaveNothingBehind(t *testing.T) {
 	recovered, err := testenv.Recoveries(context.Background(), env.Client, namespaces)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("soak: recovered: %s", recovered)
+	// Settled, nothing runs: whatever of terraform's still works in a run directory was
+	// left by a run that was killed.
+	g.Eventually(func() map[int]string { return s.processesLeft() }).WithTimeout(time.Minute).Should(BeEmpty(),
+		"processes of killed runs are left working in the run directories")
+	t.Logf("soak: no process left in the run directories")
 }
 
 type soak struct {
@@ -116,6 +128,10 @@ type soak struct {
 	created, changes, deletions     int
 	terraformKills, controllerKills int
 	stateDeletions                  int
+	// stateObjectDeletions counts the state objects deleted alone, as kubectl does;
+	// writtenAnew says, for each incarnation of an object, that its state object was.
+	stateObjectDeletions int
+	writtenAnew          []bool
 	// lost is when the state of each object was deleted, until the object succeeded after: a
 	// deletion then would find only the index, and stop rather than leave resources
 	// behind (docs/operating.md, "A lost state"), which is no loss of the controller's.
@@ -136,7 +152,7 @@ func newSoak(t *testing.T, n int) *soak {
 	dir := t.TempDir()
 	s := &soak{t: t, binary: testenv.ControllerBinary(t), kubeconfig: filepath.Join(dir, "kubeconfig"),
 		workDir: filepath.Join(dir, "work"), prefix: fmt.Sprintf("soak-%d-", time.Now().Unix()%100000),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]time.Time, n), stateLosses: make([]int, n)}
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26)), desired: make([][]string, n), targets: make([]string, n), lost: make([]time.Time, n), stateLosses: make([]int, n), writtenAnew: make([]bool, n)}
 	var err error
 	s.admin, err = env.AdminKubeconfig()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -322,6 +338,7 @@ func (s *soak) create(i int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.desired[i] = zones
+	s.writtenAnew[i] = false
 	s.created++
 }
 
@@ -386,6 +403,60 @@ func (s *soak) deleteState() {
 	s.lost[i] = time.Now()
 	s.stateDeletions++
 	s.stateLosses[i]++
+}
+
+// deleteStateObject deletes the state object of a live Infrastructure as `kubectl delete`
+// does: its finalizer stays, its parts and its history stay, and nobody asks for a
+// reconcile. The controller must neither keep it terminating nor lose its state.
+func (s *soak) deleteStateObject() {
+	ctx := context.Background()
+	i := s.rng.IntN(len(s.desired))
+	infra := &extensionsv1alpha1.Infrastructure{}
+	s.faults.Lock()
+	defer s.faults.Unlock()
+	if err := env.Client.Get(ctx, s.key(i), infra); err != nil || infra.DeletionTimestamp != nil {
+		return
+	}
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace(i), Name: objects.StateName()}, cm); err != nil || cm.DeletionTimestamp != nil {
+		return
+	}
+	if err := env.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); err != nil {
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			s.t.Error(err)
+		}
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateObjectDeletions++
+	s.writtenAnew[i] = true
+}
+
+// processesLeft are the processes working in the controller's run directories, by pid,
+// with their command: terraform, its provider plugins and provisioners take the run's
+// working directory. Ended ones that nobody reaped are not working.
+func (s *soak) processesLeft() map[int]string {
+	dir, err := filepath.EvalSymlinks(s.workDir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	left := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", entry.Name(), "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, dir+"/") {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", entry.Name(), "comm"))
+		left[pid] = strings.TrimSpace(string(comm))
+	}
+	return left
 }
 
 // stateLost is whether object i's state was deleted and is not back: an operation
@@ -469,6 +540,15 @@ func (s *soak) expectSettled(g Gomega, i int) {
 		s.key(i), infra.Status.LastOperation, infra.Status.LastError, infra.Annotations)
 	g.Expect(infra.Status.LastOperation).NotTo(BeNil())
 	g.Expect(infra.Status.LastOperation.State).To(Equal(extensionsv1alpha1.LastOperationStateSucceeded), "%s: %+v", s.key(i), infra.Status.LastError)
+	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace(i), Name: "infrastructure", Purpose: run.PurposeInfra}}
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.namespace(i), Name: objects.StateName()}, cm)).To(Succeed())
+	g.Expect(cm.DeletionTimestamp).To(BeNil(), "%s: no deletion keeps the state object terminating", s.key(i))
+	if s.writtenAnew[i] {
+		deleted := extension.FindCondition(&infra.Status.DefaultStatus, infrastructure.ConditionStateObjectDeleted)
+		g.Expect(deleted).NotTo(BeNil(), "%s: the deletion of its state object is reported", s.key(i))
+		g.Expect(deleted.Reason).To(Equal("StateObjectWrittenAnew"), "%s: %s", s.key(i), deleted.Message)
+	}
 }
 
 // expectExact checks the objects of a settled object i: exactly one ConfigMap per zone of
