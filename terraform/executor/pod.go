@@ -344,20 +344,9 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 			return nil, err
 		}
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName(), Labels: labels, OwnerReferences: owners},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{},
-	}
-	for k, v := range req.Env {
-		secret.Data[k] = []byte(v)
-	}
-	// The Secret is created afresh: one an earlier run left (with a token bound to its
-	// pod) would start this run's pod. A pod with a requested token is created before
-	// its Secret, which then holds the token bound to it: the kubelet starts the
-	// container only once the Secret is there.
-	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("deleting an earlier run's credentials Secret: %w", err)
+	secret, err := e.freshEnvSecret(ctx, req, labels, owners)
+	if err != nil {
+		return nil, err
 	}
 	requestToken := e.requestsTokens()
 	if !requestToken {
@@ -370,18 +359,8 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 		name, value, _ := strings.Cut(kv, "=")
 		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: value})
 	}
-	if err := e.Client.Create(ctx, pod); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, inProgress(req.Command, run.ErrRunInProgress.Error())
-		}
-		if refusedByQuota(err) {
-			// The credentials wait in no Secret while the run waits.
-			if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("deleting the credentials Secret: %w", err)
-			}
-			return nil, &notStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
-		}
-		return nil, fmt.Errorf("creating the run pod: %w", err)
+	if err := e.createPod(ctx, req, pod, secret); err != nil {
+		return nil, err
 	}
 	if !requestToken {
 		return pod, nil
@@ -403,6 +382,45 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 		return nil, err
 	}
 	return pod, nil
+}
+
+// freshEnvSecret is the run's credentials Secret, with an earlier run's deleted. The
+// Secret is created afresh: one an earlier run left (with a token bound to its pod) would
+// start this run's pod. A pod with a requested token is created before its Secret, which
+// then holds the token bound to it: the kubelet starts the container only once the Secret
+// is there.
+func (e *PodExecutor) freshEnvSecret(ctx context.Context, req run.Request, labels map[string]string, owners []metav1.OwnerReference) (*corev1.Secret, error) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName(), Labels: labels, OwnerReferences: owners},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{},
+	}
+	for k, v := range req.Env {
+		secret.Data[k] = []byte(v)
+	}
+	if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting an earlier run's credentials Secret: %w", err)
+	}
+	return secret, nil
+}
+
+// createPod creates the run pod; a pod refused by a ResourceQuota is a run not started,
+// whose credentials wait in no Secret while the run waits.
+func (e *PodExecutor) createPod(ctx context.Context, req run.Request, pod *corev1.Pod, secret *corev1.Secret) error {
+	err := e.Client.Create(ctx, pod)
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return inProgress(req.Command, run.ErrRunInProgress.Error())
+	case refusedByQuota(err):
+		if err := e.Client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the credentials Secret: %w", err)
+		}
+		return &notStartedError{Reason: "the run pod is refused by a ResourceQuota: " + err.Error()}
+	default:
+		return fmt.Errorf("creating the run pod: %w", err)
+	}
 }
 
 // createEnvSecret creates the run's credentials Secret.

@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -143,4 +144,45 @@ func TestTheRunSideAndTheProvidersImportNoControllerOrCommand(t *testing.T) {
 	}
 	g.Expect(files).To(BeNumerically(">", 100), "the walk found the files")
 	g.Expect(upward).To(BeEmpty())
+}
+
+// maxFunctionLines bounds a function of the controller, the run side and the providers: a
+// longer one does more than one step, and its steps read better named.
+const maxFunctionLines = 80
+
+// No function of cmd/, controller/, terraform/ or templates/ (tests aside) is longer than
+// maxFunctionLines, counted from its signature to its closing brace.
+func TestNoFunctionIsLongerThanItsBound(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	var long []string
+	functions := 0
+	for _, top := range []string{"cmd", "controller", "terraform", "templates"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			for _, decl := range f.Decls {
+				fn, ok := decl.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				functions++
+				start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
+				if lines := end.Line - start.Line + 1; lines > maxFunctionLines {
+					rel, _ := filepath.Rel(root, path)
+					long = append(long, fmt.Sprintf("%s:%d %s: %d lines", rel, start.Line, fn.Name.Name, lines))
+				}
+			}
+			return nil
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(functions).To(BeNumerically(">", 500), "the walk found the functions")
+	g.Expect(long).To(BeEmpty(), "functions longer than %d lines", maxFunctionLines)
 }
