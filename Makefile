@@ -112,8 +112,8 @@ bench: tools ## Run the benchmarks.
 EXECUTOR ?= local
 
 .PHONY: bench-scale
-bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000; 200 with EXECUTOR=pod, run pods on a real node), then two cloud accounts of TERRASEED_FLEET_N (100) each.
-	TERRASEED_SCALE_EXECUTOR=$(EXECUTOR) go test -run '^$$' -bench '$(if $(filter pod,$(EXECUTOR)),^BenchmarkScalePods$$,^BenchmarkScale(Fleet)?$$)' -benchtime 1x -timeout 150m -v ./test/scale/
+bench-scale: tools ## Measure one controller serving a seed of TERRASEED_SCALE_N Infrastructures (1000; 200 with EXECUTOR=pod, run pods on a real node), then two cloud accounts of TERRASEED_FLEET_N (100) each, then a seed of every kind: TERRASEED_KINDS_N (1000) shoots of an Infrastructure, two DNSRecords and a BackupEntry, and a BackupBucket.
+	TERRASEED_SCALE_EXECUTOR=$(EXECUTOR) go test -run '^$$' -bench '$(if $(filter pod,$(EXECUTOR)),^BenchmarkScalePods$$,^BenchmarkScale(Fleet|Kinds)?$$)' -benchtime 1x -timeout 300m -v ./test/scale/
 
 .PHONY: soak
 soak: tools ## SIGKILL the controller and terraform, and delete states with their history, at random while Infrastructures come and go, with the local executor and with run pods on the node, then check nothing was lost or left (TERRASEED_SOAK_OBJECTS, _DURATION, _KILLS).

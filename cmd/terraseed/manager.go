@@ -109,7 +109,7 @@ type managerOptions struct {
 func (o *managerOptions) bind(flags *flag.FlagSet) {
 	flags.StringVar(&o.types, "provider-types", "", "comma-separated provider types to serve (default: every provider known)")
 	flags.IntVar(&o.concurrency, "concurrency", 10, "objects reconciled at once; a reconcile never waits for a terraform run")
-	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans")
+	flags.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "terraform runs under way at once, controller-wide; more wait for a slot, deletions first, then creations and restorations, then reconciles, then drift plans; a DNSRecord's runs, which gardenlet waits for at most two minutes, before the other kinds'")
 	flags.Float64Var(&o.driftShare, "drift-share", executor.DefaultDriftShare, "share of --max-runs that drift plans may hold at once (at least one run)")
 	flags.DurationVar(&o.driftAging, "drift-aging", executor.DefaultDriftAging, "how long a drift plan waits before it goes ahead of every reconcile (never ahead of deletions and creations)")
 	flags.IntVar(&o.runsPerAccount, "runs-per-account", 0, "terraform runs under way at once per project (of the credentials Secret's namespace) and region, for providers whose provider.yaml declares an account; 0: bounded by --max-runs alone")

@@ -44,6 +44,9 @@ type kindSpec struct {
 	newList       func() client.ObjectList
 	// serve returns what the provider of obj serves for it.
 	serve func(providers *templates.Registry, obj Subject) (served, error)
+	// urgent objects' runs start before the other kinds' that wait for a slot: gardenlet
+	// waits for a DNSRecord at most two minutes, and its runs are short.
+	urgent bool
 }
 
 func (k *kindSpec) gvk() schema.GroupVersionKind {
@@ -68,8 +71,8 @@ var (
 		func() Subject { return &extensionsv1alpha1.BackupBucket{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupBucketList{} })
 	backupEntryKind = templateKind("BackupEntry", templates.KindBackupEntry, true,
 		func() Subject { return &extensionsv1alpha1.BackupEntry{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupEntryList{} })
-	dnsRecordKind = templateKind("DNSRecord", templates.KindDNSRecord, false,
-		func() Subject { return &extensionsv1alpha1.DNSRecord{} }, func() client.ObjectList { return &extensionsv1alpha1.DNSRecordList{} })
+	dnsRecordKind = urgentKind(templateKind("DNSRecord", templates.KindDNSRecord, false,
+		func() Subject { return &extensionsv1alpha1.DNSRecord{} }, func() client.ObjectList { return &extensionsv1alpha1.DNSRecordList{} }))
 	bastionKind = templateKind("Bastion", templates.KindBastion, false,
 		func() Subject { return &extensionsv1alpha1.Bastion{} }, func() client.ObjectList { return &extensionsv1alpha1.BastionList{} })
 
@@ -97,6 +100,12 @@ func templateKind(name string, kind templates.Kind, clusterScoped bool, newObjec
 			return servedKind{provider}, nil
 		},
 	}
+}
+
+// urgentKind is k, whose runs are urgent.
+func urgentKind(k *kindSpec) *kindSpec {
+	k.urgent = true
+	return k
 }
 
 // served is what a provider serves for one object: its configuration, how its credentials

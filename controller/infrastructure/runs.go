@@ -299,7 +299,7 @@ const ReasonThrottled = "Throttled"
 // withFleet sets what the scheduler shares the seed's runs by: the budget key of the
 // provider and the run's whole credentials (a keyed digest, never the values: see
 // templates.Provider.AccountKey), the shoot project, how the provider's throttling reads,
-// and the provider's parallelism. secret is the Secret whose files the run reads (a
+// the provider's parallelism, and whether the kind's runs are urgent. secret is the Secret whose files the run reads (a
 // workload identity's token), nil for the stored credentials of an earlier run, which
 // hold no file. The budget is not the project's nor the region's: gardenlet gives every
 // shoot's DNSRecords the seed's DNS credentials, and the runs of all of them call one
@@ -314,6 +314,7 @@ func (op *operation) withFleet(req run.Request, provider served, secret *corev1.
 		req.Project = projectOf(op.obj.GetNamespace())
 	}
 	req.Parallelism = fleet.Parallelism()
+	req.Urgent = op.kind.urgent
 	req.Throttled = func(err error) bool { return throttled(fleet, err) }
 	return req
 }

@@ -322,11 +322,16 @@ func (s *Scheduler) clock() time.Time { return time.Now() }
 
 // rank orders the waiting runs: by priority, except that a drift plan that waited
 // DriftAging ranks between creations and reconciles, so that a steady stream of
-// reconciles never holds it back for longer than that and one run's end.
+// reconciles never holds it back for longer than that and one run's end; and an urgent
+// run (Request.Urgent), but a drift plan, ranks ahead of every run that is not urgent:
+// its caller gives up before a seed's backlog of creations would have run.
 func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 	r := 2 * int(t.Priority)
 	if t.Priority == run.PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
 		r = 2*int(run.PriorityReconcile) - 1
+	}
+	if t.req.Urgent && t.Priority != run.PriorityDrift {
+		r -= 2 * priorities
 	}
 	return r
 }

@@ -115,6 +115,39 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 	g.Expect(testutil.ToFloat64(s.Waiting.WithLabelValues("drift"))).To(BeEquivalentTo(0))
 }
 
+// An urgent run, a DNSRecord's that gardenlet waits for on a short deadline, waits for
+// the next free slot only, not behind a backlog of creations; an urgent drift plan is a
+// drift plan still.
+func TestAnUrgentReconcileStartsBeforeTheCreatesWaitingForARunSlot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+
+	create1, create2, urgent, urgentPlan := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
+	g.Expect(s.Submit(ctx, create1.request(run.Apply), run.PriorityCreate)).To(Succeed())
+	g.Expect(s.Submit(ctx, create2.request(run.Apply), run.PriorityCreate)).To(Succeed())
+	plan := urgentPlan.request(run.Plan)
+	plan.Urgent = true
+	g.Expect(s.Submit(ctx, plan, run.PriorityDrift)).To(Succeed())
+	apply := urgent.request(run.Apply)
+	apply.Urgent = true
+	g.Expect(s.Submit(ctx, apply, run.PriorityReconcile)).To(Succeed())
+
+	for want, f := range []*fixture{urgent, create1, create2, urgentPlan} {
+		ticket, known := s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeTrue())
+		g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
+		g.Expect(ticket.Ahead).To(Equal(want), "runs ahead of the %d. in line", want+1)
+	}
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(5))
+	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, urgent.Objects.ID, create1.Objects.ID, create2.Objects.ID, urgentPlan.Objects.ID}),
+		"one slot: the apply under way, then the urgent reconcile, the creates, and the drift plan")
+}
+
 func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

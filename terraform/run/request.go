@@ -54,6 +54,10 @@ type Request struct {
 	// Project is the shoot project the run belongs to: within a priority, the runs of
 	// different projects take turns for the run slots.
 	Project string
+	// Urgent marks a run whose caller waits for it on a short deadline, such as a
+	// DNSRecord's, which gardenlet waits for at most two minutes: of each priority but
+	// drift, it starts before every run that is not urgent.
+	Urgent bool
 	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
 	Throttled func(error) bool
 }
