@@ -48,7 +48,8 @@ func exposure(specType, providerConfig string) *extensionsv1alpha1.SelfHostedSho
 
 // TestAWSExposureIsANetworkLoadBalancerOverTheNodesAddresses: an exposure renders a
 // network load balancer in the shoot's load balancer subnets, a target group of type ip
-// over the nodes' InternalIP addresses (IPv4 and IPv6, not their external or host names),
+// over the nodes' InternalIP addresses of the shoot's IP family (not their external or host
+// names),
 // a TCP listener on the port, and the nodes' group opened to the port from the VPC; the
 // configuration is formatted and terraform validate accepts it with the hashicorp/aws
 // provider. The load balancer's DNS name becomes status.ingress.
@@ -61,7 +62,7 @@ func TestAWSExposureIsANetworkLoadBalancerOverTheNodesAddresses(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(awsTFVars(t, out)).To(Equal(map[string]any{
 		"region": "eu-west-1", "cluster_name": "shoot--dev--prod", "exposure_name": "prod", "port": float64(443),
-		"addresses": []any{"10.250.0.10", "2001:db8::10", "10.250.1.11"}, "internal": false,
+		"addresses": []any{"10.250.0.10", "10.250.1.11"}, "internal": false,
 	}))
 	main := out.Files["main.tf"]
 	g.Expect(main).To(MatchRegexp(`load_balancer_type\s+= "network"`))
@@ -91,6 +92,21 @@ func TestAWSExposureIsANetworkLoadBalancerOverTheNodesAddresses(t *testing.T) {
 	g.Expect(awsTFVars(t, out)).To(HaveKeyWithValue("region", "us-west-2"))
 	g.Expect(out.Files["main.tf"]).NotTo(ContainSubstring("aws_subnets"), "the subnets given are not looked up")
 	checkAWSKindConfig(t, k, out, awsKindCredentials(t, registry(t), k, false))
+
+	// An IPv6 shoot's target group holds the nodes' IPv6 addresses; its load balancer is
+	// dual-stack.
+	out, err = k.Render(templates.KindInput{Object: exposure("aws", ""), Cluster: awsShootCluster(t, "eu-west-1", "IPv6")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(awsTFVars(t, out)).To(HaveKeyWithValue("addresses", []any{"2001:db8::10"}))
+	g.Expect(out.Files["main.tf"]).To(MatchRegexp(`target_type\s+= "ip"\s+ip_address_type\s+= "ipv6"`))
+	g.Expect(out.Files["main.tf"]).To(MatchRegexp(`ip_address_type\s+= "dualstack"`))
+	g.Expect(out.Files["main.tf"]).To(ContainSubstring("ipv6_cidr_blocks"))
+	checkAWSKindConfig(t, k, out, awsKindCredentials(t, registry(t), k, false))
+	dir = t.TempDir()
+	for name, content := range out.Files {
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
+	}
+	testenv.ValidateWithAWSProvider(t, testenv.Terraform(t), dir)
 
 	_, err = k.Render(templates.KindInput{Object: exposure("aws", `{"vpcID": "vpc-0a1b2c3d"}`), Cluster: awsShootCluster(t, "eu-west-1")})
 	var invalid *templates.ValidationError

@@ -1,7 +1,7 @@
 {{- /* A SelfHostedShootExposure is, on AWS, a network load balancer in front of the
 self-hosted shoot's control-plane nodes, as Gardener's design for self-hosted shoots has
-it (GEP-36): a target group of type ip over the nodes' InternalIP addresses (of the
-endpoints given, as gardenlet lists the healthy ones), a TCP listener on spec.port that
+it (GEP-36): a target group of type ip over the nodes' InternalIP addresses of the
+shoot's first IP family (of the endpoints given, as gardenlet lists the healthy ones), a TCP listener on spec.port that
 forwards to it, and the load balancer's DNS name in status.ingress. The load balancer
 sits in the public utility subnets the shoot's aws Infrastructure (../main.tf.tpl) tags
 for load balancers, in the same namespace; providerConfig may name the VPC and subnets
@@ -14,10 +14,14 @@ not preserve client addresses, so the load balancer connects from its own. */ -}
 {{- if not $region -}}
 {{- invalid "providerConfig.region" "" "the Cluster names no shoot region: name the region here" -}}
 {{- end -}}
+{{- /* A target group holds addresses of one family: the shoot's first IP family's. A
+dual-stack or IPv6 shoot's load balancer answers on both families. */ -}}
+{{- $ipFamilies := dig "spec" "networking" "ipFamilies" list .cluster.shoot -}}
+{{- $ipv6 := eq (first $ipFamilies | default "IPv4") "IPv6" -}}
 {{- $addresses := list -}}
 {{- range $spec.endpoints -}}
 {{- range .addresses -}}
-{{- if eq .type "InternalIP" }}{{ $addresses = append $addresses .address }}{{ end -}}
+{{- if and (eq .type "InternalIP") (eq (contains ":" .address) $ipv6) }}{{ $addresses = append $addresses .address }}{{ end -}}
 {{- end -}}
 {{- end -}}
 {{- $findNetwork := not (hasKey $config "subnetIDs") -}}
@@ -86,6 +90,7 @@ resource "aws_lb" "exposure" {
   name               = local.name
   load_balancer_type = "network"
   internal           = {{ tfvar "internal" (dig "internal" false $config) }}
+  ip_address_type    = "{{ if has "IPv6" $ipFamilies }}dualstack{{ else }}ipv4{{ end }}"
   subnets            = local.subnet_ids
   tags               = merge(local.tags, { Name = "${local.cluster_name}-kube-apiserver" })
 }
@@ -95,6 +100,7 @@ resource "aws_lb_target_group" "exposure" {
   port               = local.port
   protocol           = "TCP"
   target_type        = "ip"
+  ip_address_type    = "{{ if $ipv6 }}ipv6{{ else }}ipv4{{ end }}"
   vpc_id             = local.vpc_id
   preserve_client_ip = "false"
   tags               = merge(local.tags, { Name = "${local.cluster_name}-kube-apiserver" })
@@ -131,7 +137,11 @@ resource "aws_security_group_rule" "nodes_from_load_balancer" {
   from_port         = local.port
   to_port           = local.port
   protocol          = "tcp"
+{{- if $ipv6 }}
+  ipv6_cidr_blocks  = [data.aws_vpc.vpc.ipv6_cidr_block]
+{{- else }}
   cidr_blocks       = [data.aws_vpc.vpc.cidr_block]
+{{- end }}
   security_group_id = one(data.aws_security_groups.nodes.ids)
 
   lifecycle {
