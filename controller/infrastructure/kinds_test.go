@@ -256,7 +256,7 @@ func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	garden := env.Namespace(t)
 	kubeconfigSecret(t, garden, "backup")
 	c := startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
-	g.Expect(c.served).To(ConsistOf("backupbucket", "backupentry", "dnsrecord", "bastion"))
+	g.Expect(c.served).To(ConsistOf("backupbucket", "backupentry", "dnsrecord", "bastion", "selfhostedshootexposure"))
 
 	// Unique per run: envtest keeps a deleted namespace, the bucket, Terminating.
 	bucketName := controllerNS
