@@ -1,6 +1,9 @@
 package compat_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,13 +13,17 @@ import (
 	"github.com/gardener/gardener/pkg/component/extensions/selfhostedshootexposure"
 	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 )
@@ -128,4 +135,63 @@ func TestSelfHostedShootExposureIsWireCompatible(t *testing.T) {
 	theirs := gardenerExposure()
 	g.Expect(unsetFields(reflect.ValueOf(theirs).Elem(), "SelfHostedShootExposure")).To(BeEmpty(), "the fixture must set every field Gardener has")
 	roundTrip(g, theirs, &extensionsv1alpha1.SelfHostedShootExposure{}, &gardenextensionsv1alpha1.SelfHostedShootExposure{})
+}
+
+// withoutDescriptions is schema without its descriptions, which tell the same in other
+// words.
+func withoutDescriptions(schema apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	schema.Description = ""
+	for name, property := range schema.Properties {
+		schema.Properties[name] = withoutDescriptions(property)
+	}
+	if schema.Items != nil && schema.Items.Schema != nil {
+		items := withoutDescriptions(*schema.Items.Schema)
+		schema.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &items}
+	}
+	if schema.AdditionalProperties != nil && schema.AdditionalProperties.Schema != nil {
+		additional := withoutDescriptions(*schema.AdditionalProperties.Schema)
+		schema.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: schema.AdditionalProperties.Allows, Schema: &additional}
+	}
+	return schema
+}
+
+func readCRD(g Gomega, file string) *apiextensionsv1.CustomResourceDefinition {
+	data, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(yaml.Unmarshal(data, crd)).To(Succeed(), file)
+	g.Expect(crd.Spec.Versions).To(HaveLen(1), file)
+	return crd
+}
+
+// TestSelfHostedShootExposureCRDIsGardeners: the chart's selfhostedshootexposures CRD has
+// the names, scope, subresources, columns and schema of Gardener's at the version go.mod
+// requires, but for what every kind's shared spec has of terraseed's own (spec.type is not
+// empty; spec.class is checked by terraseed, not by a rule of the API server).
+func TestSelfHostedShootExposureCRDIsGardeners(t *testing.T) {
+	g := NewWithT(t)
+	gardener, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gardener/gardener").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs := readCRD(g, filepath.Join(strings.TrimSpace(string(gardener)), "pkg", "component", "extensions", "crds", "assets",
+		"crd-extensions.gardener.cloud_selfhostedshootexposures.yaml"))
+	ours := readCRD(g, filepath.Join(repoRoot(), "charts", "terraseed", "crds", "extensions.gardener.cloud_selfhostedshootexposures.yaml"))
+	g.Expect(ours.Name).To(Equal(theirs.Name))
+	g.Expect(ours.Spec.Names).To(Equal(theirs.Spec.Names))
+	g.Expect(ours.Spec.Scope).To(Equal(theirs.Spec.Scope))
+	version, want := ours.Spec.Versions[0], theirs.Spec.Versions[0]
+	g.Expect(version.Name).To(Equal(want.Name))
+	g.Expect(version.Subresources).To(Equal(want.Subresources))
+	g.Expect(version.AdditionalPrinterColumns).To(Equal(want.AdditionalPrinterColumns))
+
+	schema, wantSchema := withoutDescriptions(*version.Schema.OpenAPIV3Schema), withoutDescriptions(*want.Schema.OpenAPIV3Schema)
+	spec, wantSpec := schema.Properties["spec"], wantSchema.Properties["spec"]
+	g.Expect(spec.Properties["type"].MinLength).To(Equal(ptr(int64(1))))
+	typ := spec.Properties["type"]
+	typ.MinLength = nil
+	spec.Properties["type"] = typ
+	g.Expect(wantSpec.Properties["class"].XValidations).To(HaveLen(1))
+	class := wantSpec.Properties["class"]
+	class.XValidations = nil
+	wantSpec.Properties["class"] = class
+	g.Expect(equality.Semantic.DeepEqual(schema, wantSchema)).To(BeTrue(), cmp.Diff(wantSchema, schema))
 }
