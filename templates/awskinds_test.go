@@ -248,6 +248,7 @@ func TestAWSKindConfigs(t *testing.T) {
 			awsBastion(strings.Replace(awsBastionConfig, `"vpcID"`, `"workerSecurityGroupID": "sg-0f1e2d3c", "instanceType": "t3.micro", "vpcID"`, 1)),
 			awsShootCluster(t, "eu-west-1", "IPv4", "IPv6")},
 		{"bastion as gardenlet creates it", templates.KindBastion, "aws", gardenletBastion(), gardenerBastionCluster(t, nil)},
+		{"exposure", kindExposure, "aws", exposure("aws", ""), awsShootCluster(t, "eu-west-1")},
 	}
 	used := map[templates.Kind]map[string]bool{}
 	for _, c := range cases {
@@ -287,6 +288,7 @@ func TestAWSKindWorkloadIdentity(t *testing.T) {
 		{templates.KindBackupEntry, "aws", awsBackupEntry("shoot--dev--prod--1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d"), nil},
 		{templates.KindDNSRecord, "aws-route53", awsDNSRecord(), nil},
 		{templates.KindBastion, "aws", awsBastion(awsBastionConfig), awsShootCluster(t, "eu-west-1")},
+		{kindExposure, "aws", exposure("aws", ""), awsShootCluster(t, "eu-west-1")},
 	} {
 		t.Run(string(c.kind), func(t *testing.T) {
 			g := NewWithT(t)

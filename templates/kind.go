@@ -24,16 +24,22 @@ const (
 	KindBackupEntry  Kind = "backupentry"
 	KindDNSRecord    Kind = "dnsrecord"
 	KindBastion      Kind = "bastion"
+	// kindSelfHostedShootExposure is the load balancer in front of a self-hosted shoot's
+	// control-plane nodes; other packages name it Kind("selfhostedshootexposure"), as
+	// the package's count of exported names is bounded (test/layout).
+	kindSelfHostedShootExposure Kind = "selfhostedshootexposure"
 )
 
 // Kinds lists every kind a provider may serve from templates.
-var Kinds = []Kind{KindBackupBucket, KindBackupEntry, KindDNSRecord, KindBastion}
+var Kinds = []Kind{KindBackupBucket, KindBackupEntry, KindDNSRecord, KindBastion, kindSelfHostedShootExposure}
 
 // kindStatusFields are the fields of each kind's own status that outputs may set, with
 // the status field path as Gardener names it.
 var kindStatusFields = map[Kind][]string{
 	KindDNSRecord: {"zone"},
 	KindBastion:   {"ingress.ip", "ingress.hostname"},
+	// The exposure's status.ingress is a list; its outputs give its one element.
+	kindSelfHostedShootExposure: {"ingress.ip", "ingress.hostname"},
 }
 
 // KindManifest is provider.yaml's kinds.<kind>: everything about a kind's directory that
@@ -76,8 +82,9 @@ type KindStatusMapping struct {
 	// ProviderStatus builds status.providerStatus as the provider's own mapping does;
 	// none: the kind reports no providerStatus.
 	ProviderStatus *ProviderStatusMapping `json:"providerStatus,omitempty"`
-	// Fields sets fields of the kind's status (dnsrecord: zone; bastion: ingress.ip,
-	// ingress.hostname), each from the named output, a string.
+	// Fields sets fields of the kind's status (dnsrecord: zone; bastion and
+	// selfhostedshootexposure: ingress.ip, ingress.hostname), each from the named output, a
+	// string.
 	Fields map[string]string `json:"fields,omitempty"`
 	// GeneratedSecret (backupbucket only) are the keys of the Secret that
 	// status.generatedSecretRef names, each from the named output: what the backup side

@@ -19,7 +19,7 @@ import (
 )
 
 // KindObject is an object of a kind that renders from templates: a BackupBucket,
-// BackupEntry, DNSRecord or Bastion.
+// BackupEntry, DNSRecord, Bastion or SelfHostedShootExposure.
 type KindObject interface {
 	runtime.Object
 	metav1.Object
@@ -71,6 +71,10 @@ func kindObject(kind Kind, obj runtime.Object) (map[string]any, *extensionsv1alp
 		}
 	case *extensionsv1alpha1.Bastion:
 		if kind == KindBastion {
+			meta, spec, common = map[string]any{"name": o.Name, "namespace": o.Namespace}, o.Spec, &o.Spec.DefaultSpec
+		}
+	case *extensionsv1alpha1.SelfHostedShootExposure:
+		if kind == kindSelfHostedShootExposure {
 			meta, spec, common = map[string]any{"name": o.Name, "namespace": o.Namespace}, o.Spec, &o.Spec.DefaultSpec
 		}
 	}
@@ -183,8 +187,13 @@ func (k *KindProvider) render(data map[string]any, credentials []Credential, sta
 func checkKindObject(obj KindObject) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if _, isBastion := obj.(*extensionsv1alpha1.Bastion); !isBastion && obj.GetSecretRef().Name == "" {
-		errs = append(errs, field.Required(spec.Child("secretRef", "name"), "the credentials secret"))
+	switch obj.(type) {
+	case *extensionsv1alpha1.Bastion, *extensionsv1alpha1.SelfHostedShootExposure:
+		// Their credentials are the shoot's, by a name of their own (GetSecretRef).
+	default:
+		if obj.GetSecretRef().Name == "" {
+			errs = append(errs, field.Required(spec.Child("secretRef", "name"), "the credentials secret"))
+		}
 	}
 	switch o := obj.(type) {
 	case *extensionsv1alpha1.BackupBucket:
@@ -197,6 +206,8 @@ func checkKindObject(obj KindObject) field.ErrorList {
 		}
 	case *extensionsv1alpha1.DNSRecord:
 		errs = append(errs, checkDNSRecord(o)...)
+	case *extensionsv1alpha1.SelfHostedShootExposure:
+		errs = append(errs, checkExposure(o)...)
 	case *extensionsv1alpha1.Bastion:
 		if len(o.Spec.UserData) == 0 {
 			errs = append(errs, field.Required(spec.Child("userData"), "the bastion's user data sets up its SSH keys"))
@@ -257,6 +268,55 @@ func checkDNSRecord(r *extensionsv1alpha1.DNSRecord) field.ErrorList {
 	}
 	if r.Spec.Zone != nil && *r.Spec.Zone == "" {
 		errs = append(errs, field.Invalid(spec.Child("zone"), "", "must not be empty when set"))
+	}
+	return errs
+}
+
+// checkExposure checks what Gardener's validation of a SelfHostedShootExposure checks
+// and the templates build on: a port, at least one endpoint, and every address of a type
+// Gardener knows, an IP address where its type says so.
+func checkExposure(e *extensionsv1alpha1.SelfHostedShootExposure) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if ref := e.Spec.CredentialsRef; ref != nil {
+		p := spec.Child("credentialsRef")
+		if ref.APIVersion != "v1" || ref.Kind != "Secret" {
+			errs = append(errs, field.NotSupported(p, ref.APIVersion+", Kind="+ref.Kind, []string{"v1, Kind=Secret"}))
+		}
+		if ref.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "the credentials secret"))
+		}
+		if ref.Namespace != e.Namespace {
+			errs = append(errs, field.Invalid(p.Child("namespace"), ref.Namespace, "must equal metadata.namespace"))
+		}
+	}
+	if e.Spec.Port < 1 || e.Spec.Port > 65535 {
+		errs = append(errs, field.Invalid(spec.Child("port"), e.Spec.Port, "must be between 1 and 65535"))
+	}
+	if len(e.Spec.Endpoints) == 0 {
+		errs = append(errs, field.Required(spec.Child("endpoints"), "name at least one control-plane node"))
+	}
+	types := []string{string(corev1.NodeHostName), string(corev1.NodeInternalIP), string(corev1.NodeExternalIP), string(corev1.NodeInternalDNS), string(corev1.NodeExternalDNS)}
+	for i, endpoint := range e.Spec.Endpoints {
+		p := spec.Child("endpoints").Index(i)
+		if endpoint.NodeName == "" {
+			errs = append(errs, field.Required(p.Child("nodeName"), ""))
+		}
+		for j, address := range endpoint.Addresses {
+			a := p.Child("addresses").Index(j)
+			switch address.Type {
+			case corev1.NodeInternalIP, corev1.NodeExternalIP:
+				if _, err := netip.ParseAddr(address.Address); err != nil {
+					errs = append(errs, field.Invalid(a.Child("address"), address.Address, "must be an IP address"))
+				}
+			case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
+				if !domainName(address.Address, false) {
+					errs = append(errs, field.Invalid(a.Child("address"), address.Address, "must be a domain name"))
+				}
+			default:
+				errs = append(errs, field.NotSupported(a.Child("type"), address.Type, types))
+			}
+		}
 	}
 	return errs
 }

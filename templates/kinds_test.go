@@ -77,6 +77,7 @@ func kindObjects(providerType string) map[templates.Kind]templates.KindObject {
 		templates.KindBackupBucket: backupBucket(providerType),
 		templates.KindBackupEntry:  backupEntry(providerType),
 		templates.KindBastion:      bastion(providerType),
+		kindExposure:               exposure(providerType, ""),
 	}
 }
 
@@ -374,6 +375,10 @@ func TestKindObjectsAreNeverHCL(t *testing.T) {
 	b.Spec.Ingress[0].IPBlock.CIDR = evil
 	b.Spec.ProviderConfig = &runtime.RawExtension{Raw: mustJSON(t, map[string]string{"image": evil})}
 	objects[templates.KindBastion] = b
+	e := exposure("local", "")
+	e.Namespace, e.Name = evil, evil
+	e.Spec.Endpoints[0].NodeName, e.Spec.Endpoints[0].Addresses[1].Address = evil, evil
+	objects[kindExposure] = e
 	for kind, obj := range objects {
 		t.Run(string(kind), func(t *testing.T) {
 			g := NewWithT(t)

@@ -15,7 +15,7 @@ import (
 // embedded holds the providers that ship in the binary: every directory next to this file
 // that has a provider.yaml.
 //
-//go:embed */provider.yaml */schema.json */*.tf.tpl */controlplane */mutations.yaml */_*.tpl */dnsrecord */backupbucket */backupentry */bastion
+//go:embed */provider.yaml */schema.json */*.tf.tpl */controlplane */mutations.yaml */_*.tpl */dnsrecord */backupbucket */backupentry */bastion */selfhostedshootexposure
 var embedded embed.FS
 
 // Registry holds the known providers by type.

@@ -41,6 +41,12 @@ func (b *Bastion) GetExtensionSpec() *DefaultSpec { return &b.Spec.DefaultSpec }
 // GetExtensionStatus returns the status fields every extension kind shares.
 func (b *Bastion) GetExtensionStatus() *DefaultStatus { return &b.Status.DefaultStatus }
 
+// GetExtensionSpec returns the spec fields every extension kind shares.
+func (e *SelfHostedShootExposure) GetExtensionSpec() *DefaultSpec { return &e.Spec.DefaultSpec }
+
+// GetExtensionStatus returns the status fields every extension kind shares.
+func (e *SelfHostedShootExposure) GetExtensionStatus() *DefaultStatus { return &e.Status.DefaultStatus }
+
 // BastionSecretName is the Secret in a Bastion's namespace that holds the shoot's cloud
 // credentials: a Bastion names none, it uses the shoot's, as Gardener's providers do.
 const BastionSecretName = "cloudprovider"
@@ -61,4 +67,15 @@ func (r *DNSRecord) GetSecretRef() corev1.SecretReference { return r.Spec.Secret
 // namespace.
 func (b *Bastion) GetSecretRef() corev1.SecretReference {
 	return corev1.SecretReference{Name: BastionSecretName, Namespace: b.Namespace}
+}
+
+// GetSecretRef returns the reference to the cloud credentials: spec.credentialsRef, which
+// gardenlet sets for a shoot with managed infrastructure, else the Secret cloudprovider
+// in the exposure's namespace, which the operator of a shoot with unmanaged
+// infrastructure provides, as for a Bastion.
+func (e *SelfHostedShootExposure) GetSecretRef() corev1.SecretReference {
+	if ref := e.Spec.CredentialsRef; ref != nil {
+		return corev1.SecretReference{Name: ref.Name, Namespace: ref.Namespace}
+	}
+	return corev1.SecretReference{Name: BastionSecretName, Namespace: e.Namespace}
 }

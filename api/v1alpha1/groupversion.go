@@ -20,7 +20,8 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Infrastructure{}, &InfrastructureList{}, &ControlPlane{}, &ControlPlaneList{}, &Cluster{}, &ClusterList{},
 		&BackupBucket{}, &BackupBucketList{}, &BackupEntry{}, &BackupEntryList{},
-		&DNSRecord{}, &DNSRecordList{}, &Bastion{}, &BastionList{})
+		&DNSRecord{}, &DNSRecordList{}, &Bastion{}, &BastionList{},
+		&SelfHostedShootExposure{}, &SelfHostedShootExposureList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -79,6 +79,9 @@ var kinds = map[string]renderedKind{
 	"BackupEntry":  {templates.KindBackupEntry, func() templates.KindObject { return &extensionsv1alpha1.BackupEntry{} }},
 	"DNSRecord":    {templates.KindDNSRecord, func() templates.KindObject { return &extensionsv1alpha1.DNSRecord{} }},
 	"Bastion":      {templates.KindBastion, func() templates.KindObject { return &extensionsv1alpha1.Bastion{} }},
+	"SelfHostedShootExposure": {templates.Kind("selfhostedshootexposure"), func() templates.KindObject {
+		return &extensionsv1alpha1.SelfHostedShootExposure{}
+	}},
 }
 
 type renderedKind struct {

@@ -107,6 +107,11 @@ kind: BackupBucket
 metadata: {name: seed-uid}
 spec: {type: local, region: local, secretRef: {name: backup, namespace: garden}}
 `, []string{`"owned_namespace": "bucket-seed-uid"`, "from secret garden/backup"}},
+		{"SelfHostedShootExposure", `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: SelfHostedShootExposure
+metadata: {name: prod, namespace: kube-system}
+spec: {type: local, port: 443, endpoints: [{nodeName: cp-0, addresses: [{type: InternalIP, address: 10.250.0.10}]}]}
+`, []string{`"addresses": [`, `"10.250.0.10"`, `resource "kubectl_manifest" "endpoints"`, "# ---- environment (from secret kube-system/cloudprovider)"}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			g := NewWithT(t)

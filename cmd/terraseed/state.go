@@ -23,7 +23,8 @@ const stateUsage = `usage: terraseed state <command> [--kubeconfig file] [--kind
                                   what the live state holds and SERIAL lacks is imported by the next apply
                                   (refused where its import ID is not known); refused where SERIAL holds a
                                   resource under another ID than the live state (replaced since)
-  --kind: infrastructure (the default), backupbucket, backupentry, dnsrecord or bastion. A BackupBucket
+  --kind: infrastructure (the default), backupbucket, backupentry, dnsrecord, bastion or
+  selfhostedshootexposure. A BackupBucket
   and a BackupEntry are cluster-scoped: name them by NAME alone, and their runs' namespace (the
   controller's --runs-namespace) by --runs-namespace.
 `

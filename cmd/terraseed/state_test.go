@@ -17,10 +17,11 @@ func TestStateCommandsNameTheirBadArguments(t *testing.T) {
 		"NAMESPACE/NAME: kind Infrastructure is namespaced": {"history", "name-only"},
 		"NAMESPACE/NAME: \"/name\" names no object":         {"history", "/name"},
 		"SERIAL": {"rollback", "ns/name", "latest"},
-		"--kind: \"bucket\" is not a kind served":  {"history", "--kind", "bucket", "ns/name"},
-		"NAME: kind BackupEntry is cluster-scoped": {"history", "--kind", "backupentry", "--runs-namespace", "terraseed", "ns/name"},
-		"--runs-namespace":                         {"history", "--kind", "backupbucket", "name"},
-		"NAMESPACE/NAME: kind DNSRecord":           {"rollback", "--kind", "dnsrecord", "name", "3"},
+		"--kind: \"bucket\" is not a kind served":      {"history", "--kind", "bucket", "ns/name"},
+		"NAME: kind BackupEntry is cluster-scoped":     {"history", "--kind", "backupentry", "--runs-namespace", "terraseed", "ns/name"},
+		"--runs-namespace":                             {"history", "--kind", "backupbucket", "name"},
+		"NAMESPACE/NAME: kind DNSRecord":               {"rollback", "--kind", "dnsrecord", "name", "3"},
+		"NAMESPACE/NAME: kind SelfHostedShootExposure": {"history", "--kind", "selfhostedshootexposure", "name"},
 	} {
 		err := runState(context.Background(), problem, &bytes.Buffer{})
 		g.Expect(err).To(MatchError(ContainSubstring(args)), "%v", problem)

@@ -75,12 +75,15 @@ var (
 		func() Subject { return &extensionsv1alpha1.DNSRecord{} }, func() client.ObjectList { return &extensionsv1alpha1.DNSRecordList{} }))
 	bastionKind = templateKind("Bastion", templates.KindBastion, false,
 		func() Subject { return &extensionsv1alpha1.Bastion{} }, func() client.ObjectList { return &extensionsv1alpha1.BastionList{} })
+	exposureKind = templateKind("SelfHostedShootExposure", templates.Kind("selfhostedshootexposure"), false,
+		func() Subject { return &extensionsv1alpha1.SelfHostedShootExposure{} },
+		func() client.ObjectList { return &extensionsv1alpha1.SelfHostedShootExposureList{} })
 
 	kindsByPurpose = map[run.Purpose]*kindSpec{}
 )
 
 func init() {
-	for _, k := range []*kindSpec{infrastructureKind, backupBucketKind, backupEntryKind, dnsRecordKind, bastionKind} {
+	for _, k := range []*kindSpec{infrastructureKind, backupBucketKind, backupEntryKind, dnsRecordKind, bastionKind, exposureKind} {
 		kindsByPurpose[k.purpose] = k
 	}
 }

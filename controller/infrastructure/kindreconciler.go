@@ -74,6 +74,9 @@ func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []temp
 		{templates.KindBastion, func(types []string) error {
 			return setupKind[*extensionsv1alpha1.Bastion](ctx, mgr, a, bastionKind, types, classes, runEnds, options)
 		}},
+		{templates.Kind(exposureKind.purpose), func(types []string) error {
+			return setupKind[*extensionsv1alpha1.SelfHostedShootExposure](ctx, mgr, a, exposureKind, types, classes, runEnds, options)
+		}},
 	} {
 		kindTypes := KindTypes(a.Providers, k.kind, types)
 		if len(kindTypes) == 0 || !slices.Contains(kinds, k.kind) {

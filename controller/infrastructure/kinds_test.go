@@ -170,7 +170,7 @@ func TestDNSRecordCreateChangeAndDelete(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfigSecret(t, ns, "dns")
 	c := startControllerWith(t, ns, workDir(t), env.Config, 2, servingKinds(""))
-	g.Expect(c.served).To(ConsistOf("dnsrecord", "bastion"), "without a namespace for their runs, the cluster-scoped kinds are not served")
+	g.Expect(c.served).To(ConsistOf("dnsrecord", "bastion", "selfhostedshootexposure"), "without a namespace for their runs, the cluster-scoped kinds are not served")
 
 	record := newDNSRecord(ns, "shoot-api", "local", `{"namespace":"`+ns+`"}`, "api.shoot.example.com", extensionsv1alpha1.DNSRecordTypeA, "192.0.2.10")
 	recordApplies := func() float64 {
@@ -256,7 +256,7 @@ func TestBackupBucketAndEntryLifecycle(t *testing.T) {
 	garden := env.Namespace(t)
 	kubeconfigSecret(t, garden, "backup")
 	c := startControllerWith(t, controllerNS, workDir(t), env.Config, 2, servingKinds(controllerNS))
-	g.Expect(c.served).To(ConsistOf("backupbucket", "backupentry", "dnsrecord", "bastion"))
+	g.Expect(c.served).To(ConsistOf("backupbucket", "backupentry", "dnsrecord", "bastion", "selfhostedshootexposure"))
 
 	// Unique per run: envtest keeps a deleted namespace, the bucket, Terminating.
 	bucketName := controllerNS

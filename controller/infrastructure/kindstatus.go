@@ -47,6 +47,13 @@ func (op *operation) reportKindStatus(ctx context.Context, status *templates.Kin
 		if ip != "" || hostname != "" {
 			obj.Status.Ingress = &corev1.LoadBalancerIngress{IP: ip, Hostname: hostname}
 		}
+	case *extensionsv1alpha1.SelfHostedShootExposure:
+		// Gardener reads the list; the outputs give its one element.
+		ip, hostname := status.Fields["ingress.ip"], status.Fields["ingress.hostname"]
+		obj.Status.Ingress = nil
+		if ip != "" || hostname != "" {
+			obj.Status.Ingress = []corev1.LoadBalancerIngress{{IP: ip, Hostname: hostname}}
+		}
 	case *extensionsv1alpha1.BackupBucket:
 		if status.GeneratedSecret == nil {
 			if obj.Status.GeneratedSecretRef == nil {

@@ -98,11 +98,11 @@ templates as a nil value, which would render as the label value "<nil>".
 {{/* The resources of the kinds served besides the Infrastructure, a YAML list; a kind
 not served from templates fails the render. */}}
 {{- define "terraseed.kindResources" -}}
-{{- $resources := dict "backupbucket" "backupbuckets" "backupentry" "backupentries" "dnsrecord" "dnsrecords" "bastion" "bastions" -}}
+{{- $resources := dict "backupbucket" "backupbuckets" "backupentry" "backupentries" "dnsrecord" "dnsrecords" "bastion" "bastions" "selfhostedshootexposure" "selfhostedshootexposures" -}}
 {{- $out := list -}}
 {{- range .Values.kinds -}}
 {{- if not (hasKey $resources .) -}}
-{{- fail (printf "kinds: %q is no kind served from templates (one of backupbucket, backupentry, dnsrecord, bastion)" .) -}}
+{{- fail (printf "kinds: %q is no kind served from templates (one of backupbucket, backupentry, dnsrecord, bastion, selfhostedshootexposure)" .) -}}
 {{- end -}}
 {{- $out = append $out (get $resources .) -}}
 {{- end -}}

@@ -1,0 +1,3 @@
+output "hostname" {
+  value = aws_lb.exposure.dns_name
+}
