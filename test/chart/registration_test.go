@@ -41,7 +41,7 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	registered := map[string][]any{}
 	for _, r := range resources {
 		kind := r.(map[string]any)["kind"].(string)
-		g.Expect(kind).To(BeElementOf("Infrastructure", "ControlPlane", "BackupBucket", "BackupEntry", "DNSRecord", "Bastion"))
+		g.Expect(kind).To(BeElementOf("Infrastructure", "ControlPlane", "BackupBucket", "BackupEntry", "DNSRecord", "Bastion", "SelfHostedShootExposure"))
 		registered[kind] = append(registered[kind], r.(map[string]any)["type"])
 	}
 	// Every type with a control plane registers it: the embedded providers all have one.
@@ -51,14 +51,18 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	g.Expect(found).To(BeTrue())
 	g.Expect(values["providerTypes"]).To(ConsistOf(registered["Infrastructure"]...))
 	// Every kind the served providers ship templates for is registered with their types,
-	// and no other: the chart serves all four by default.
+	// and no other: the chart serves them all by default.
 	providers, err := templates.NewRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
 	var types []string
 	for _, t := range registered["Infrastructure"] {
 		types = append(types, t.(string))
 	}
-	for kind, name := range map[templates.Kind]string{templates.KindBackupBucket: "BackupBucket", templates.KindBackupEntry: "BackupEntry", templates.KindDNSRecord: "DNSRecord", templates.KindBastion: "Bastion"} {
+	names := map[templates.Kind]string{templates.KindBackupBucket: "BackupBucket", templates.KindBackupEntry: "BackupEntry", templates.KindDNSRecord: "DNSRecord",
+		templates.KindBastion: "Bastion", templates.Kind("selfhostedshootexposure"): "SelfHostedShootExposure"}
+	g.Expect(names).To(HaveLen(len(templates.Kinds)), "every templated kind is checked")
+	for kind, name := range names {
+		g.Expect(templates.Kinds).To(ContainElement(kind))
 		want := []any{}
 		for _, t := range infrastructure.KindTypes(providers, kind, types) {
 			want = append(want, t)
