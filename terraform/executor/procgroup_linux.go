@@ -48,7 +48,7 @@ func endLeftoverGroups(baseDir string) (int, error) {
 		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
 			continue
 		}
-		if groups[stat.PGRP] || groupLeaderGone(p.PID) {
+		if groups[stat.PGRP] || groupLeaderGone(stat.PGRP) {
 			groups[stat.PGRP] = true
 			found++
 		}
@@ -62,22 +62,14 @@ func endLeftoverGroups(baseDir string) (int, error) {
 	return found, errors.Join(errs...)
 }
 
-// groupLeaderGone says whether the leader of pid's process group has ended: it is no
+// groupLeaderGone says whether the leader of process group pgid has ended: it is no
 // process any more, or one that ended and that no parent reaped yet (its new parent, once
 // its own died, need not reap it).
-func groupLeaderGone(pid int) bool {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return false
-	}
-	stat, err := p.Stat()
-	if err != nil {
-		return false
-	}
-	leader, err := procfs.NewProc(stat.PGRP)
+func groupLeaderGone(pgid int) bool {
+	leader, err := procfs.NewProc(pgid)
 	if err != nil {
 		return true
 	}
-	leaderStat, err := leader.Stat()
-	return err != nil || leaderStat.State == "Z" || leaderStat.State == "X"
+	stat, err := leader.Stat()
+	return err != nil || stat.State == "Z" || stat.State == "X"
 }

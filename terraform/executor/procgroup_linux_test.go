@@ -117,7 +117,9 @@ func TestARunOfAKilledControllerLeavesNoProcessBehindTheNextRun(t *testing.T) {
 	left := processesIn(t, f.executor.BaseDir)
 	g.Expect(left).NotTo(BeEmpty(), "what terraform started outlives it: what the next run must end")
 	for pid := range left {
-		g.Expect(groupLeaderGone(pid)).To(BeTrue(), "the leader of the group of %d (%s) is gone", pid, left[pid])
+		pgid, err := syscall.Getpgid(pid)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(groupLeaderGone(pgid)).To(BeTrue(), "the leader of the group of %d (%s) is gone", pid, left[pid])
 	}
 
 	// The provisioner's shell waits at the closed gate forever: nothing but the next run
