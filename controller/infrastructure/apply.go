@@ -294,30 +294,32 @@ func (op *operation) withImports(ctx context.Context, files map[string]string, a
 	if err := op.refuseInterrupted(ctx, declaredResources(files)); err != nil {
 		return nil, err
 	}
-	wanted := maps.Clone(adoptions)
+	recovered := map[string]string{}
 	if r != nil {
-		if wanted == nil {
-			wanted = map[string]string{}
-		}
 		for address, id := range r.imports {
-			if _, adopted := wanted[address]; !adopted {
-				wanted[address] = id
+			if _, adopted := adoptions[address]; !adopted {
+				recovered[address] = id
 			}
 		}
 	}
-	if len(wanted) == 0 {
+	if len(adoptions) == 0 && len(recovered) == 0 {
 		return files, nil
 	}
 	files = maps.Clone(files)
-	files[imports.File] = importBlocks(wanted)
+	if len(adoptions) > 0 {
+		files[imports.File] = importBlocks("resources adopted by their import IDs", adoptions)
+	}
+	if len(recovered) > 0 {
+		files[imports.RecoveredFile] = importBlocks("resources a lost state's index names, found again by their import IDs", recovered)
+	}
 	return files, nil
 }
 
 // importBlocks is the terraform file importing each address from its ID, literally:
 // terraform 1.5 and OpenTofu take no expressions there.
-func importBlocks(imports map[string]string) string {
+func importBlocks(what string, imports map[string]string) string {
 	var b strings.Builder
-	b.WriteString("# Written by terraseed: resources found again by their import IDs.\n")
+	fmt.Fprintf(&b, "# Written by terraseed: %s.\n", what)
 	for _, address := range slices.Sorted(maps.Keys(imports)) {
 		fmt.Fprintf(&b, "\nimport {\n  to = %s\n  id = %s\n}\n", address, hclString(imports[address]))
 	}

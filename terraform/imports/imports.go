@@ -18,9 +18,13 @@ const (
 	// import ID templates (IDs.Declared, JSON) to the run that indexes its states.
 	// It is no terraform file: the run takes it out before terraform sees the files.
 	IDsKey = "terraseed-import-ids.json"
-	// File is the terraform file of the import blocks a run applies: the resources
-	// a lost state held, and those an operator adopts.
+	// File is the terraform file of the import blocks of the resources an operator
+	// adopts: each must exist.
 	File = "terraseed-imports.tf"
+	// RecoveredFile is the terraform file of the import blocks of the resources a lost
+	// state's index names: a run drops the block of one that no longer exists, and the
+	// configuration that declares it creates it again.
+	RecoveredFile = "terraseed-recovered-imports.tf"
 	// NotImportable declares a resource type terraform cannot import (a generated key):
 	// indexed by address only, and named when it would have to be created again.
 	NotImportable = "-"

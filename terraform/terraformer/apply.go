@@ -40,6 +40,17 @@ func (r *Runner) apply(ctx context.Context) error {
 	err := r.timed(ctx, string(run.Plan), func() error {
 		var err error
 		changes, err = r.plan(ctx, planFile, true)
+		for err != nil {
+			dropped, dropErr := r.dropGoneImports(ctx)
+			if dropErr != nil {
+				logf.FromContext(ctx).Error(dropErr, "recoveredImportsNotRead")
+			}
+			if !dropped {
+				return err
+			}
+			r.tracker.restartPlan()
+			changes, err = r.plan(ctx, planFile, true)
+		}
 		return err
 	})
 	if err != nil {

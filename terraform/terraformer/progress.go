@@ -83,7 +83,10 @@ type tracker struct {
 	// running are the changes under way, in the order they started.
 	running     []string
 	diagnostics []string
-	dirty       bool
+	// goneErrors count the error diagnostics of imported objects that do not exist,
+	// otherErrors the rest (see dropGoneImports).
+	goneErrors, otherErrors int
+	dirty                   bool
 	parsed      chan struct{}
 	// kick has the ticker write at once what is due.
 	kick       chan struct{}
@@ -196,6 +199,11 @@ func (tr *tracker) line(data []byte) {
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil && d.Severity == "error" {
+			if goneImport(d.Summary, d.Detail) {
+				tr.goneErrors++
+			} else {
+				tr.otherErrors++
+			}
 			block := run.DiagnosticBlock(d.Summary, d.Detail)
 			if !slices.Contains(tr.diagnostics, block) {
 				tr.diagnostics = append(tr.diagnostics, block)
@@ -261,6 +269,29 @@ func (tr *tracker) setConfiguration(digest string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.configuration = digest
+}
+
+// importOutcome is what the last plan did with its imports: the addresses it planned to
+// import, and its error diagnostics of objects that do not exist and others.
+func (tr *tracker) importOutcome() (importing []string, gone, other int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, c := range tr.plan.Changes {
+		if c.Importing {
+			importing = append(importing, c.Address)
+		}
+	}
+	return importing, tr.goneErrors, tr.otherErrors
+}
+
+// restartPlan forgets the last plan, its progress and errors, before the plan is made again.
+func (tr *tracker) restartPlan() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.plan = plan.Summary{}
+	tr.progress.Total = 0
+	tr.diagnostics = nil
+	tr.goneErrors, tr.otherErrors = 0, 0
 }
 
 // errorBlocks returns terraform's error diagnostics, each one line.

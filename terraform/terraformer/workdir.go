@@ -90,11 +90,11 @@ func filesDigest(files map[string][]byte) string {
 func (r *Runner) takeImportIDs(files map[string][]byte) error {
 	declared, ok := files[imports.IDsKey]
 	if !ok {
-		_, r.imports = files[imports.File]
+		r.imports = importsAny(files)
 		return nil
 	}
 	delete(files, imports.IDsKey)
-	_, r.imports = files[imports.File]
+	r.imports = importsAny(files)
 	var templates map[string]string
 	if err := json.Unmarshal(declared, &templates); err != nil {
 		return run.InvalidInput(fmt.Sprintf("ConfigMap %s key %q", r.Objects.ConfigName(), imports.IDsKey), err.Error())
@@ -105,4 +105,11 @@ func (r *Runner) takeImportIDs(files map[string][]byte) error {
 	}
 	r.store.SetImportIDs(ids)
 	return nil
+}
+
+// importsAny says whether the configuration imports resources, adopted or recovered.
+func importsAny(files map[string][]byte) bool {
+	_, adopts := files[imports.File]
+	_, recovers := files[imports.RecoveredFile]
+	return adopts || recovers
 }
