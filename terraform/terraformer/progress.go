@@ -87,7 +87,7 @@ type tracker struct {
 	// otherErrors the rest (see dropGoneImports).
 	goneErrors, otherErrors int
 	dirty                   bool
-	parsed      chan struct{}
+	parsed                  chan struct{}
 	// kick has the ticker write at once what is due.
 	kick       chan struct{}
 	stopTicker chan struct{}
