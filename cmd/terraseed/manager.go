@@ -395,12 +395,12 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		State:                         r.state,
 		Namespace:                     o.runsNamespace,
 	}
-	reconciler := kinds.NewReconciler(actuator, r.types, r.classes)
+	reconciler := kinds.NewInfrastructureReconciler(actuator, r.types, r.classes)
 	options := controller.Options{MaxConcurrentReconciles: o.concurrency}
-	if err := kinds.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options); err != nil {
+	if err := kinds.SetupInfrastructure(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options); err != nil {
 		return nil, err
 	}
-	served, err := kinds.SetupKinds(ctx, mgr, actuator, r.kinds, r.types, r.classes, runs.Ends, options)
+	served, err := kinds.Setup(ctx, mgr, actuator, r.kinds, r.types, r.classes, runs.Ends, options)
 	if err != nil {
 		return nil, err
 	}

@@ -3,20 +3,10 @@ package kinds
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
@@ -24,13 +14,6 @@ import (
 	"github.com/terraseed/terraseed/terraform/errorcodes"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
-)
-
-const (
-	// Finalizer keeps an Infrastructure until its terraform resources are destroyed.
-	Finalizer = "extensions.gardener.cloud/infrastructure"
-
-	secretRefIndex = "spec.secretRef"
 )
 
 // Reasons of the Ready condition; each failure carries one.
@@ -47,14 +30,9 @@ const (
 	reasonStateLost = "StateLost"
 )
 
-// UncachedObjects are the kinds the manager's client must read live: a seed holds many
-// of them, and caching every one would cost memory in proportion to the seed, not to
-// the Infrastructures served.
-func UncachedObjects() []client.Object {
-	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Pod{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}}
-}
-
-// Actuator makes the infrastructure an Infrastructure describes exist with terraform.
+// Actuator makes what an object of a kind served from templates describes exist with
+// terraform. Its methods are the Infrastructure's entry points; kindActuator's, on it,
+// those of every other kind.
 type Actuator struct {
 	Client client.Client
 	// APIReader reads Secrets uncached, so that the manager never caches every Secret of a seed.
@@ -86,80 +64,9 @@ type Actuator struct {
 	// State.Storage before the Infrastructure's next run, or when it is found up to date.
 	State state.Options
 
-	// kinds are the kinds served besides the Infrastructure (SetupKinds), whose indexes an
+	// kinds are the kinds served besides the Infrastructure (Setup), whose indexes an
 	// adoption must not take from.
 	kinds []*kindSpec
-}
-
-// Reconciler is the Infrastructure controller: Gardener's protocol around the Actuator.
-type Reconciler = extension.Reconciler[*extensionsv1alpha1.Infrastructure]
-
-// NewReconciler serves the given provider types and extension classes (shoot when none)
-// with the actuator.
-func NewReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.ExtensionClass) *Reconciler {
-	return newReconciler[*extensionsv1alpha1.Infrastructure](a, a, infrastructureKind, types, classes)
-}
-
-func newReconciler[T Subject](a *Actuator, actuator extension.Actuator[T], kind *kindSpec, types []string, classes []extensionsv1alpha1.ExtensionClass) *extension.Reconciler[T] {
-	return &extension.Reconciler[T]{
-		Kind:      kind.name,
-		Finalizer: kind.finalizer,
-		Client:    a.Client,
-		APIReader: a.APIReader,
-		Recorder:  a.Recorder,
-		Actuator:  actuator,
-		NewObject: func() T { return kind.newObject().(T) },
-		Types:     types,
-		Classes:   classes,
-	}
-}
-
-// SetupWithManager registers the reconciler; besides the Infrastructures, a change of a
-// referenced secret reconciles the ones using it, and so does the end of a run, which
-// runEnds tells (executor.Pipeline.Ends), and the deletion of a state object by someone
-// else (keepDeletedState).
-func SetupWithManager(ctx context.Context, mgr ctrl.Manager, r *Reconciler, runEnds source.Source, options controller.Options) error {
-	return setupWithManager(ctx, mgr, r, infrastructureKind, runEnds, options)
-}
-
-func setupWithManager[T Subject](ctx context.Context, mgr ctrl.Manager, r *extension.Reconciler[T], kind *kindSpec, runEnds source.Source, options controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, kind.newObject(), secretRefIndex, indexSecretRef); err != nil {
-		return fmt.Errorf("indexing %ss by secret: %w", kind.name, err)
-	}
-	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
-		b = b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
-			return usingSecret(ctx, r, kind, secret)
-		})).WatchesRawSource(runEnds)
-		return watchDeletedStates(b, kind)
-	})
-}
-
-func secretKeyOf(obj Subject) client.ObjectKey {
-	ref := obj.GetSecretRef()
-	if ref.Namespace == "" {
-		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
-	}
-	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
-}
-
-func indexSecretRef(obj client.Object) []string {
-	return []string{secretKeyOf(obj.(Subject)).String()}
-}
-
-// usingSecret are the served objects of kind whose spec.secretRef names secret.
-func usingSecret[T Subject](ctx context.Context, r *extension.Reconciler[T], kind *kindSpec, secret client.Object) []reconcile.Request {
-	list := kind.newList()
-	if err := r.Client.List(ctx, list, client.MatchingFields{secretRefIndex: client.ObjectKeyFromObject(secret).String()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listingObjectsForSecret", "kind", kind.name, "secret", client.ObjectKeyFromObject(secret))
-		return nil
-	}
-	var requests []reconcile.Request
-	for _, obj := range listItems(list) {
-		if r.Serves(obj) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		}
-	}
-	return requests
 }
 
 // request is one operation on one object of any kind served.
@@ -250,6 +157,39 @@ func (a *Actuator) Restore(ctx context.Context, req extension.Request[*extension
 // Forget drops what the scheduler kept of a run of an Infrastructure that is gone, and
 // its metrics.
 func (a *Actuator) Forget(key client.ObjectKey) { a.forget(infrastructureKind, key) }
+
+// kindActuator is the Actuator for the objects of a kind its providers serve from
+// templates: the same operations as an Infrastructure's, without its extras.
+type kindActuator[T Subject] struct {
+	actuator *Actuator
+	kind     *kindSpec
+}
+
+func (k kindActuator[T]) Reconcile(ctx context.Context, req extension.Request[T]) error {
+	return k.actuator.reconcile(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) UpToDate(ctx context.Context, req extension.Request[T]) (bool, error) {
+	return k.actuator.upToDate(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) Delete(ctx context.Context, req extension.Request[T]) error {
+	return k.actuator.delete(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) ForceDelete(ctx context.Context, req extension.Request[T]) error {
+	return k.actuator.forceDelete(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) Migrate(ctx context.Context, req extension.Request[T]) error {
+	return k.actuator.migrate(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) Restore(ctx context.Context, req extension.Request[T]) error {
+	return k.actuator.restore(ctx, requestOf(k.kind, req))
+}
+
+func (k kindActuator[T]) Forget(key client.ObjectKey) { k.actuator.forget(k.kind, key) }
 
 func (a *Actuator) reconcile(ctx context.Context, req request) error {
 	return a.outcome(req, a.operation(req).apply(ctx, &applyScope{}))

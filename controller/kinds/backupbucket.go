@@ -1,3 +1,19 @@
+// The BackupBucket: a seed's bucket for its shoots' etcd backups, rendered from
+// templates/<type>/backupbucket/. It is cluster-scoped: its runs are kept in the
+// controller's namespace (Actuator.Namespace). Besides its status, an apply may write a
+// Secret its provider generates for it (status.generatedSecretRef), which its deletion
+// removes last.
+//
+// A reconcile reads, from the reconciler's call (controller/extension/operation.go):
+// actuator.go (kindActuator.Reconcile) → apply.go (its phases, in order) → runs.go (the
+// run submitted, its outcome read back) → terraform/executor (scheduler.go, pipeline.go,
+// local.go or pod.go) → terraform/terraformer (runner.go, apply.go); the outputs come back
+// through kind.go (servedKind.report, reportKindStatus) into reportGeneratedSecret, here.
+// A deletion reads: actuator.go (kindActuator.Delete) → delete.go (its phases, in order;
+// the last, removeGenerated, is here) → runs.go → terraform/executor (the same three
+// files) → terraform/terraformer (runner.go, destroy.go): 8 files after the reconciler's,
+// and this one.
+
 package kinds
 
 import (
@@ -14,6 +30,9 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 )
+
+var backupBucketKind = templateKind("BackupBucket", templates.KindBackupBucket, true,
+	func() Subject { return &extensionsv1alpha1.BackupBucket{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupBucketList{} })
 
 // AnnotationGeneratedSecretNamespace names the namespace of a BackupBucket's generated
 // Secret, as Gardener's extensions read it; GardenNamespace without it.
@@ -33,42 +52,22 @@ func generatedSecretKey(bucket *extensionsv1alpha1.BackupBucket) client.ObjectKe
 	return client.ObjectKey{Namespace: namespace, Name: "generated-bucket-" + bucket.Name}
 }
 
-// reportKindStatus sets the status fields of a kind besides its providerStatus from what
-// its outputs gave, and writes a BackupBucket's generated Secret before its status names it.
-func (op *operation) reportKindStatus(ctx context.Context, status *templates.KindStatus) error {
-	switch obj := op.obj.(type) {
-	case *extensionsv1alpha1.DNSRecord:
-		if zone, ok := status.Fields["zone"]; ok {
-			obj.Status.Zone = &zone
+// reportGeneratedSecret writes the bucket's generated Secret before its status names it,
+// or deletes one it no longer declares.
+func (op *operation) reportGeneratedSecret(ctx context.Context, bucket *extensionsv1alpha1.BackupBucket, status *templates.KindStatus) error {
+	if status.GeneratedSecret == nil {
+		if bucket.Status.GeneratedSecretRef == nil {
+			return nil
 		}
-	case *extensionsv1alpha1.Bastion:
-		ip, hostname := status.Fields["ingress.ip"], status.Fields["ingress.hostname"]
-		obj.Status.Ingress = nil
-		if ip != "" || hostname != "" {
-			obj.Status.Ingress = &corev1.LoadBalancerIngress{IP: ip, Hostname: hostname}
-		}
-	case *extensionsv1alpha1.SelfHostedShootExposure:
-		// Gardener reads the list; the outputs give its one element.
-		ip, hostname := status.Fields["ingress.ip"], status.Fields["ingress.hostname"]
-		obj.Status.Ingress = nil
-		if ip != "" || hostname != "" {
-			obj.Status.Ingress = []corev1.LoadBalancerIngress{{IP: ip, Hostname: hostname}}
-		}
-	case *extensionsv1alpha1.BackupBucket:
-		if status.GeneratedSecret == nil {
-			if obj.Status.GeneratedSecretRef == nil {
-				return nil
-			}
-			// One the provider generated before, when it still declared one: gardenlet
-			// would go on handing it to the entries instead of the bucket's credentials.
-			return op.deleteGeneratedSecret(ctx)
-		}
-		key, err := op.writeGeneratedSecret(ctx, obj, status.GeneratedSecret)
-		if err != nil {
-			return err
-		}
-		obj.Status.GeneratedSecretRef = &corev1.SecretReference{Namespace: key.Namespace, Name: key.Name}
+		// One the provider generated before, when it still declared one: gardenlet
+		// would go on handing it to the entries instead of the bucket's credentials.
+		return op.deleteGeneratedSecret(ctx)
 	}
+	key, err := op.writeGeneratedSecret(ctx, bucket, status.GeneratedSecret)
+	if err != nil {
+		return err
+	}
+	bucket.Status.GeneratedSecretRef = &corev1.SecretReference{Namespace: key.Namespace, Name: key.Name}
 	return nil
 }
 
@@ -127,4 +126,8 @@ func (op *operation) deleteGeneratedSecret(ctx context.Context) error {
 	}
 	bucket.Status.GeneratedSecretRef = nil
 	return nil
+}
+
+func (op *operation) removeGenerated(ctx context.Context, _ *deleteScope) error {
+	return op.deleteGeneratedSecret(ctx)
 }

@@ -1,3 +1,20 @@
+// The BackupEntry: a shoot's prefix of a BackupBucket, rendered from
+// templates/<type>/backupentry/. It is cluster-scoped: its runs are kept in the
+// controller's namespace (Actuator.Namespace). After its apply it writes the shoot's
+// etcd-backup Secret, which its deletion removes first; a provider may declare a purge,
+// which its destroy runs before terraform (terraform/terraformer/purge.go,
+// terraform/purge).
+//
+// A reconcile reads, from the reconciler's call (controller/extension/operation.go):
+// actuator.go (kindActuator.Reconcile) → apply.go (its phases, in order) → runs.go (the
+// run submitted, its outcome read back) → terraform/executor (scheduler.go, pipeline.go,
+// local.go or pod.go) → terraform/terraformer (runner.go, apply.go); apply.go's phase
+// writeEtcdBackup, here, writes the etcd-backup Secret from the outputs.
+// A deletion reads: actuator.go (kindActuator.Delete) → delete.go (its phases, in order;
+// the first, removeEtcdBackup, is here) → runs.go → terraform/executor (the same three
+// files) → terraform/terraformer (runner.go, destroy.go): 8 files after the reconciler's,
+// and this one.
+
 package kinds
 
 import (
@@ -17,6 +34,9 @@ import (
 	"github.com/terraseed/terraseed/controller/extension"
 	"github.com/terraseed/terraseed/templates"
 )
+
+var backupEntryKind = templateKind("BackupEntry", templates.KindBackupEntry, true,
+	func() Subject { return &extensionsv1alpha1.BackupEntry{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupEntryList{} })
 
 // The Secret gardenlet's etcd deployment reads in a shoot's namespace whenever the seed
 // keeps backups (its key bucketName names the bucket), as Gardener's extensions write it

@@ -1,7 +1,9 @@
 package kinds
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -38,4 +40,11 @@ func CachedInfrastructures() map[client.Object]cache.ByObject {
 		}},
 		configMaps: {Label: labels.NewSelector().Add(*runObjects), Transform: stripManagedFields},
 	}
+}
+
+// UncachedObjects are the kinds the manager's client must read live: a seed holds many
+// of them, and caching every one would cost memory in proportion to the seed, not to
+// the Infrastructures served.
+func UncachedObjects() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Pod{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}}
 }

@@ -269,10 +269,6 @@ func (op *operation) removeRunObjects(ctx context.Context, _ *deleteScope) error
 	return op.deleteRunObjects(ctx)
 }
 
-func (op *operation) removeGenerated(ctx context.Context, _ *deleteScope) error {
-	return op.deleteGeneratedSecret(ctx)
-}
-
 // deleteRunObjects releases and deletes what the runs of this Infrastructure keep: the
 // run objects, and what the executor keeps beside them (a local run directory).
 func (op *operation) deleteRunObjects(ctx context.Context) error {

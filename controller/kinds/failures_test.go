@@ -40,7 +40,7 @@ func TestInvalidProviderConfigFailsWithoutARunAndRecovers(t *testing.T) {
 		HaveField("Reason", kinds.ReasonInvalidConfiguration))))
 
 	// Nothing was created: no run objects, no finalizer, no target namespace.
-	g.Expect(controllerutil.ContainsFinalizer(infra, kinds.Finalizer)).To(BeFalse())
+	g.Expect(controllerutil.ContainsFinalizer(infra, kinds.InfrastructureFinalizer)).To(BeFalse())
 	objects := state.RunObjects{ID: run.ID{Namespace: s.namespace, Name: s.infra.Name, Purpose: run.PurposeInfra}}
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: objects.ConfigName()}, &corev1.ConfigMap{}))).To(BeTrue())
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: s.targetNamespace()}, &corev1.Namespace{}))).To(BeTrue())

@@ -53,34 +53,10 @@ func (k *kindSpec) gvk() schema.GroupVersionKind {
 	return extensionsv1alpha1.GroupVersion.WithKind(k.name)
 }
 
-// The kinds served: the Infrastructure, and each kind a provider may serve from templates.
-var (
-	infrastructureKind = &kindSpec{
-		name: "Infrastructure", purpose: run.PurposeInfra, finalizer: Finalizer, driftChecked: true, objectMetrics: true,
-		newObject: func() Subject { return &extensionsv1alpha1.Infrastructure{} },
-		newList:   func() client.ObjectList { return &extensionsv1alpha1.InfrastructureList{} },
-		serve: func(providers *templates.Registry, obj Subject) (served, error) {
-			provider, err := providers.Provider(obj.GetExtensionSpec().Type)
-			if err != nil {
-				return nil, err
-			}
-			return servedInfrastructure{provider}, nil
-		},
-	}
-	backupBucketKind = templateKind("BackupBucket", templates.KindBackupBucket, true,
-		func() Subject { return &extensionsv1alpha1.BackupBucket{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupBucketList{} })
-	backupEntryKind = templateKind("BackupEntry", templates.KindBackupEntry, true,
-		func() Subject { return &extensionsv1alpha1.BackupEntry{} }, func() client.ObjectList { return &extensionsv1alpha1.BackupEntryList{} })
-	dnsRecordKind = urgentKind(templateKind("DNSRecord", templates.KindDNSRecord, false,
-		func() Subject { return &extensionsv1alpha1.DNSRecord{} }, func() client.ObjectList { return &extensionsv1alpha1.DNSRecordList{} }))
-	bastionKind = templateKind("Bastion", templates.KindBastion, false,
-		func() Subject { return &extensionsv1alpha1.Bastion{} }, func() client.ObjectList { return &extensionsv1alpha1.BastionList{} })
-	exposureKind = templateKind("SelfHostedShootExposure", templates.Kind("selfhostedshootexposure"), false,
-		func() Subject { return &extensionsv1alpha1.SelfHostedShootExposure{} },
-		func() client.ObjectList { return &extensionsv1alpha1.SelfHostedShootExposureList{} })
-
-	kindsByPurpose = map[run.Purpose]*kindSpec{}
-)
+// kindsByPurpose are the kinds served, each declared in a file of its own
+// (infrastructure.go, backupbucket.go, backupentry.go, dnsrecord.go, bastion.go,
+// selfhostedshootexposure.go), by the purpose of their runs.
+var kindsByPurpose = map[run.Purpose]*kindSpec{}
 
 func init() {
 	for _, k := range []*kindSpec{infrastructureKind, backupBucketKind, backupEntryKind, dnsRecordKind, bastionKind, exposureKind} {
@@ -139,35 +115,6 @@ type served interface {
 // generated Secret).
 type report func(ctx context.Context, op *operation) error
 
-// servedInfrastructure is the provider's Infrastructure.
-type servedInfrastructure struct{ *templates.Provider }
-
-func (p servedInfrastructure) render(obj Subject, cluster *extensionsv1alpha1.Cluster, workloadIdentity bool) (*templates.Rendered, error) {
-	return p.Render(templates.Input{Infrastructure: obj.(*extensionsv1alpha1.Infrastructure), Cluster: cluster, WorkloadIdentity: workloadIdentity})
-}
-
-func (p servedInfrastructure) protectedResources() []string { return p.Manifest.ProtectedResources }
-func (p servedInfrastructure) statusOutputs() []string      { return p.Manifest.Status.Outputs() }
-func (p servedInfrastructure) fleet() *templates.Provider   { return p.Provider }
-
-// check has nothing to refuse before the apply: a local namespace that another object
-// owns is refused by the cluster itself (see "local.owner" in templates/local).
-func (p servedInfrastructure) check(context.Context, *operation) error { return nil }
-
-func (p servedInfrastructure) report(outputs map[string]any) (report, error) {
-	status, err := p.Status(outputs)
-	if err != nil {
-		return nil, err
-	}
-	return func(_ context.Context, op *operation) error {
-		infra := op.obj.(*extensionsv1alpha1.Infrastructure)
-		infra.Status.ProviderStatus = status.ProviderStatus
-		infra.Status.NodesCIDR = status.NodesCIDR
-		infra.Status.EgressCIDRs = status.EgressCIDRs
-		return nil
-	}, nil
-}
-
 // servedKind is a kind the provider serves from its own directory.
 type servedKind struct{ *templates.KindProvider }
 
@@ -188,6 +135,23 @@ func (k servedKind) report(outputs map[string]any) (report, error) {
 		op.status().ProviderStatus = status.ProviderStatus
 		return op.reportKindStatus(ctx, status)
 	}, nil
+}
+
+// reportKindStatus sets the status fields of a kind besides its providerStatus from what
+// its outputs gave, each kind in its own file, and writes a BackupBucket's generated
+// Secret before its status names it.
+func (op *operation) reportKindStatus(ctx context.Context, status *templates.KindStatus) error {
+	switch obj := op.obj.(type) {
+	case *extensionsv1alpha1.DNSRecord:
+		reportDNSRecordStatus(obj, status)
+	case *extensionsv1alpha1.Bastion:
+		reportBastionStatus(obj, status)
+	case *extensionsv1alpha1.SelfHostedShootExposure:
+		reportExposureStatus(obj, status)
+	case *extensionsv1alpha1.BackupBucket:
+		return op.reportGeneratedSecret(ctx, obj, status)
+	}
+	return nil
 }
 
 // unknownType says whether err is that no provider serves the object's spec.type.

@@ -59,7 +59,7 @@ func testLifecycle(t *testing.T, version string, opts ...actuatorOption) {
 	g.Expect(infra.Status.ObservedGeneration).To(Equal(infra.Generation))
 	g.Expect(infra.Status.NodesCIDR).To(HaveValue(Equal("10.250.0.0/16")))
 	g.Expect(infra.Status.LastError).To(BeNil())
-	g.Expect(infra.Finalizers).To(ContainElement(kinds.Finalizer))
+	g.Expect(infra.Finalizers).To(ContainElement(kinds.InfrastructureFinalizer))
 	g.Expect(infra.Status.Conditions).To(ContainElement(And(
 		HaveField("Type", extension.ConditionReady), HaveField("Status", extensionsv1alpha1.ConditionTrue))))
 	var providerStatus map[string]any

@@ -118,12 +118,12 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
 	types := append([]string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped", "generating"}, setup.moreTypes...)
-	reconciler := kinds.NewReconciler(setup.Actuator, types, nil)
+	reconciler := kinds.NewInfrastructureReconciler(setup.Actuator, types, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	options := controller.Options{SkipNameValidation: ptr(true), MaxConcurrentReconciles: concurrency}
-	g.Expect(kinds.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options)).To(Succeed())
+	g.Expect(kinds.SetupInfrastructure(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options)).To(Succeed())
 	if setup.Kinds {
-		setup.served, err = kinds.SetupKinds(ctx, mgr, setup.Actuator, templates.Kinds, types, nil, runs.Ends, options)
+		setup.served, err = kinds.Setup(ctx, mgr, setup.Actuator, templates.Kinds, types, nil, runs.Ends, options)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	c := &controllerUnderTest{cancel: cancel, done: make(chan error, 1), output: output, cached: mgr.GetCache(), served: setup.served}

@@ -71,7 +71,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	annotate(g, s, extension.OperationMigrate)
 	migrated := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeMigrate)
 	g.Expect(migrated.Status.State).NotTo(BeNil())
-	g.Expect(migrated.Finalizers).NotTo(ContainElement(kinds.Finalizer))
+	g.Expect(migrated.Finalizers).NotTo(ContainElement(kinds.InfrastructureFinalizer))
 	assertRunObjectsGone(g, s)
 	g.Expect(realObjects(g, s)).To(Equal(before))
 
@@ -96,7 +96,7 @@ func TestMigrateThenRestoreRecreatesNothing(t *testing.T) {
 	annotate(g, s, extension.OperationRestore)
 
 	infra := s.waitHandled(t, extensionsv1alpha1.LastOperationTypeRestore)
-	g.Expect(infra.Finalizers).To(ContainElement(kinds.Finalizer))
+	g.Expect(infra.Finalizers).To(ContainElement(kinds.InfrastructureFinalizer))
 	g.Expect(infra.Status.ProviderStatus.Raw).To(MatchJSON(created.Status.ProviderStatus.Raw))
 	g.Expect(realObjects(g, s)).To(Equal(before), "every real object keeps its UID")
 

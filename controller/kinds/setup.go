@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
@@ -16,47 +20,88 @@ import (
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// kindActuator is the Actuator for the objects of a kind its providers serve from
-// templates: the same operations as an Infrastructure's, without its extras.
-type kindActuator[T Subject] struct {
-	actuator *Actuator
-	kind     *kindSpec
+const secretRefIndex = "spec.secretRef"
+
+// InfrastructureReconciler is the Infrastructure controller: Gardener's protocol around the
+// Actuator.
+type InfrastructureReconciler = extension.Reconciler[*extensionsv1alpha1.Infrastructure]
+
+// NewInfrastructureReconciler serves Infrastructures of the given provider types and
+// extension classes (shoot when none) with the actuator.
+func NewInfrastructureReconciler(a *Actuator, types []string, classes []extensionsv1alpha1.ExtensionClass) *InfrastructureReconciler {
+	return newReconciler[*extensionsv1alpha1.Infrastructure](a, a, infrastructureKind, types, classes)
 }
 
-func (k kindActuator[T]) Reconcile(ctx context.Context, req extension.Request[T]) error {
-	return k.actuator.reconcile(ctx, requestOf(k.kind, req))
+func newReconciler[T Subject](a *Actuator, actuator extension.Actuator[T], kind *kindSpec, types []string, classes []extensionsv1alpha1.ExtensionClass) *extension.Reconciler[T] {
+	return &extension.Reconciler[T]{
+		Kind:      kind.name,
+		Finalizer: kind.finalizer,
+		Client:    a.Client,
+		APIReader: a.APIReader,
+		Recorder:  a.Recorder,
+		Actuator:  actuator,
+		NewObject: func() T { return kind.newObject().(T) },
+		Types:     types,
+		Classes:   classes,
+	}
 }
 
-func (k kindActuator[T]) UpToDate(ctx context.Context, req extension.Request[T]) (bool, error) {
-	return k.actuator.upToDate(ctx, requestOf(k.kind, req))
+// SetupInfrastructure registers the Infrastructure reconciler; besides the
+// Infrastructures, a change of a referenced secret reconciles the ones using it, and so
+// does the end of a run, which runEnds tells (executor.Pipeline.Ends), and the deletion of
+// a state object by someone else (keepDeletedState). Setup does the same for each other kind.
+func SetupInfrastructure(ctx context.Context, mgr ctrl.Manager, r *InfrastructureReconciler, runEnds source.Source, options controller.Options) error {
+	return setupWithManager(ctx, mgr, r, infrastructureKind, runEnds, options)
 }
 
-func (k kindActuator[T]) Delete(ctx context.Context, req extension.Request[T]) error {
-	return k.actuator.delete(ctx, requestOf(k.kind, req))
+func setupWithManager[T Subject](ctx context.Context, mgr ctrl.Manager, r *extension.Reconciler[T], kind *kindSpec, runEnds source.Source, options controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, kind.newObject(), secretRefIndex, indexSecretRef); err != nil {
+		return fmt.Errorf("indexing %ss by secret: %w", kind.name, err)
+	}
+	return r.SetupWithManager(ctx, mgr, options, func(b *builder.Builder) *builder.Builder {
+		b = b.WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, secret client.Object) []reconcile.Request {
+			return usingSecret(ctx, r, kind, secret)
+		})).WatchesRawSource(runEnds)
+		return watchDeletedStates(b, kind)
+	})
 }
 
-func (k kindActuator[T]) ForceDelete(ctx context.Context, req extension.Request[T]) error {
-	return k.actuator.forceDelete(ctx, requestOf(k.kind, req))
+func secretKeyOf(obj Subject) client.ObjectKey {
+	ref := obj.GetSecretRef()
+	if ref.Namespace == "" {
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
+	}
+	return client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
 }
 
-func (k kindActuator[T]) Migrate(ctx context.Context, req extension.Request[T]) error {
-	return k.actuator.migrate(ctx, requestOf(k.kind, req))
+func indexSecretRef(obj client.Object) []string {
+	return []string{secretKeyOf(obj.(Subject)).String()}
 }
 
-func (k kindActuator[T]) Restore(ctx context.Context, req extension.Request[T]) error {
-	return k.actuator.restore(ctx, requestOf(k.kind, req))
+// usingSecret are the served objects of kind whose spec.secretRef names secret.
+func usingSecret[T Subject](ctx context.Context, r *extension.Reconciler[T], kind *kindSpec, secret client.Object) []reconcile.Request {
+	list := kind.newList()
+	if err := r.Client.List(ctx, list, client.MatchingFields{secretRefIndex: client.ObjectKeyFromObject(secret).String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listingObjectsForSecret", "kind", kind.name, "secret", client.ObjectKeyFromObject(secret))
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, obj := range listItems(list) {
+		if r.Serves(obj) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return requests
 }
-
-func (k kindActuator[T]) Forget(key client.ObjectKey) { k.actuator.forget(k.kind, key) }
 
 // RunEnds returns the source of the ends of the runs of a purpose (executor.Pipeline.Ends).
 type RunEnds func(purpose run.Purpose, clusterScoped bool) source.Source
 
-// SetupKinds serves, besides the Infrastructure, each of kinds that a provider of one of
+// Setup serves, besides the Infrastructure (SetupInfrastructure), each of kinds that a provider of one of
 // types serves from templates (templates.Kinds), for the types that serve it, and returns
 // the kinds served. The runs of cluster-scoped kinds are kept in a.Namespace; without
 // one, those kinds are not served.
-func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []templates.Kind, types []string, classes []extensionsv1alpha1.ExtensionClass, runEnds RunEnds, options controller.Options) ([]string, error) {
+func Setup(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []templates.Kind, types []string, classes []extensionsv1alpha1.ExtensionClass, runEnds RunEnds, options controller.Options) ([]string, error) {
 	var served []string
 	for _, k := range []struct {
 		kind  templates.Kind
@@ -78,7 +123,7 @@ func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []temp
 			return setupKind[*extensionsv1alpha1.SelfHostedShootExposure](ctx, mgr, a, exposureKind, types, classes, runEnds, options)
 		}},
 	} {
-		kindTypes := KindTypes(a.Providers, k.kind, types)
+		kindTypes := Types(a.Providers, k.kind, types)
 		if len(kindTypes) == 0 || !slices.Contains(kinds, k.kind) {
 			continue
 		}
@@ -95,8 +140,8 @@ func SetupKinds(ctx context.Context, mgr ctrl.Manager, a *Actuator, kinds []temp
 	return served, nil
 }
 
-// KindTypes are the spec.type values of kind that the providers of types serve.
-func KindTypes(providers *templates.Registry, kind templates.Kind, types []string) []string {
+// Types are the spec.type values of kind that the providers of types serve.
+func Types(providers *templates.Registry, kind templates.Kind, types []string) []string {
 	var kindTypes []string
 	for _, t := range types {
 		p, err := providers.Provider(t)
