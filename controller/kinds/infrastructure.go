@@ -1,7 +1,6 @@
 // The Infrastructure: a shoot's network and what its nodes need, rendered from
 // templates/<type>/ (provider.yaml, *.tf.tpl). It alone is planned for drift between
-// applies (drift.go), is checked for the namespaces it owns (owned.go) and has gauges per
-// object (metrics.go).
+// applies (drift.go) and has gauges of its own (metrics.go).
 //
 // A reconcile reads, from the reconciler's call (controller/extension/operation.go):
 // actuator.go (Actuator.Reconcile) → apply.go (its phases, in order) → runs.go (the run
