@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -185,4 +187,62 @@ func TestNoFunctionIsLongerThanItsBound(t *testing.T) {
 	}
 	g.Expect(functions).To(BeNumerically(">", 500), "the walk found the functions")
 	g.Expect(long).To(BeEmpty(), "functions longer than %d lines", maxFunctionLines)
+}
+
+// actuators are the packages whose files a contributor reads to change what is done to a
+// kind: each has a section of docs/design.md that says what every file of it does.
+var actuators = []string{"controller/kinds", "controller/controlplane"}
+
+// listedFile is an item of such a section: a file and its job.
+var listedFile = regexp.MustCompile("(?m)^- `([^`/]+\\.go)`: ")
+
+// Every Go file of an actuator package (tests aside) is named, with its job, in its
+// section of docs/design.md ("### The files of `<package>`"), and the section names no file
+// that is gone: a file added, renamed or removed without the design saying so fails here.
+func TestEveryFileOfTheActuatorsIsNamedInTheDesign(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var wrong []string
+	for _, pkg := range actuators {
+		heading := "### The files of `" + pkg + "`"
+		section := markdownSection(string(design), heading)
+		g.Expect(section).NotTo(BeEmpty(), "docs/design.md has no section %q", heading)
+		listed := map[string]bool{}
+		for _, m := range listedFile.FindAllStringSubmatch(section, -1) {
+			listed[m[1]] = true
+		}
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(files).NotTo(BeEmpty(), "the glob found the files of %s", pkg)
+		for _, file := range files {
+			name := filepath.Base(file)
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			if !listed[name] {
+				wrong = append(wrong, pkg+"/"+name+": not named")
+			}
+			delete(listed, name)
+		}
+		for name := range listed {
+			wrong = append(wrong, pkg+"/"+name+": named, and not there")
+		}
+	}
+	slices.Sort(wrong)
+	g.Expect(wrong).To(BeEmpty(), "the files of the actuators as docs/design.md names them under \"### The files of `<package>`\"")
+}
+
+// markdownSection is the text under heading, up to the next heading; empty when there is
+// no such heading.
+func markdownSection(text, heading string) string {
+	_, after, found := strings.Cut(text, "\n"+heading+"\n")
+	if !found {
+		return ""
+	}
+	if i := strings.Index(after, "\n#"); i >= 0 {
+		after = after[:i]
+	}
+	return after
 }
