@@ -246,3 +246,70 @@ func markdownSection(text, heading string) string {
 	}
 	return after
 }
+
+// numberedCode is an item of a numbered list that starts with a name in code: a phase.
+var numberedCode = regexp.MustCompile("(?m)^ *[0-9]+\\. `([A-Za-z]+)`: ")
+
+// docs/design.md lists the phases of an apply and of a deletion as the code runs them: an
+// operation's phases (apply, delete) in order, with those that prepare its run (prepare,
+// prepareDestroy) after the phase that submits it.
+func TestTheDesignListsThePhasesInTheCodesOrder(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, op := range []struct{ file, phases, prepare, submit, from, to string }{
+		{"apply.go", "apply", "prepare", "runOrWaitApply", "The phases of an apply", "The phases of a deletion"},
+		{"delete.go", "delete", "prepareDestroy", "runOrWaitDestroy", "The phases of a deletion", "A forced deletion"},
+	} {
+		phases := operationPhases(g, filepath.Join(root, "controller", "kinds", op.file))
+		g.Expect(phases).To(HaveKey(op.phases))
+		g.Expect(phases).To(HaveKey(op.prepare))
+		var want []string
+		for _, p := range phases[op.phases] {
+			want = append(want, p)
+			if p == op.submit {
+				want = append(want, phases[op.prepare]...)
+			}
+		}
+		_, text, _ := strings.Cut(string(design), op.from)
+		text, _, _ = strings.Cut(text, op.to)
+		var listed []string
+		for _, m := range numberedCode.FindAllStringSubmatch(text, -1) {
+			listed = append(listed, m[1])
+		}
+		g.Expect(listed).To(Equal(want), "docs/design.md's %q as %s runs them", op.from, op.file)
+	}
+}
+
+// operationPhases are, by method, the phases each method of file passes to runPhases, in
+// their order.
+func operationPhases(g Gomega, file string) map[string][]string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	g.Expect(err).NotTo(HaveOccurred())
+	phases := map[string][]string{}
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 3 {
+				return true
+			}
+			if name, ok := call.Fun.(*ast.Ident); !ok || name.Name != "runPhases" {
+				return true
+			}
+			if list, ok := call.Args[2].(*ast.CompositeLit); ok {
+				for _, elt := range list.Elts {
+					if sel, ok := elt.(*ast.SelectorExpr); ok {
+						phases[fn.Name.Name] = append(phases[fn.Name.Name], sel.Sel.Name)
+					}
+				}
+			}
+			return false
+		})
+	}
+	return phases
+}
