@@ -36,7 +36,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/controlplane"
 	"github.com/terraseed/terraseed/controller/extension"
-	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/kinds"
 	"github.com/terraseed/terraseed/controller/serving"
 	"github.com/terraseed/terraseed/controller/webhook"
 	"github.com/terraseed/terraseed/templates"
@@ -159,7 +159,7 @@ func (o *managerOptions) bind(flags *flag.FlagSet) {
 }
 
 // defaultRunTimeout fits a run inside the 10 minutes gardenlet waits for an Infrastructure
-// (Gardener's infrastructure.DefaultTimeout): a run stopped at 8 minutes, with the moments
+// (Gardener's kinds.DefaultTimeout): a run stopped at 8 minutes, with the moments
 // terraform takes to stop and the final save, fails before that wait ends, so that the error
 // gardenlet reports is the run's, naming how far it got, rather than its own timeout.
 const defaultRunTimeout = 8 * time.Minute
@@ -342,7 +342,7 @@ func (o managerOptions) newControllerManager(cfg *rest.Config, controlPlaneWebho
 		Metrics:                       serving.MetricsOptions(o.metricsAddress, o.metricsSecure),
 		HealthProbeBindAddress:        o.probeAddress,
 		PprofBindAddress:              o.pprofAddress,
-		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: infrastructure.UncachedObjects()}},
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: kinds.UncachedObjects()}},
 		// The health check watches workloads of ControlPlanes only, not every one of the seed.
 		// Nothing reads the managed fields of a cached object; kept, they were nearly half of
 		// what the cache of a seed's Infrastructures and Secrets' metadata held.
@@ -377,11 +377,11 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		return nil, executorFlagError(err)
 	}
 	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
-	runs := executor.NewPipeline(runner, r.executor, infrastructure.RunHooks(recorder))
+	runs := executor.NewPipeline(runner, r.executor, kinds.RunHooks(recorder))
 	if err := mgr.Add(runs); err != nil {
 		return nil, err
 	}
-	actuator := &infrastructure.Actuator{
+	actuator := &kinds.Actuator{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Metadata:      mgr.GetCache(),
@@ -395,16 +395,16 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 		State:                         r.state,
 		Namespace:                     o.runsNamespace,
 	}
-	reconciler := infrastructure.NewReconciler(actuator, r.types, r.classes)
+	reconciler := kinds.NewInfrastructureReconciler(actuator, r.types, r.classes)
 	options := controller.Options{MaxConcurrentReconciles: o.concurrency}
-	if err := infrastructure.SetupWithManager(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options); err != nil {
+	if err := kinds.SetupInfrastructure(ctx, mgr, reconciler, runs.Ends(run.PurposeInfra, false), options); err != nil {
 		return nil, err
 	}
-	kinds, err := infrastructure.SetupKinds(ctx, mgr, actuator, r.kinds, r.types, r.classes, runs.Ends, options)
+	served, err := kinds.Setup(ctx, mgr, actuator, r.kinds, r.types, r.classes, runs.Ends, options)
 	if err != nil {
 		return nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("servingKinds", "kinds", kinds)
+	ctrl.LoggerFrom(ctx).Info("servingKinds", "kinds", served)
 	return runner, nil
 }
 
@@ -445,7 +445,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOpt
 // ControlPlane deployed, and Infrastructures without their index.
 func cachedObjects(s *k8sruntime.Scheme) map[client.Object]cache.ByObject {
 	byObject := controlPlaneWorkloads(s)
-	maps.Copy(byObject, infrastructure.CachedInfrastructures())
+	maps.Copy(byObject, kinds.CachedInfrastructures())
 	return byObject
 }
 

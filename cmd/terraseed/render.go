@@ -48,7 +48,7 @@ func runRender(args []string, stdout io.Writer) error {
 	if kind == "ControlPlane" {
 		return renderControlPlane(registry, *infraFile, cluster, stdout)
 	}
-	if kind, ok := kinds[kind]; ok {
+	if kind, ok := renderedKinds[kind]; ok {
 		return renderKind(registry, kind, *infraFile, cluster, *workloadIdentity, stdout)
 	}
 	in := templates.Input{Infrastructure: &extensionsv1alpha1.Infrastructure{}, Cluster: cluster, WorkloadIdentity: *workloadIdentity}
@@ -72,9 +72,9 @@ func runRender(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// kinds are the kinds besides the Infrastructure that render from templates, by the kind
+// renderedKinds are the kinds besides the Infrastructure that render from templates, by the kind
 // their objects name.
-var kinds = map[string]renderedKind{
+var renderedKinds = map[string]renderedKind{
 	"BackupBucket": {templates.KindBackupBucket, func() templates.KindObject { return &extensionsv1alpha1.BackupBucket{} }},
 	"BackupEntry":  {templates.KindBackupEntry, func() templates.KindObject { return &extensionsv1alpha1.BackupEntry{} }},
 	"DNSRecord":    {templates.KindDNSRecord, func() templates.KindObject { return &extensionsv1alpha1.DNSRecord{} }},

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/api/scheme"
-	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/kinds"
 )
 
 const stateUsage = `usage: terraseed state <command> [--kubeconfig file] [--kind KIND] [--runs-namespace NS] NAMESPACE/NAME
@@ -46,7 +46,7 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 	if want == 0 || flags.NArg() != want {
 		return fmt.Errorf("%s", stateUsage)
 	}
-	ref := infrastructure.StateRef{Kind: *kind, RunsNamespace: *runsNamespace}
+	ref := kinds.StateRef{Kind: *kind, RunsNamespace: *runsNamespace}
 	if namespace, name, ok := strings.Cut(flags.Arg(0), "/"); ok {
 		ref.Key = client.ObjectKey{Namespace: namespace, Name: name}
 		if namespace == "" || name == "" {
@@ -77,7 +77,7 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if command == "history" {
-		entries, err := infrastructure.StateHistory(ctx, c, ref)
+		entries, err := kinds.StateHistory(ctx, c, ref)
 		if err != nil {
 			return err
 		}
@@ -88,11 +88,11 @@ func runState(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return w.Flush()
 	}
-	next, err := infrastructure.RollbackState(ctx, c, ref, serial)
+	next, err := kinds.RollbackState(ctx, c, ref, serial)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "the state of %s is now serial %d, the state of serial %d; the next reconcile applies it, importing what the live state held and serial %d lacks (annotation %s)\n",
-		ref.Key, next, serial, serial, infrastructure.AnnotationImport)
+		ref.Key, next, serial, serial, kinds.AnnotationImport)
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/kinds"
 	"github.com/terraseed/terraseed/templates"
 )
 
@@ -64,7 +64,7 @@ func TestGardenerRegistrationExample(t *testing.T) {
 	for kind, name := range names {
 		g.Expect(templates.Kinds).To(ContainElement(kind))
 		want := []any{}
-		for _, t := range infrastructure.KindTypes(providers, kind, types) {
+		for _, t := range kinds.Types(providers, kind, types) {
 			want = append(want, t)
 		}
 		g.Expect(registered[name]).To(ConsistOf(want...), "the %s types registered", name)

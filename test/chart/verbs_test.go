@@ -26,19 +26,19 @@ type use struct{ code, what string }
 // defaults (the pod executor, the webhook, secure metrics), one entry per resource, verb
 // and resourceNames (in parentheses). What holds it further: <release>-controller-writes.
 var controllerVerbs = map[string]use{
-	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (controller/infrastructure/inputs.go lists local Infrastructures); the finalizer and the operation annotation"},
+	"get,list,watch,patch,update extensions.gardener.cloud/infrastructures":               {"controller/extension/reconciler.go", "the Infrastructure controller's cache and watch (controller/kinds/inputs.go lists local Infrastructures); the finalizer and the operation annotation"},
 	"patch,update extensions.gardener.cloud/infrastructures/status":                       {"controller/extension/reconciler.go", "lastOperation, lastError, providerStatus, state"},
 	"get,list,watch,patch,update extensions.gardener.cloud/controlplanes":                 {"controller/controlplane/setup.go", "the ControlPlane controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/controlplanes/status":                         {"controller/extension/reconciler.go", "lastOperation, lastError, the inventory in state"},
-	"get,list,watch,patch,update extensions.gardener.cloud/backupbuckets":                 {"controller/infrastructure/kindreconciler.go", "the BackupBucket controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/backupbuckets":                 {"controller/kinds/setup.go", "the BackupBucket controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/backupbuckets/status":                         {"controller/extension/reconciler.go", "the BackupBucket's lastOperation, lastError, state and status fields"},
-	"get,list,watch,patch,update extensions.gardener.cloud/backupentries":                 {"controller/infrastructure/kindreconciler.go", "the BackupEntry controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/backupentries":                 {"controller/kinds/setup.go", "the BackupEntry controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/backupentries/status":                         {"controller/extension/reconciler.go", "the BackupEntry's lastOperation, lastError, state and status fields"},
-	"get,list,watch,patch,update extensions.gardener.cloud/dnsrecords":                    {"controller/infrastructure/kindreconciler.go", "the DNSRecord controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/dnsrecords":                    {"controller/kinds/setup.go", "the DNSRecord controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/dnsrecords/status":                            {"controller/extension/reconciler.go", "the DNSRecord's lastOperation, lastError, state and status fields"},
-	"get,list,watch,patch,update extensions.gardener.cloud/bastions":                      {"controller/infrastructure/kindreconciler.go", "the Bastion controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/bastions":                      {"controller/kinds/setup.go", "the Bastion controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/bastions/status":                              {"controller/extension/reconciler.go", "the Bastion's lastOperation, lastError, state and status fields"},
-	"get,list,watch,patch,update extensions.gardener.cloud/selfhostedshootexposures":      {"controller/infrastructure/kindreconciler.go", "the SelfHostedShootExposure controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
+	"get,list,watch,patch,update extensions.gardener.cloud/selfhostedshootexposures":      {"controller/kinds/setup.go", "the SelfHostedShootExposure controller's cache and watch; the finalizer and the operation annotation (controller/extension/reconciler.go)"},
 	"patch,update extensions.gardener.cloud/selfhostedshootexposures/status":              {"controller/extension/reconciler.go", "the SelfHostedShootExposure's lastOperation, lastError, state and status.ingress"},
 	"get,list,watch extensions.gardener.cloud/clusters":                                   {"controller/extension/cluster.go", "the Cluster of a shoot namespace (the shoot's state, its Kubernetes version for the webhook)"},
 	"get,list,watch,create,update,patch,delete /secrets":                                  {"terraform/state/objects.go", "tf-vars, the credentials copy, the sensitive outputs; the run's env Secret (terraform/executor/pod.go); the webhook's certificate (cert-controller, controller/webhook/webhook.go); control planes' Secrets"},
@@ -69,7 +69,7 @@ var controllerVerbs = map[string]use{
 	"update rbac.authorization.k8s.io/roles (terraseed-terraformer)":                                   {"terraform/executor/serviceaccount.go", "the run objects of a new run added to the Role"},
 	"update,delete rbac.authorization.k8s.io/rolebindings (terraseed-terraformer)":                     {"terraform/executor/serviceaccount.go", "a binding to another role replaced"},
 	// Read, uncached, before a BackupEntry writes etcd-backup into its shoot's namespace.
-	"get /namespaces": {"controller/infrastructure/etcdbackup.go", "whether a BackupEntry's shoot namespace is gone or being deleted, where it writes no etcd-backup (kinds: backupentry)"},
+	"get /namespaces": {"controller/kinds/backupentry.go", "whether a BackupEntry's shoot namespace is gone or being deleted, where it writes no etcd-backup (kinds: backupentry)"},
 	// The Role <release>-leases, in the release's namespace.
 	"get,create,update coordination.k8s.io/leases": {"controller/extension/heartbeat.go", "the heartbeat Lease, and leader election's (controller-runtime)"},
 }

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -185,4 +187,129 @@ func TestNoFunctionIsLongerThanItsBound(t *testing.T) {
 	}
 	g.Expect(functions).To(BeNumerically(">", 500), "the walk found the functions")
 	g.Expect(long).To(BeEmpty(), "functions longer than %d lines", maxFunctionLines)
+}
+
+// actuators are the packages whose files a contributor reads to change what is done to a
+// kind: each has a section of docs/design.md that says what every file of it does.
+var actuators = []string{"controller/kinds", "controller/controlplane"}
+
+// listedFile is an item of such a section: a file and its job.
+var listedFile = regexp.MustCompile("(?m)^- `([^`/]+\\.go)`: ")
+
+// Every Go file of an actuator package (tests aside) is named, with its job, in its
+// section of docs/design.md ("### The files of `<package>`"), and the section names no file
+// that is gone: a file added, renamed or removed without the design saying so fails here.
+func TestEveryFileOfTheActuatorsIsNamedInTheDesign(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var wrong []string
+	for _, pkg := range actuators {
+		heading := "### The files of `" + pkg + "`"
+		section := markdownSection(string(design), heading)
+		g.Expect(section).NotTo(BeEmpty(), "docs/design.md has no section %q", heading)
+		listed := map[string]bool{}
+		for _, m := range listedFile.FindAllStringSubmatch(section, -1) {
+			listed[m[1]] = true
+		}
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(files).NotTo(BeEmpty(), "the glob found the files of %s", pkg)
+		for _, file := range files {
+			name := filepath.Base(file)
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			if !listed[name] {
+				wrong = append(wrong, pkg+"/"+name+": not named")
+			}
+			delete(listed, name)
+		}
+		for name := range listed {
+			wrong = append(wrong, pkg+"/"+name+": named, and not there")
+		}
+	}
+	slices.Sort(wrong)
+	g.Expect(wrong).To(BeEmpty(), "the files of the actuators as docs/design.md names them under \"### The files of `<package>`\"")
+}
+
+// markdownSection is the text under heading, up to the next heading; empty when there is
+// no such heading.
+func markdownSection(text, heading string) string {
+	_, after, found := strings.Cut(text, "\n"+heading+"\n")
+	if !found {
+		return ""
+	}
+	if i := strings.Index(after, "\n#"); i >= 0 {
+		after = after[:i]
+	}
+	return after
+}
+
+// numberedCode is an item of a numbered list that starts with a name in code: a phase.
+var numberedCode = regexp.MustCompile("(?m)^ *[0-9]+\\. `([A-Za-z]+)`: ")
+
+// docs/design.md lists the phases of an apply and of a deletion as the code runs them: an
+// operation's phases (apply, delete) in order, with those that prepare its run (prepare,
+// prepareDestroy) after the phase that submits it.
+func TestTheDesignListsThePhasesInTheCodesOrder(t *testing.T) {
+	g := NewWithT(t)
+	root := repositoryRoot()
+	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, op := range []struct{ file, phases, prepare, submit, from, to string }{
+		{"apply.go", "apply", "prepare", "runOrWaitApply", "The phases of an apply", "The phases of a deletion"},
+		{"delete.go", "delete", "prepareDestroy", "runOrWaitDestroy", "The phases of a deletion", "A forced deletion"},
+	} {
+		phases := operationPhases(g, filepath.Join(root, "controller", "kinds", op.file))
+		g.Expect(phases).To(HaveKey(op.phases))
+		g.Expect(phases).To(HaveKey(op.prepare))
+		var want []string
+		for _, p := range phases[op.phases] {
+			want = append(want, p)
+			if p == op.submit {
+				want = append(want, phases[op.prepare]...)
+			}
+		}
+		_, text, _ := strings.Cut(string(design), op.from)
+		text, _, _ = strings.Cut(text, op.to)
+		var listed []string
+		for _, m := range numberedCode.FindAllStringSubmatch(text, -1) {
+			listed = append(listed, m[1])
+		}
+		g.Expect(listed).To(Equal(want), "docs/design.md's %q as %s runs them", op.from, op.file)
+	}
+}
+
+// operationPhases are, by method, the phases each method of file passes to runPhases, in
+// their order.
+func operationPhases(g Gomega, file string) map[string][]string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	g.Expect(err).NotTo(HaveOccurred())
+	phases := map[string][]string{}
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 3 {
+				return true
+			}
+			if name, ok := call.Fun.(*ast.Ident); !ok || name.Name != "runPhases" {
+				return true
+			}
+			if list, ok := call.Args[2].(*ast.CompositeLit); ok {
+				for _, elt := range list.Elts {
+					if sel, ok := elt.(*ast.SelectorExpr); ok {
+						phases[fn.Name.Name] = append(phases[fn.Name.Name], sel.Sel.Name)
+					}
+				}
+			}
+			return false
+		})
+	}
+	return phases
 }

@@ -24,7 +24,7 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/controller/extension"
-	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/kinds"
 	"github.com/terraseed/terraseed/terraform/run"
 	"github.com/terraseed/terraseed/terraform/state"
 	"github.com/terraseed/terraseed/test/testenv"
@@ -545,7 +545,7 @@ func (s *soak) expectSettled(g Gomega, i int) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.namespace(i), Name: objects.StateName()}, cm)).To(Succeed())
 	g.Expect(cm.DeletionTimestamp).To(BeNil(), "%s: no deletion keeps the state object terminating", s.key(i))
 	if s.writtenAnew[i] {
-		deleted := extension.FindCondition(&infra.Status.DefaultStatus, infrastructure.ConditionStateObjectDeleted)
+		deleted := extension.FindCondition(&infra.Status.DefaultStatus, kinds.ConditionStateObjectDeleted)
 		g.Expect(deleted).NotTo(BeNil(), "%s: the deletion of its state object is reported", s.key(i))
 		g.Expect(deleted.Reason).To(Equal("StateObjectWrittenAnew"), "%s: %s", s.key(i), deleted.Message)
 	}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
-	"github.com/terraseed/terraseed/controller/infrastructure"
+	"github.com/terraseed/terraseed/controller/kinds"
 )
 
 // LostResources are the resources an apply's recovery stopped at, read from the
@@ -20,7 +20,7 @@ func LostResources(infra *extensionsv1alpha1.Infrastructure) []string {
 	if infra.Status.LastError == nil {
 		return nil
 	}
-	_, asked, found := strings.Cut(infra.Status.LastError.Description, infrastructure.AnnotationLostRemoved+"=")
+	_, asked, found := strings.Cut(infra.Status.LastError.Description, kinds.AnnotationLostRemoved+"=")
 	if !found {
 		return nil
 	}
@@ -29,7 +29,7 @@ func LostResources(infra *extensionsv1alpha1.Infrastructure) []string {
 		return nil
 	}
 	list, _ := strconv.Unquote(quoted)
-	if infra.Annotations[infrastructure.AnnotationLostRemoved] == list {
+	if infra.Annotations[kinds.AnnotationLostRemoved] == list {
 		return nil
 	}
 	return strings.Split(list, ",")
@@ -39,6 +39,6 @@ func LostResources(infra *extensionsv1alpha1.Infrastructure) []string {
 // lost resources named are gone.
 func ConfirmLostRemoved(ctx context.Context, c client.Client, infra *extensionsv1alpha1.Infrastructure, addresses []string) error {
 	patch := client.MergeFrom(infra.DeepCopy())
-	metav1.SetMetaDataAnnotation(&infra.ObjectMeta, infrastructure.AnnotationLostRemoved, strings.Join(addresses, ","))
+	metav1.SetMetaDataAnnotation(&infra.ObjectMeta, kinds.AnnotationLostRemoved, strings.Join(addresses, ","))
 	return c.Patch(ctx, infra, patch)
 }
