@@ -241,7 +241,7 @@ require (
 
 replace github.com/terraseed/terraseed => ../..
 
-// Gardener's own excludes (its go.mod at v1.149.3): a dependency's exclude lines do not
+// Gardener's own excludes (its go.mod at v1.149.3, the same four at v1.150.0): a dependency's exclude lines do not
 // apply to the modules that require it, so they are repeated here.
 exclude (
 	github.com/gardener/cert-management v0.22.0
@@ -250,7 +250,7 @@ exclude (
 	github.com/gardener/gardener/pkg/apis v1.147.1
 )
 
-// Gardener v1.149.3's health package (Wait, CheckExtensionObject) calls the Prometheus
-// API's Query with three results, as client_golang v1.24 has it; v1.25, which the root
+// Gardener's health package (Wait, CheckExtensionObject; v1.149.3 and v1.150.0 alike) calls
+// the Prometheus API's Query with three results, as client_golang v1.24 has it; v1.25, which the root
 // module requires, returns four. This module builds with Gardener's own version.
 replace github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.24.1
