@@ -64,6 +64,8 @@ func BenchmarkScaleKinds(b *testing.B) {
 			report(b, burst.latencies[0].Seconds(), "dns-change-among-dns-creates-s")
 			report(b, burst.waiting[0], "dns-change-among-dns-creates-runs-waiting")
 		}
+		// What the controller holds while every kind is busy, beside what it keeps settled.
+		c.saveHeapProfile(fmt.Sprintf("kinds-busy-%d", n))
 		k.waitSettledKind("DNSRecord", 3*time.Hour)
 		report(b, time.Since(started).Seconds(), "dns-settle-s")
 		reportChanges(b, k.changeRecords(c, latencySamples, true))
