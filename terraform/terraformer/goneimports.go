@@ -26,14 +26,13 @@ import (
 // adopted resource that is gone or an import skipped for another's failure leaves the
 // plan failed, and nothing is created.
 
-var (
-	// nonExistentImport is terraform's and OpenTofu's error for a provider that found no
-	// object under an import ID.
-	nonExistentImport = "Cannot import non-existent remote object"
-	// kubernetesNotFound ends the error of a provider whose import asked the Kubernetes API
-	// for an object that is not there (e.g. `configmaps "x" not found`).
-	kubernetesNotFound = regexp.MustCompile(`(^|: )[a-z0-9.-]+ "[^"]+" not found$`)
-)
+// nonExistentImport is terraform's and OpenTofu's error for a provider that found no
+// object under an import ID.
+const nonExistentImport = "Cannot import non-existent remote object"
+
+// kubernetesNotFound ends the error of a provider whose import asked the Kubernetes API
+// for an object that is not there (e.g. `configmaps "x" not found`).
+var kubernetesNotFound = regexp.MustCompile(`(^|: )[a-z0-9.-]+ "[^"]+" not found$`)
 
 // goneImport says whether a diagnostic says that an imported object does not exist.
 func goneImport(summary, detail string) bool {

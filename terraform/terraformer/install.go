@@ -89,8 +89,9 @@ func checkTerraformVersion(ctx context.Context, path string) error {
 		return fmt.Errorf("%s: `version` did not answer within %s", path, versionCheckTimeout)
 	case err != nil:
 		return fmt.Errorf("%s: %w", path, err)
-	case v.String() != TerraformVersion:
-		return fmt.Errorf("%s is terraform %s, not %s", path, v, TerraformVersion)
+	}
+	if err := wrongVersion(path, false, v.String()); err != nil {
+		return err
 	}
 	// The run of this binary in this process need not ask it again.
 	if abs, err := filepath.Abs(path); err == nil {
