@@ -12,7 +12,6 @@ import (
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/run"
-	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 // CachedInfrastructures is what the manager's cache keeps of each Infrastructure: all
@@ -20,16 +19,18 @@ import (
 // (up to 1 MiB each). A reconcile reads its Infrastructure from the API server, and
 // what reads other Infrastructures' indexes lists them from there too (adoptsNoOthers);
 // the cache serves the watch, the secretRef index and the progress of a run, which
-// patches its lastOperation alone. Of ConfigMaps and Secrets, watched for the deletion of
-// a state object (watchDeletedStates), it keeps the metadata of the run objects alone, not
-// of every ConfigMap and Secret of the seed.
+// patches its lastOperation alone. Of ConfigMaps, watched for the deletion of a state
+// object (watchDeletedStates), it keeps the metadata of the run objects alone, not of
+// every ConfigMap of the seed.
 func CachedInfrastructures() map[client.Object]cache.ByObject {
 	stripManagedFields := cache.TransformStripManagedFields()
 	runObjects, err := labels.NewRequirement(run.LabelPurpose, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
-	cached := map[client.Object]cache.ByObject{
+	configMaps := &metav1.PartialObjectMetadata{}
+	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return map[client.Object]cache.ByObject{
 		&extensionsv1alpha1.Infrastructure{}: {Transform: func(in any) (any, error) {
 			out, err := stripManagedFields(in)
 			if infra, ok := out.(*extensionsv1alpha1.Infrastructure); ok {
@@ -37,13 +38,8 @@ func CachedInfrastructures() map[client.Object]cache.ByObject {
 			}
 			return out, err
 		}},
+		configMaps: {Label: labels.NewSelector().Add(*runObjects), Transform: stripManagedFields},
 	}
-	for _, storage := range tfstate.Storages {
-		metadata := &metav1.PartialObjectMetadata{}
-		metadata.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(storage.Kind()))
-		cached[metadata] = cache.ByObject{Label: labels.NewSelector().Add(*runObjects), Transform: stripManagedFields}
-	}
-	return cached
 }
 
 // UncachedObjects are the kinds the manager's client must read live: a seed holds many
