@@ -21,7 +21,8 @@ import (
 // the cache serves the watch, the secretRef index and the progress of a run, which
 // patches its lastOperation alone. Of ConfigMaps, watched for the deletion of a state
 // object (watchDeletedStates), it keeps the metadata of the run objects alone, not of
-// every ConfigMap of the seed.
+// every ConfigMap of the seed. Of Secrets it keeps the metadata of all: the same informer
+// serves the watch of the credentials Secrets (setup.go), which carry no run label.
 func CachedInfrastructures() map[client.Object]cache.ByObject {
 	stripManagedFields := cache.TransformStripManagedFields()
 	runObjects, err := labels.NewRequirement(run.LabelPurpose, selection.Exists, nil)
