@@ -14,6 +14,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/procfs"
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/state"
@@ -24,9 +25,10 @@ import (
 // kubectl provider, each named after a terraform_data.
 const benchResources = 20
 
-// benchBeforeEnv names a terraformer binary of an earlier version to run in each
-// iteration too, in turns with the other two, so that the figures before and after a change
-// are measured side by side under the same load (before/bare).
+// benchBeforeEnv names terraformer binaries of earlier versions (or variants), comma
+// separated, to run in each iteration too, in turns with the others, so that the figures
+// before and after a change are measured side by side under the same load (before/bare,
+// or before1/bare, before2/bare ... for more than one).
 const benchBeforeEnv = "TERRASEED_BENCH_TERRAFORMER_BEFORE"
 
 // processPhases are the parts of a terraformer process's run, in order, each ending at
@@ -54,14 +56,21 @@ var processPhases = []struct{ name, endsAt string }{
 // API server, saving the state and reporting there. Run it with twenty pairs
 // (-benchtime 20x), as `make bench` does. It reports the median of the pairs' ratios (of
 // the times, and of the processor times), and the median share of each phase of the
-// terraformer's run (processPhases), from its debug messages. With
-// TERRASEED_BENCH_TERRAFORMER_BEFORE, an earlier terraformer takes its turn in each
+// terraformer's run (processPhases), from its debug messages, and the processor time the
+// API server and etcd spent during each contender's runs: the terraformer's requests cost
+// the seed's control plane, which shares the machine's cores with terraform here. With
+// TERRASEED_BENCH_TERRAFORMER_BEFORE, earlier terraformers take their turns in each
 // iteration too (before/bare).
 func BenchmarkTerraformerProcess(b *testing.B) {
 	cliConfig := testenv.TerraformCLIConfig(b)
 	contenders := []*contender{{name: "bare"}, {name: "terraformer", binary: testenv.TerraformerBinary(b)}}
-	if before := os.Getenv(benchBeforeEnv); before != "" {
-		contenders = append(contenders, &contender{name: "before", binary: before})
+	befores := slices.DeleteFunc(strings.Split(os.Getenv(benchBeforeEnv), ","), func(s string) bool { return s == "" })
+	for i, before := range befores {
+		name := "before"
+		if len(befores) > 1 {
+			name = fmt.Sprintf("before%d", i+1)
+		}
+		contenders = append(contenders, &contender{name: name, binary: before})
 	}
 	bare := contenders[0]
 	round := 0
@@ -70,10 +79,14 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 		for i := range contenders {
 			c := contenders[(round+i)%len(contenders)]
 			f := newFixture(b, benchResources)
+			before := controlPlaneCPU(b)
 			if c.binary == "" {
 				c.runBare(b, f, cliConfig)
 			} else {
 				c.runTerraformer(b, f)
+			}
+			c.controlPlane = append(c.controlPlane, (controlPlaneCPU(b) - before).Seconds())
+			if c.binary != "" {
 				f.ExpectEachItemOnceInState(NewWithT(b), benchResources)
 			}
 		}
@@ -81,6 +94,7 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 	}
 	b.ReportMetric(medianOf(bare.totals), "bare-s/op")
 	b.ReportMetric(medianOf(bare.cpu), "bare-cpu-s/op")
+	b.ReportMetric(medianOf(bare.controlPlane), "bare-apiserver-cpu-s/op")
 	for _, c := range contenders[1:] {
 		ratios, cpuRatios := make([]float64, len(bare.totals)), make([]float64, len(bare.totals))
 		for i := range bare.totals {
@@ -93,6 +107,7 @@ func BenchmarkTerraformerProcess(b *testing.B) {
 		b.ReportMetric(medianOf(c.cpu), c.name+"-cpu-s/op")
 		// Less touched by what else the machine runs than the times.
 		b.ReportMetric(medianOf(cpuRatios), c.name+"-cpu/bare-cpu")
+		b.ReportMetric(medianOf(c.controlPlane), c.name+"-apiserver-cpu-s/op")
 		b.Logf("%s: median times: %s", c.name, c.medians())
 	}
 	b.Logf("bare: median times: %s", bare.medians())
@@ -111,6 +126,9 @@ type contender struct {
 	// cpu is the processor time of the process and the processes it waited for
 	// (terraform and its providers), which a busy machine makes wait.
 	cpu []float64
+	// controlPlane is the processor time the API server and etcd spent during the run:
+	// what a run's requests cost the seed, on the same machine's cores.
+	controlPlane []float64
 	// times and shares are those of each phase, by name.
 	times, shares map[string][]float64
 }
@@ -263,4 +281,26 @@ func medianOf(values []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// controlPlaneCPU is the processor time the test environment's API server and etcd, this
+// process's children, have spent so far.
+func controlPlaneCPU(b *testing.B) time.Duration {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ticks uint
+	for _, p := range procs {
+		stat, err := p.Stat()
+		if err != nil || stat.PPID != os.Getpid() || stat.Comm != "kube-apiserver" && stat.Comm != "etcd" {
+			continue
+		}
+		ticks += stat.UTime + stat.STime
+	}
+	if ticks == 0 {
+		b.Fatal("no API server or etcd among this process's children")
+	}
+	// procfs counts in USER_HZ, 100 a second on Linux.
+	return time.Duration(ticks) * time.Second / 100
 }
