@@ -244,6 +244,7 @@ func (op *operation) request(_ context.Context, s *applyScope) error {
 	}
 	req = op.withFleet(req, s.provider, s.secret)
 	req.Digest = configDigest(s.rendered.Files, s.rendered.TFVarsJSON, req, s.adoptions)
+	req.LoadEnv = op.storedEnv()
 	s.request = req
 	return nil
 }

@@ -132,6 +132,7 @@ func (op *operation) plan(ctx context.Context) (*plan.Summary, error) {
 		return nil, err
 	}
 	req := op.withFleet(run.Request{ID: op.objects().ID, Owner: op.owner(), Command: run.Plan, Env: env, Files: credentialFiles(provider, secret), Background: true}, provider, secret)
+	req.LoadEnv = op.sourceEnv(provider)
 	result, err := op.runOrWait(ctx, req, run.PriorityDrift, nil)
 	if err != nil {
 		return nil, throttledError(provider, err)

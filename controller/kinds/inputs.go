@@ -85,6 +85,36 @@ func (op *operation) storedCredentials(ctx context.Context) (*corev1.Secret, err
 	return op.objects().ReadCredentials(ctx, op.actuator.APIReader)
 }
 
+// storedEnv reads, as an apply starts (run.Request.LoadEnv), the credentials its
+// preparation stored (storeCredentials): the ones the stored credentials say it ran with.
+// It holds only the names it reads them by, so that a waiting run holds no credentials.
+func (op *operation) storedEnv() func(context.Context) (map[string]string, error) {
+	objects, reader := op.objects(), op.actuator.APIReader
+	return func(ctx context.Context) (map[string]string, error) {
+		stored, err := objects.ReadCredentials(ctx, reader)
+		if err != nil {
+			return nil, err
+		}
+		if stored == nil {
+			return nil, fmt.Errorf("the stored credentials %s/%s are gone", objects.ID.Namespace, objects.ID.CredentialsName())
+		}
+		return envOf(stored), nil
+	}
+}
+
+// sourceEnv reads, as a drift plan starts (run.Request.LoadEnv), the credentials of the
+// Secret of spec.secretRef through the provider, as they are then.
+func (op *operation) sourceEnv(provider served) func(context.Context) (map[string]string, error) {
+	key, reader := op.secretKey(), op.actuator.APIReader
+	return func(ctx context.Context) (map[string]string, error) {
+		secret := &corev1.Secret{}
+		if err := reader.Get(ctx, key, secret); err != nil {
+			return nil, fmt.Errorf("reading the secret of spec.secretRef: %w", err)
+		}
+		return provider.Credentials(secret)
+	}
+}
+
 func envOf(secret *corev1.Secret) map[string]string {
 	env := make(map[string]string, len(secret.Data))
 	for name, value := range maps.All(secret.Data) {

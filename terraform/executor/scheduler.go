@@ -115,7 +115,6 @@ type budget struct {
 type scheduled struct {
 	run.Ticket
 	req run.Request
-	log logr.Logger
 	seq uint64
 	// submitted is when the run was submitted: a drift plan's rank grows with its wait.
 	submitted time.Time
@@ -160,13 +159,17 @@ func (w waitFor) names() []string {
 }
 
 // Submit queues a run; a run already known for its ID is refused: Cancel it
-// first. The request's context values (the logger) are taken from ctx.
+// first. ctx gives the run its trace; its logger is not kept (runLog).
 func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Priority) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
 	if priority < 0 || int(priority) >= priorities {
 		return run.InvalidInput("priority", fmt.Sprintf("%d is not a priority", priority))
+	}
+	if req.LoadEnv != nil {
+		// Read again as the run starts (start).
+		req.Env = nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,7 +183,7 @@ func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Pr
 	_, slot := tracing.Start(ctx, "slot", attribute.String("terraseed.command", string(req.Command)), attribute.String("terraseed.priority", priority.String()))
 	t := &scheduled{
 		Ticket: run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting, Budget: req.Budget},
-		req:    req, log: logf.FromContext(ctx), seq: s.seq, submitted: s.clock(),
+		req:    req, seq: s.seq, submitted: s.clock(),
 		parent: trace.SpanContextFromContext(ctx), slot: slot,
 	}
 	s.tickets[req.ID] = t
@@ -282,7 +285,7 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	if !first {
 		return false, nil
 	}
-	t.log.Info("stoppingRun", "command", t.Command)
+	logf.FromContext(ctx).Info("stoppingRun", "command", t.Command)
 	stop()
 	if stopper, ok := s.Executor.(stopper); ok {
 		if err := stopper.Stop(ctx, id); err != nil {
@@ -533,7 +536,7 @@ func (s *Scheduler) start(t *scheduled) {
 		s.budgetOf(t.req.Budget).running++
 	}
 	s.runs.Add(1)
-	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, t.log))
+	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, runLog(logf.FromContext(s.ctx), t)))
 	ctx, span := tracing.Start(tracing.WithParent(ctx, t.parent), "run",
 		attribute.String("terraseed.command", string(t.req.Command)), attribute.String("terraseed.priority", t.Priority.String()))
 	t.stop = stop
@@ -541,7 +544,11 @@ func (s *Scheduler) start(t *scheduled) {
 	go func() {
 		defer s.runs.Done()
 		defer stop()
-		result, err := s.Executor.Run(ctx, t.req)
+		req, err := t.req.WithLoadedEnv(ctx)
+		var result *run.Result
+		if err == nil {
+			result, err = s.Executor.Run(ctx, req)
+		}
 		tracing.Fail(span, err)
 		span.End()
 		var compressed []byte
@@ -587,6 +594,18 @@ func (s *Scheduler) start(t *scheduled) {
 			s.Finished(t.req.ID)
 		}
 	}()
+}
+
+// runLog is the logger of a run that starts: the scheduler's, with the run's object and
+// the trace of the reconcile that submitted it. A waiting run keeps no logger of that
+// reconcile: with its values, it takes a kilobyte or more, a seed's backlog of thousands
+// of waiting runs megabytes.
+func runLog(log logr.Logger, t *scheduled) logr.Logger {
+	log = log.WithValues("namespace", t.req.ID.Namespace, "name", t.req.ID.Name, "purpose", t.req.ID.Purpose)
+	if t.parent.HasTraceID() {
+		log = log.WithValues("traceID", t.parent.TraceID().String())
+	}
+	return log
 }
 
 // gzipped is state compressed at the speed gzip favours: it is expanded again a moment later.

@@ -2,13 +2,18 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/terraseed/terraseed/terraform/internal/tftest"
 	"github.com/terraseed/terraseed/terraform/run"
@@ -293,4 +298,64 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 	s.ForgetName(later.ID)
 	g.Expect(s.Submit(ctx, later, run.PriorityCreate)).To(Succeed(), "the later owner runs its own")
 	g.Eventually(ends.get).WithTimeout(time.Minute).Should(HaveLen(2))
+}
+
+// A waiting run holds no credentials: the scheduler drops them when it queues the run,
+// and reads them (run.Request.LoadEnv) when the run gets its slot, here from a Secret of
+// the API server, as they are then. Credentials that cannot be read fail the run before
+// terraform starts.
+func TestAWaitingRunHoldsNoCredentialsAndReadsThemAsItStarts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+
+	waiting, unreadable := neighbour(t, busy), neighbour(t, busy)
+	source := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: waiting.Namespace, Name: "cloudprovider"},
+		Data:       map[string][]byte{"TF_VAR_kubeconfig": []byte("not a kubeconfig yet")},
+	}
+	g.Expect(env.Client.Create(ctx, source)).To(Succeed())
+	var reads atomic.Int32
+	req := waiting.request(run.Apply)
+	req.LoadEnv = func(ctx context.Context) (map[string]string, error) {
+		reads.Add(1)
+		read := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(source), read); err != nil {
+			return nil, err
+		}
+		return map[string]string{"TF_VAR_kubeconfig": string(read.Data["TF_VAR_kubeconfig"])}, nil
+	}
+	g.Expect(s.Submit(ctx, req, run.PriorityCreate)).To(Succeed())
+	failing := unreadable.request(run.Apply)
+	failing.LoadEnv = func(ctx context.Context) (map[string]string, error) {
+		return nil, errors.New("the secret is gone")
+	}
+	g.Expect(s.Submit(ctx, failing, run.PriorityCreate)).To(Succeed())
+
+	s.mu.Lock()
+	held := s.tickets[waiting.Objects.ID].req.Env
+	s.mu.Unlock()
+	g.Expect(held).To(BeNil(), "the waiting run's credentials")
+	g.Expect(reads.Load()).To(BeZero())
+
+	// Only what the Secret holds as the run starts lets terraform reach the API server.
+	source.Data["TF_VAR_kubeconfig"] = []byte(waiting.Kubeconfig)
+	g.Expect(env.Client.Update(ctx, source)).To(Succeed())
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(3))
+	g.Expect(reads.Load()).To(BeEquivalentTo(1))
+	done, ok := s.Take(waiting.Objects.ID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(done.Err).NotTo(HaveOccurred())
+	waiting.ExpectEachItemOnceInState(g, 1)
+
+	failed, ok := s.Take(unreadable.Objects.ID)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(failed.Err).To(MatchError(run.ErrCredentialsNotRead))
+	g.Expect(failed.Err).To(MatchError(ContainSubstring("the secret is gone")))
+	g.Expect(unreadable.Items(g)).To(BeEmpty(), "no terraform ran")
+	g.Expect(unreadable.Objects.ReadState(ctx, env.Client)).To(BeEmpty())
 }

@@ -1,6 +1,8 @@
 package run
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -20,6 +22,12 @@ type Request struct {
 	// Env holds credentials, e.g. TF_VAR_kubeconfig or AWS_ACCESS_KEY_ID. It reaches
 	// terraform's environment and nothing else.
 	Env map[string]string
+	// LoadEnv, when set, reads Env again as the run starts. The Scheduler drops Env when
+	// it queues the run (after its caller took the budget key from it) and calls LoadEnv
+	// when the run gets its slot: a seed's backlog of waiting runs holds no credentials,
+	// which take kilobytes per run (a kubeconfig, a service account's key). Its error
+	// fails the run.
+	LoadEnv func(context.Context) (map[string]string, error)
 	// Files are credentials a run reads from files, such as a workload identity's token,
 	// which gardenlet renews in its Secret at about half its lifetime while a run may
 	// outlive it: by the environment variable that gets the file's path, the key of a
@@ -60,6 +68,23 @@ type Request struct {
 	Urgent bool
 	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
 	Throttled func(error) bool
+}
+
+// ErrCredentialsNotRead fails a run whose credentials could not be read as it started (LoadEnv).
+var ErrCredentialsNotRead = errors.New("the run's credentials could not be read as it started")
+
+// WithLoadedEnv returns r with Env read by LoadEnv, when it has one, and checked as
+// Validate checks a request.
+func (r Request) WithLoadedEnv(ctx context.Context) (Request, error) {
+	if r.LoadEnv == nil {
+		return r, nil
+	}
+	env, err := r.LoadEnv(ctx)
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", ErrCredentialsNotRead, err)
+	}
+	r.Env, r.LoadEnv = env, nil
+	return r, r.Validate()
 }
 
 var (
