@@ -327,13 +327,20 @@ func (s *Scheduler) clock() time.Time { return time.Now() }
 // DriftAging ranks between creations and reconciles, so that a steady stream of
 // reconciles never holds it back for longer than that and one run's end; and an urgent
 // run (Request.Urgent), but a drift plan, ranks ahead of every run that is not urgent:
-// its caller gives up before a seed's backlog of creations would have run.
+// its caller gives up before a seed's backlog of creations would have run. Among urgent
+// runs, a reconcile ranks ahead of the creations: its object serves now (a DNSRecord a
+// running shoot's domain resolves by) and waits for a change, where a creation delays
+// an object that serves nothing yet, and a seed's backlog of creations (every shoot's
+// records at once) would outlast its caller's wait.
 func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 	r := 2 * int(t.Priority)
 	if t.Priority == run.PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
 		r = 2*int(run.PriorityReconcile) - 1
 	}
 	if t.req.Urgent && t.Priority != run.PriorityDrift {
+		if t.Priority == run.PriorityReconcile {
+			r = 2*int(run.PriorityCreate) - 1
+		}
 		r -= 2 * priorities
 	}
 	return r

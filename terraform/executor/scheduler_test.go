@@ -153,6 +153,41 @@ func TestAnUrgentReconcileStartsBeforeTheCreatesWaitingForARunSlot(t *testing.T)
 		"one slot: the apply under way, then the urgent reconcile, the creates, and the drift plan")
 }
 
+// Among urgent runs (a DNSRecord's), a change of an object that serves already starts
+// before the creations that wait: a seed's backlog of every shoot's records would
+// otherwise hold it for longer than gardenlet waits.
+func TestAnUrgentReconcileStartsBeforeTheUrgentCreatesWaitingForARunSlot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+
+	create1, create2, change, deletion := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
+	for _, f := range []*fixture{create1, create2} {
+		req := f.request(run.Apply)
+		req.Urgent = true
+		g.Expect(s.Submit(ctx, req, run.PriorityCreate)).To(Succeed())
+	}
+	req := change.request(run.Apply)
+	req.Urgent = true
+	g.Expect(s.Submit(ctx, req, run.PriorityReconcile)).To(Succeed())
+	req = deletion.request(run.Destroy)
+	req.Urgent = true
+	g.Expect(s.Submit(ctx, req, run.PriorityDelete)).To(Succeed())
+
+	for want, f := range []*fixture{deletion, change, create1, create2} {
+		ticket, known := s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeTrue())
+		g.Expect(ticket.Ahead).To(Equal(want), "runs ahead of the %d. in line", want+1)
+	}
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(5))
+	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, deletion.Objects.ID, change.Objects.ID, create1.Objects.ID, create2.Objects.ID}),
+		"one slot: the apply under way, then the urgent deletion, the urgent change, and the urgent creates")
+}
+
 func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
