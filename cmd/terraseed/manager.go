@@ -378,6 +378,7 @@ func setupInfrastructures(ctx context.Context, mgr manager.Manager, r *resolvedO
 	}
 	recorder := mgr.GetEventRecorder("terraseed-infrastructure")
 	runs := executor.NewPipeline(runner, r.executor, kinds.RunHooks(recorder))
+	runs.Log = mgr.GetLogger()
 	if err := mgr.Add(runs); err != nil {
 		return nil, err
 	}

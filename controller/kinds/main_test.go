@@ -115,6 +115,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 		opt(setup)
 	}
 	runs := executor.NewPipeline(setup.Executor, setup.Pipeline, kinds.RunHooks(recorder))
+	runs.Log = mgr.GetLogger()
 	g.Expect(mgr.Add(runs)).To(Succeed())
 	setup.Runs = runs
 	types := append([]string{"local", "slow", "slowlocal", "guarded", "zonal", "throttling", "stepped", "generating"}, setup.moreTypes...)

@@ -54,6 +54,9 @@ const (
 // them as cancelling Executor.Run does, recording no outcome.
 type Scheduler struct {
 	Executor Executor
+	// Log is the logger of the runs, to which each run adds its object and trace (runLog);
+	// when unset, the logger of Start's context.
+	Log logr.Logger
 	// MaxRuns bounds the runs under way; DefaultMaxRuns when zero.
 	MaxRuns int
 	// DriftShare is the share of MaxRuns that drift plans may hold at once, at least one
@@ -543,7 +546,11 @@ func (s *Scheduler) start(t *scheduled) {
 		s.budgetOf(t.req.Budget).running++
 	}
 	s.runs.Add(1)
-	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, runLog(logf.FromContext(s.ctx), t)))
+	log := s.Log
+	if log.GetSink() == nil {
+		log = logf.FromContext(s.ctx)
+	}
+	ctx, stop := context.WithCancel(logf.IntoContext(s.ctx, runLog(log, t)))
 	ctx, span := tracing.Start(tracing.WithParent(ctx, t.parent), "run",
 		attribute.String("terraseed.command", string(t.req.Command)), attribute.String("terraseed.priority", t.Priority.String()))
 	t.stop = stop
@@ -608,7 +615,7 @@ func (s *Scheduler) start(t *scheduled) {
 // reconcile: with its values, it takes a kilobyte or more, a seed's backlog of thousands
 // of waiting runs megabytes.
 func runLog(log logr.Logger, t *scheduled) logr.Logger {
-	log = log.WithValues("namespace", t.req.ID.Namespace, "name", t.req.ID.Name, "purpose", t.req.ID.Purpose)
+	log = log.WithValues("kind", t.req.ID.Purpose.Kind(), "namespace", t.req.ID.Namespace, "name", t.req.ID.Name)
 	if t.parent.HasTraceID() {
 		log = log.WithValues("traceID", t.parent.TraceID().String())
 	}
