@@ -12,12 +12,15 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/run/tracing"
@@ -74,11 +77,51 @@ func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, 
 			predicate.NewPredicateFuncs(r.Serves),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}),
 		)).
+		Watches(r.NewObject(), askedFor{serves: r.Serves}).
 		WithOptions(options)
 	for _, watch := range watches {
 		b = watch(b)
 	}
 	return b.Complete(r)
+}
+
+// PriorityAskedFor is the work-queue priority of a reconcile someone asked for and
+// waits for: a change of an object's spec, Gardener's operation annotation, its deletion.
+// It goes ahead of the controller's own follow-ups and of the objects a burst created,
+// which come at the default priority, 0: during a seed's burst of creations a DNSRecord's
+// change, which gardenlet waits for at most two minutes, would wait behind all of them.
+const PriorityAskedFor = 10
+
+// askedFor adds the object of an update someone asked for again, at PriorityAskedFor:
+// the builder's own handler adds it at the default priority, and the queue keeps the
+// higher one. Other events and updates it leaves to the builder's handler.
+type askedFor struct {
+	serves func(client.Object) bool
+}
+
+func (askedFor) Create(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (askedFor) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (askedFor) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (a askedFor) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	queue, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok || e.ObjectNew == nil || e.ObjectOld == nil || !a.serves(e.ObjectNew) {
+		return
+	}
+	operation := e.ObjectNew.GetAnnotations()[AnnotationOperation]
+	asked := e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
+		operation != "" && operation != e.ObjectOld.GetAnnotations()[AnnotationOperation] ||
+		deletionPredicate{}.Update(e)
+	if !asked {
+		return
+	}
+	priority := PriorityAskedFor
+	queue.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 }
 
 // Serves is true for objects of a served type and class.

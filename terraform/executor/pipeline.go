@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -126,8 +127,20 @@ func (p *Pipeline) finished(id run.ID) {
 	if ends.clusterScoped {
 		key.Namespace = ""
 	}
-	ends.queue.Add(reconcile.Request{NamespacedName: key})
+	req := reconcile.Request{NamespacedName: key}
+	if queue, ok := ends.queue.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		priority := PriorityRunEnded
+		queue.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+		return
+	}
+	ends.queue.Add(req)
 }
+
+// PriorityRunEnded is the work-queue priority of the reconcile that reads a run's outcome:
+// it finishes an operation someone waits for (gardenlet, for the object's last operation),
+// and goes ahead of the objects a burst created, which come at the default priority, 0.
+// There are never more of them than runs end.
+const PriorityRunEnded = 10
 
 // Active says whether a run of id is under way in the executor, also one an earlier
 // process started; false when the executor cannot tell.

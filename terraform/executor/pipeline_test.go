@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/terraseed/terraseed/terraform/run"
@@ -144,4 +145,39 @@ func TestTheEndOfARunReconcilesTheObjectOfItsKind(t *testing.T) {
 	g.Expect(next(records)).To(Equal(types.NamespacedName{Namespace: "shoot--a--b", Name: "b"}))
 	g.Expect(next(buckets)).To(Equal(types.NamespacedName{Name: "seed-uid"}))
 	g.Expect([]int{infras.Len(), records.Len(), buckets.Len()}).To(Equal([]int{0, 0, 0}), "each end reached its own kind's queue once")
+}
+
+// The end of a run goes ahead of the requests a controller's queue holds already (a
+// burst of creations): its reconcile finishes an operation someone waits for.
+func TestTheEndOfARunGoesAheadOfTheQueuedRequests(t *testing.T) {
+	g := NewWithT(t)
+	p := NewPipeline(newTimedRuns(time.Millisecond), Config{MaxRuns: 4}, run.Hooks{})
+	ctx, cancel := context.WithCancel(context.Background())
+	queue := priorityqueue.New[reconcile.Request]("records")
+	t.Cleanup(queue.ShutDown)
+	g.Expect(p.Ends("dnsrecord", false).Start(ctx, queue)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	created := []types.NamespacedName{{Namespace: "shoot--a--c", Name: "c"}, {Namespace: "shoot--a--d", Name: "d"}}
+	for _, key := range created {
+		queue.Add(reconcile.Request{NamespacedName: key})
+	}
+	id := run.ID{Namespace: "shoot--a--b", Name: "b", Purpose: "dnsrecord"}
+	g.Expect(p.Submit(ctx, run.Request{ID: id, Command: run.Apply}, run.PriorityReconcile)).To(Succeed())
+	g.Eventually(queue.Len, 10*time.Second).Should(Equal(3))
+
+	var order []types.NamespacedName
+	for range 3 {
+		item, priority, _ := queue.GetWithPriority()
+		queue.Done(item)
+		order = append(order, item.NamespacedName)
+		if item.NamespacedName.Name == "b" {
+			g.Expect(priority).To(Equal(PriorityRunEnded))
+		}
+	}
+	g.Expect(order).To(Equal(append([]types.NamespacedName{{Namespace: "shoot--a--b", Name: "b"}}, created...)))
 }
