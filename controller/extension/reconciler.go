@@ -76,6 +76,9 @@ func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, 
 		For(r.NewObject(), builder.WithPredicates(
 			predicate.NewPredicateFuncs(r.Serves),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}),
+			// Those go through askedFor, alone: two handlers adding one update would have
+			// it reconciled twice when a worker takes it between the two.
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !asked(e) }},
 		)).
 		Watches(r.NewObject(), askedFor{serves: r.Serves}).
 		WithOptions(options)
@@ -92,9 +95,9 @@ func (r *Reconciler[T]) SetupWithManager(ctx context.Context, mgr ctrl.Manager, 
 // change, which gardenlet waits for at most two minutes, would wait behind all of them.
 const PriorityAskedFor = 10
 
-// askedFor adds the object of an update someone asked for again, at PriorityAskedFor:
-// the builder's own handler adds it at the default priority, and the queue keeps the
-// higher one. Other events and updates it leaves to the builder's handler.
+// askedFor adds the object of an update someone asked for, at PriorityAskedFor where the
+// queue has priorities. Other events and updates it leaves to the builder's handler,
+// whose predicates leave these to it.
 type askedFor struct {
 	serves func(client.Object) bool
 }
@@ -109,19 +112,28 @@ func (askedFor) Generic(context.Context, event.GenericEvent, workqueue.TypedRate
 }
 
 func (a askedFor) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	queue, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok || e.ObjectNew == nil || e.ObjectOld == nil || !a.serves(e.ObjectNew) {
+	if !asked(e) || !a.serves(e.ObjectNew) {
 		return
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}
+	if queue, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		priority := PriorityAskedFor
+		queue.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
+		return
+	}
+	q.Add(req)
+}
+
+// asked says whether an update is one someone asked for: a new generation of the spec,
+// Gardener's operation annotation set or changed, the deletion.
+func asked(e event.UpdateEvent) bool {
+	if e.ObjectNew == nil || e.ObjectOld == nil {
+		return false
 	}
 	operation := e.ObjectNew.GetAnnotations()[AnnotationOperation]
-	asked := e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
+	return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
 		operation != "" && operation != e.ObjectOld.GetAnnotations()[AnnotationOperation] ||
 		deletionPredicate{}.Update(e)
-	if !asked {
-		return
-	}
-	priority := PriorityAskedFor
-	queue.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 }
 
 // Serves is true for objects of a served type and class.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -558,7 +559,7 @@ func (s *Scheduler) start(t *scheduled) {
 	go func() {
 		defer s.runs.Done()
 		defer stop()
-		req, err := t.req.WithLoadedEnv(ctx)
+		req, err := withLoadedEnv(ctx, t.req)
 		var result *run.Result
 		if err == nil {
 			result, err = s.Executor.Run(ctx, req)
@@ -608,6 +609,24 @@ func (s *Scheduler) start(t *scheduled) {
 			s.Finished(t.req.ID)
 		}
 	}()
+}
+
+// ErrCredentialsNotRead fails a run whose credentials could not be read as it started
+// (run.Request.LoadEnv).
+var ErrCredentialsNotRead = errors.New("the run's credentials could not be read as it started")
+
+// withLoadedEnv returns req with Env read by LoadEnv, when it has one, and checked as
+// Validate checks a request.
+func withLoadedEnv(ctx context.Context, req run.Request) (run.Request, error) {
+	if req.LoadEnv == nil {
+		return req, nil
+	}
+	env, err := req.LoadEnv(ctx)
+	if err != nil {
+		return req, fmt.Errorf("%w: %w", ErrCredentialsNotRead, err)
+	}
+	req.Env, req.LoadEnv = env, nil
+	return req, req.Validate()
 }
 
 // runLog is the logger of a run that starts: the scheduler's, with the run's object and

@@ -389,7 +389,7 @@ func TestAWaitingRunHoldsNoCredentialsAndReadsThemAsItStarts(t *testing.T) {
 
 	failed, ok := s.Take(unreadable.Objects.ID)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(failed.Err).To(MatchError(run.ErrCredentialsNotRead))
+	g.Expect(failed.Err).To(MatchError(ErrCredentialsNotRead))
 	g.Expect(failed.Err).To(MatchError(ContainSubstring("the secret is gone")))
 	g.Expect(unreadable.Items(g)).To(BeEmpty(), "no terraform ran")
 	g.Expect(unreadable.Objects.ReadState(ctx, env.Client)).To(BeEmpty())

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -68,23 +67,6 @@ type Request struct {
 	Urgent bool
 	// Throttled, when set, says whether the run's error says the cloud throttled its calls.
 	Throttled func(error) bool
-}
-
-// ErrCredentialsNotRead fails a run whose credentials could not be read as it started (LoadEnv).
-var ErrCredentialsNotRead = errors.New("the run's credentials could not be read as it started")
-
-// WithLoadedEnv returns r with Env read by LoadEnv, when it has one, and checked as
-// Validate checks a request.
-func (r Request) WithLoadedEnv(ctx context.Context) (Request, error) {
-	if r.LoadEnv == nil {
-		return r, nil
-	}
-	env, err := r.LoadEnv(ctx)
-	if err != nil {
-		return r, fmt.Errorf("%w: %w", ErrCredentialsNotRead, err)
-	}
-	r.Env, r.LoadEnv = env, nil
-	return r, r.Validate()
 }
 
 var (
