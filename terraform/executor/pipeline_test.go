@@ -40,14 +40,8 @@ func TestPipelineRunsMeasuresAndTellsTheEndsOfRuns(t *testing.T) {
 
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(queue.ShutDown)
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(p.Ends(run.PurposeInfra, false).Start(ctx, queue)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- p.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	g.Expect(p.Ends(run.PurposeInfra, false).Start(context.Background(), queue)).To(Succeed())
+	ctx := startPipeline(t, p)
 
 	succeeded := testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "succeeded"))
 	failed := testutil.ToFloat64(runsTotal.WithLabelValues("infrastructure", "apply", "failed"))
@@ -105,22 +99,16 @@ func TestPipelineOfAnExecutorWithoutRunsElsewhere(t *testing.T) {
 func TestTheEndOfARunReconcilesTheObjectOfItsKind(t *testing.T) {
 	g := NewWithT(t)
 	p := NewPipeline(newTimedRuns(time.Millisecond), Config{MaxRuns: 4}, run.Hooks{})
-	ctx, cancel := context.WithCancel(context.Background())
 	newQueue := func() workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 		t.Cleanup(queue.ShutDown)
 		return queue
 	}
 	infras, records, buckets := newQueue(), newQueue(), newQueue()
-	g.Expect(p.Ends(run.PurposeInfra, false).Start(ctx, infras)).To(Succeed())
-	g.Expect(p.Ends("dnsrecord", false).Start(ctx, records)).To(Succeed())
-	g.Expect(p.Ends("backupbucket", true).Start(ctx, buckets)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- p.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	g.Expect(p.Ends(run.PurposeInfra, false).Start(context.Background(), infras)).To(Succeed())
+	g.Expect(p.Ends("dnsrecord", false).Start(context.Background(), records)).To(Succeed())
+	g.Expect(p.Ends("backupbucket", true).Start(context.Background(), buckets)).To(Succeed())
+	ctx := startPipeline(t, p)
 
 	for _, id := range []run.ID{
 		{Namespace: "shoot--a--b", Name: "b", Purpose: run.PurposeInfra},
@@ -152,16 +140,10 @@ func TestTheEndOfARunReconcilesTheObjectOfItsKind(t *testing.T) {
 func TestTheEndOfARunGoesAheadOfTheQueuedRequests(t *testing.T) {
 	g := NewWithT(t)
 	p := NewPipeline(newTimedRuns(time.Millisecond), Config{MaxRuns: 4}, run.Hooks{})
-	ctx, cancel := context.WithCancel(context.Background())
 	queue := priorityqueue.New[reconcile.Request]("records")
 	t.Cleanup(queue.ShutDown)
-	g.Expect(p.Ends("dnsrecord", false).Start(ctx, queue)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- p.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	g.Expect(p.Ends("dnsrecord", false).Start(context.Background(), queue)).To(Succeed())
+	ctx := startPipeline(t, p)
 	created := []types.NamespacedName{{Namespace: "shoot--a--c", Name: "c"}, {Namespace: "shoot--a--d", Name: "d"}}
 	for _, key := range created {
 		queue.Add(reconcile.Request{NamespacedName: key})
@@ -180,4 +162,16 @@ func TestTheEndOfARunGoesAheadOfTheQueuedRequests(t *testing.T) {
 		}
 	}
 	g.Expect(order).To(Equal(append([]types.NamespacedName{{Namespace: "shoot--a--b", Name: "b"}}, created...)))
+}
+
+// startPipeline runs p until the test ends, and returns the context it runs in.
+func startPipeline(t *testing.T, p *Pipeline) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ctx
 }

@@ -64,6 +64,26 @@ func heldApply(t *testing.T) (*fixture, *tftest.Gate) {
 	return busy, gate
 }
 
+// oneSlotHeld runs a scheduler of one run slot, which a reconcile's apply holds at its
+// gate until the test opens it.
+func oneSlotHeld(t *testing.T) (*Scheduler, *endOrder, *fixture, *tftest.Gate) {
+	busy, gate := heldApply(t)
+	s, ends := startedScheduler(t, busy, 1, 1)
+	NewWithT(t).Expect(s.Submit(context.Background(), busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
+	gate.WaitUntilReached()
+	return s, ends, busy, gate
+}
+
+// expectInLine expects the runs of fixtures to wait for a slot in this order.
+func expectInLine(g Gomega, s *Scheduler, fixtures ...*fixture) {
+	for want, f := range fixtures {
+		ticket, known := s.Lookup(f.Objects.ID)
+		g.Expect(known).To(BeTrue())
+		g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
+		g.Expect(ticket.Ahead).To(Equal(want), "runs ahead of the %d. in line", want+1)
+	}
+}
+
 // neighbour is another Infrastructure, in its own namespace, run by the executor of f.
 func neighbour(t *testing.T, f *fixture) *fixture {
 	n := newFixture(t, 1)
@@ -126,10 +146,7 @@ func TestACreateStartsBeforeTheDriftPlansWaitingForARunSlot(t *testing.T) {
 func TestAnUrgentReconcileStartsBeforeTheCreatesWaitingForARunSlot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy, gate := heldApply(t)
-	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
-	gate.WaitUntilReached()
+	s, ends, busy, gate := oneSlotHeld(t)
 
 	create1, create2, urgent, urgentPlan := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
 	g.Expect(s.Submit(ctx, create1.request(run.Apply), run.PriorityCreate)).To(Succeed())
@@ -141,12 +158,7 @@ func TestAnUrgentReconcileStartsBeforeTheCreatesWaitingForARunSlot(t *testing.T)
 	apply.Urgent = true
 	g.Expect(s.Submit(ctx, apply, run.PriorityReconcile)).To(Succeed())
 
-	for want, f := range []*fixture{urgent, create1, create2, urgentPlan} {
-		ticket, known := s.Lookup(f.Objects.ID)
-		g.Expect(known).To(BeTrue())
-		g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
-		g.Expect(ticket.Ahead).To(Equal(want), "runs ahead of the %d. in line", want+1)
-	}
+	expectInLine(g, s, urgent, create1, create2, urgentPlan)
 	gate.Open()
 	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(5))
 	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, urgent.Objects.ID, create1.Objects.ID, create2.Objects.ID, urgentPlan.Objects.ID}),
@@ -159,10 +171,7 @@ func TestAnUrgentReconcileStartsBeforeTheCreatesWaitingForARunSlot(t *testing.T)
 func TestAnUrgentReconcileStartsBeforeTheUrgentCreatesWaitingForARunSlot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy, gate := heldApply(t)
-	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
-	gate.WaitUntilReached()
+	s, ends, busy, gate := oneSlotHeld(t)
 
 	create1, create2, change, deletion := neighbour(t, busy), neighbour(t, busy), neighbour(t, busy), neighbour(t, busy)
 	for _, f := range []*fixture{create1, create2} {
@@ -177,11 +186,7 @@ func TestAnUrgentReconcileStartsBeforeTheUrgentCreatesWaitingForARunSlot(t *test
 	req.Urgent = true
 	g.Expect(s.Submit(ctx, req, run.PriorityDelete)).To(Succeed())
 
-	for want, f := range []*fixture{deletion, change, create1, create2} {
-		ticket, known := s.Lookup(f.Objects.ID)
-		g.Expect(known).To(BeTrue())
-		g.Expect(ticket.Ahead).To(Equal(want), "runs ahead of the %d. in line", want+1)
-	}
+	expectInLine(g, s, deletion, change, create1, create2)
 	gate.Open()
 	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(5))
 	g.Expect(ends.get()).To(Equal([]run.ID{busy.Objects.ID, deletion.Objects.ID, change.Objects.ID, create1.Objects.ID, create2.Objects.ID}),
@@ -227,10 +232,7 @@ func TestDriftPlansTakeNoMoreThanTheirShareOfTheRunSlots(t *testing.T) {
 func TestACancelledWaitingRunNeverStarts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy, gate := heldApply(t)
-	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
-	gate.WaitUntilReached()
+	s, ends, busy, gate := oneSlotHeld(t)
 	g.Expect(s.Cancel(busy.Objects.ID)).To(BeFalse(), "a run under way is not cancelled")
 
 	waiting := neighbour(t, busy)
@@ -277,10 +279,7 @@ func TestStopInterruptsARunUnderWayWhichSavesItsStateAndEnds(t *testing.T) {
 func TestStopDropsAWaitingRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy, gate := heldApply(t)
-	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
-	gate.WaitUntilReached()
+	s, ends, busy, gate := oneSlotHeld(t)
 	waiting := neighbour(t, busy)
 	g.Expect(s.Submit(ctx, waiting.request(run.Apply), run.PriorityCreate)).To(Succeed())
 
@@ -342,10 +341,7 @@ func TestARunIsKnownByItsOwnersUIDAndKeepsItsStateCompressedUntilTaken(t *testin
 func TestAWaitingRunHoldsNoCredentialsAndReadsThemAsItStarts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	busy, gate := heldApply(t)
-	s, ends := startedScheduler(t, busy, 1, 1)
-	g.Expect(s.Submit(ctx, busy.request(run.Apply), run.PriorityReconcile)).To(Succeed())
-	gate.WaitUntilReached()
+	s, ends, busy, gate := oneSlotHeld(t)
 
 	waiting, unreadable := neighbour(t, busy), neighbour(t, busy)
 	source := &corev1.Secret{
