@@ -446,7 +446,7 @@ func setupControlPlanes(ctx context.Context, mgr manager.Manager, r *resolvedOpt
 // ControlPlane deployed, and Infrastructures without their index.
 func cachedObjects(s *k8sruntime.Scheme) map[client.Object]cache.ByObject {
 	byObject := controlPlaneWorkloads(s)
-	maps.Copy(byObject, kinds.CachedInfrastructures())
+	maps.Copy(byObject, kinds.CachedObjects())
 	return byObject
 }
 

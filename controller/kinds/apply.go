@@ -209,7 +209,7 @@ func (op *operation) adoptionKinds() []*kindSpec {
 // heldBy adds to held the IDs the indexes of the objects of kind hold, the operation's
 // own object's aside.
 func (op *operation) heldBy(ctx context.Context, kind *kindSpec, held map[string]holder) error {
-	// From the API server: the cache keeps no indexes (CachedInfrastructures).
+	// From the API server: the cache keeps no indexes (CachedObjects).
 	list := kind.newList()
 	if err := op.actuator.APIReader.List(ctx, list); err != nil {
 		return fmt.Errorf("listing the %ss whose indexes an adoption must not take from: %w", kind.name, err)

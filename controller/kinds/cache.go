@@ -10,37 +10,60 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
-// CachedInfrastructures is what the manager's cache keeps of each Infrastructure: all
-// but its managed fields and its .status.state, the controller's index of the state
-// (up to 1 MiB each). A reconcile reads its Infrastructure from the API server, and
-// what reads other Infrastructures' indexes lists them from there too (adoptsNoOthers);
-// the cache serves the watch, the secretRef index and the progress of a run, which
-// patches its lastOperation alone. Of ConfigMaps, watched for the deletion of a state
-// object (watchDeletedStates), it keeps the metadata of the run objects alone, not of
-// every ConfigMap of the seed. Of Secrets it keeps the metadata of all: the same informer
-// serves the watch of the credentials Secrets (setup.go), which carry no run label.
-func CachedInfrastructures() map[client.Object]cache.ByObject {
-	stripManagedFields := cache.TransformStripManagedFields()
+// CachedObjects is what the manager's cache keeps of the kinds served and of the objects
+// whose metadata it watches. Of each served object: all but its managed fields and its
+// .status.state, the controller's index of the state (up to 1 MiB each). A reconcile
+// reads its object from the API server, and what reads other objects' indexes lists them
+// from there too (adoptsNoOthers); the cache serves the watch, the secretRef index and
+// the progress of a run, which patches its lastOperation alone. Of ConfigMaps, watched
+// for the deletion of a state object (watchDeletedStates), it keeps the run objects
+// alone, not every ConfigMap of the seed; of Secrets all, since the same informer serves
+// the watch of the credentials Secrets (setup.go), which carry no run label. Of both it
+// keeps only the metadata those watches and terminatingState read (metadataWatched):
+// a state object's annotations hold its index, and a seed's Secrets may carry anything.
+func CachedObjects() map[client.Object]cache.ByObject {
 	runObjects, err := labels.NewRequirement(run.LabelPurpose, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
 	configMaps := &metav1.PartialObjectMetadata{}
 	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	return map[client.Object]cache.ByObject{
-		&extensionsv1alpha1.Infrastructure{}: {Transform: func(in any) (any, error) {
-			out, err := stripManagedFields(in)
-			if infra, ok := out.(*extensionsv1alpha1.Infrastructure); ok {
-				infra.Status.State = nil
-			}
-			return out, err
-		}},
-		configMaps: {Label: labels.NewSelector().Add(*runObjects), Transform: stripManagedFields},
+	secrets := &metav1.PartialObjectMetadata{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	cached := map[client.Object]cache.ByObject{
+		configMaps: {Label: labels.NewSelector().Add(*runObjects), Transform: metadataWatched},
+		secrets:    {Transform: metadataWatched},
 	}
+	for _, kind := range kindsByPurpose {
+		cached[kind.newObject()] = cache.ByObject{Transform: withoutIndex}
+	}
+	return cached
+}
+
+// withoutIndex is a served object as the cache keeps it: without its managed fields and
+// its .status.state.
+func withoutIndex(in any) (any, error) {
+	out, err := cache.TransformStripManagedFields()(in)
+	if obj, ok := out.(Subject); ok {
+		obj.GetExtensionStatus().State = nil
+	}
+	return out, err
+}
+
+// metadataWatched keeps of an object's metadata what the watches of Secrets and state
+// objects and terminatingState read: its name, labels, deletion, finalizers and version.
+func metadataWatched(in any) (any, error) {
+	obj, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	obj.Annotations = nil
+	obj.ManagedFields = nil
+	obj.OwnerReferences = nil
+	return obj, nil
 }
 
 // UncachedObjects are the kinds the manager's client must read live: a seed holds many

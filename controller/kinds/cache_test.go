@@ -2,27 +2,43 @@ package kinds_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+	"github.com/terraseed/terraseed/controller/kinds"
+	"github.com/terraseed/terraseed/terraform/run"
+	"github.com/terraseed/terraseed/terraform/state"
 )
 
 // The cache keeps an Infrastructure without its index (.status.state, up to 1 MiB of
 // each): a reconcile reads its own from the API server, and the adoption check the
-// others' (TestAdoptionRefusesAnIDAnotherInfrastructureHolds).
+// others' (TestAdoptionRefusesAnIDAnotherInfrastructureHolds). Of the state object and
+// the credentials Secret it keeps the metadata the watches read, not their annotations
+// (the state object's hold its index).
 func TestTheCacheKeepsNoIndex(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	s := newShoot(t, "10.250.0.0/19")
 	s.createSecret(t, adminKubeconfig(t))
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, "cloudprovider"), secret)).To(Succeed())
+	secret.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 4096)}
+	g.Expect(env.Client.Update(ctx, secret)).To(Succeed())
 	c := startController(t, s.namespace, workDir(t))
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(infra.Status.State).NotTo(BeNil(), "the API server's")
+	stateObject := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, s.runObjects().StateName()), stateObject)).To(Succeed())
+	g.Expect(stateObject.Annotations).To(HaveKey(state.AnnotationIndex), "the API server's")
 
 	g.Eventually(func(g Gomega) {
 		cached := &extensionsv1alpha1.Infrastructure{}
@@ -30,5 +46,47 @@ func TestTheCacheKeepsNoIndex(t *testing.T) {
 		g.Expect(cached.Status.LastOperation).To(HaveField("State", extensionsv1alpha1.LastOperationStateSucceeded))
 		g.Expect(cached.Status.State).To(BeNil())
 		g.Expect(cached.ManagedFields).To(BeEmpty())
+
+		meta := metadataOf("ConfigMap")
+		g.Expect(c.cached.Get(ctx, client.ObjectKeyFromObject(stateObject), meta)).To(Succeed())
+		g.Expect(meta.ResourceVersion).To(Equal(stateObject.ResourceVersion))
+		g.Expect(meta.Labels).To(HaveKeyWithValue(run.LabelPurpose, string(run.PurposeInfra)))
+		g.Expect(meta.Finalizers).To(ContainElement(state.Finalizer))
+		g.Expect(meta.Annotations).To(BeEmpty())
+		g.Expect(meta.ManagedFields).To(BeEmpty())
+		g.Expect(meta.OwnerReferences).To(BeEmpty())
+
+		meta = metadataOf("Secret")
+		g.Expect(c.cached.Get(ctx, client.ObjectKeyFromObject(secret), meta)).To(Succeed())
+		g.Expect(meta.Annotations).To(BeEmpty())
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// Every kind served is cached without its index, not the Infrastructure alone: a seed
+// holds four of the other kinds to each Infrastructure.
+func TestTheCacheKeepsNoIndexOfAnyKindServed(t *testing.T) {
+	g := NewWithT(t)
+	served := 0
+	for obj, byObject := range kinds.CachedObjects() {
+		subject, ok := obj.(kinds.Subject)
+		if !ok {
+			continue
+		}
+		served++
+		withIndex := subject.DeepCopyObject().(kinds.Subject)
+		withIndex.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "gardenlet"}})
+		withIndex.GetExtensionStatus().State = &runtime.RawExtension{Raw: []byte(`{"index":"..."}`)}
+		g.Expect(byObject.Transform).NotTo(BeNil(), "%T", obj)
+		out, err := byObject.Transform(withIndex)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.(kinds.Subject).GetExtensionStatus().State).To(BeNil(), "%T", obj)
+		g.Expect(out.(kinds.Subject).GetManagedFields()).To(BeEmpty(), "%T", obj)
+	}
+	g.Expect(served).To(Equal(6), "Infrastructure, BackupBucket, BackupEntry, DNSRecord, Bastion, SelfHostedShootExposure")
+}
+
+func metadataOf(kind string) *metav1.PartialObjectMetadata {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return meta
 }

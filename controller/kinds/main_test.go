@@ -103,7 +103,7 @@ func startControllerIn(t testing.TB, namespaces []string, workDir string, config
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: cached, ByObject: kinds.CachedInfrastructures()},
+		Cache:                  cache.Options{DefaultNamespaces: cached, ByObject: kinds.CachedObjects()},
 		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: kinds.UncachedObjects()}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
