@@ -10,20 +10,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
+
 	"github.com/terraseed/terraseed/terraform/run"
 )
 
 // CachedObjects is what the manager's cache keeps of the kinds served and of the objects
-// whose metadata it watches. Of each served object: all but its managed fields and its
-// .status.state, the controller's index of the state (up to 1 MiB each). A reconcile
-// reads its object from the API server, and what reads other objects' indexes lists them
-// from there too (adoptsNoOthers); the cache serves the watch, the secretRef index and
-// the progress of a run, which patches its lastOperation alone. Of ConfigMaps, watched
-// for the deletion of a state object (watchDeletedStates), it keeps the run objects
-// alone, not every ConfigMap of the seed; of Secrets all, since the same informer serves
-// the watch of the credentials Secrets (setup.go), which carry no run label. Of both it
-// keeps only the metadata those watches and terminatingState read (metadataWatched):
-// a state object's annotations hold its index, and a seed's Secrets may carry anything.
+// whose metadata it watches. Of each served object, what the watch, the secretRef index
+// and the progress of a run (which patches its lastOperation alone) read: its metadata
+// but the managed fields, its type, class and secretRef, its lastOperation
+// (servedAsWatched). A reconcile reads its object from the API server, and what reads
+// other objects' indexes (.status.state, up to 1 MiB each) lists them from there too
+// (adoptsNoOthers). Of ConfigMaps, watched for the deletion of a state object
+// (watchDeletedStates), it keeps the run objects alone, not every ConfigMap of the seed;
+// of Secrets all, since the same informer serves the watch of the credentials Secrets
+// (setup.go), which carry no run label. Of both it keeps only the metadata those watches
+// and terminatingState read (metadataWatched): a state object's annotations hold its
+// index, and a seed's Secrets may carry anything.
 func CachedObjects() map[client.Object]cache.ByObject {
 	runObjects, err := labels.NewRequirement(run.LabelPurpose, selection.Exists, nil)
 	if err != nil {
@@ -38,17 +41,19 @@ func CachedObjects() map[client.Object]cache.ByObject {
 		secrets:    {Transform: metadataWatched},
 	}
 	for _, kind := range kindsByPurpose {
-		cached[kind.newObject()] = cache.ByObject{Transform: withoutIndex}
+		cached[kind.newObject()] = cache.ByObject{Transform: servedAsWatched}
 	}
 	return cached
 }
 
-// withoutIndex is a served object as the cache keeps it: without its managed fields and
-// its .status.state.
-func withoutIndex(in any) (any, error) {
+// servedAsWatched is a served object as the cache keeps it: without its managed fields,
+// its providerConfig, and the status fields but its lastOperation and observedGeneration.
+func servedAsWatched(in any) (any, error) {
 	out, err := cache.TransformStripManagedFields()(in)
 	if obj, ok := out.(Subject); ok {
-		obj.GetExtensionStatus().State = nil
+		obj.GetExtensionSpec().ProviderConfig = nil
+		status := obj.GetExtensionStatus()
+		*status = extensionsv1alpha1.DefaultStatus{LastOperation: status.LastOperation, ObservedGeneration: status.ObservedGeneration}
 	}
 	return out, err
 }

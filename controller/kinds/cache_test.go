@@ -36,6 +36,7 @@ func TestTheCacheKeepsNoIndex(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, s.infra)).To(Succeed())
 	infra := s.waitFor(t, extensionsv1alpha1.LastOperationTypeCreate, extensionsv1alpha1.LastOperationStateSucceeded)
 	g.Expect(infra.Status.State).NotTo(BeNil(), "the API server's")
+	g.Expect(infra.Status.ProviderStatus).NotTo(BeNil(), "the API server's")
 	stateObject := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, s.runObjects().StateName()), stateObject)).To(Succeed())
 	g.Expect(stateObject.Annotations).To(HaveKey(state.AnnotationIndex), "the API server's")
@@ -45,7 +46,11 @@ func TestTheCacheKeepsNoIndex(t *testing.T) {
 		g.Expect(c.cached.Get(ctx, client.ObjectKeyFromObject(infra), cached)).To(Succeed())
 		g.Expect(cached.Status.LastOperation).To(HaveField("State", extensionsv1alpha1.LastOperationStateSucceeded))
 		g.Expect(cached.Status.State).To(BeNil())
+		g.Expect(cached.Status.ProviderStatus).To(BeNil())
+		g.Expect(cached.Spec.ProviderConfig).To(BeNil())
 		g.Expect(cached.ManagedFields).To(BeEmpty())
+		g.Expect(cached.Spec.SecretRef).To(Equal(infra.Spec.SecretRef), "the secretRef index reads it")
+		g.Expect(cached.Spec.Type).To(Equal(infra.Spec.Type), "the watch's predicate reads it")
 
 		meta := metadataOf("ConfigMap")
 		g.Expect(c.cached.Get(ctx, client.ObjectKeyFromObject(stateObject), meta)).To(Succeed())
@@ -62,25 +67,41 @@ func TestTheCacheKeepsNoIndex(t *testing.T) {
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
-// Every kind served is cached without its index, not the Infrastructure alone: a seed
-// holds four of the other kinds to each Infrastructure.
-func TestTheCacheKeepsNoIndexOfAnyKindServed(t *testing.T) {
+// Every kind served is cached without its index, not the Infrastructure alone (a seed
+// holds four of the other kinds to each Infrastructure), and without what neither the
+// watch, the secretRef index nor the progress of a run reads.
+func TestTheCacheKeepsOfEveryKindServedWhatItsReadersRead(t *testing.T) {
 	g := NewWithT(t)
 	served := 0
+	class := extensionsv1alpha1.ExtensionClassSeed
 	for obj, byObject := range kinds.CachedObjects() {
 		subject, ok := obj.(kinds.Subject)
 		if !ok {
 			continue
 		}
 		served++
-		withIndex := subject.DeepCopyObject().(kinds.Subject)
-		withIndex.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "gardenlet"}})
-		withIndex.GetExtensionStatus().State = &runtime.RawExtension{Raw: []byte(`{"index":"..."}`)}
+		full := subject.DeepCopyObject().(kinds.Subject)
+		full.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "gardenlet"}})
+		full.SetAnnotations(map[string]string{"gardener.cloud/operation": "reconcile"})
+		*full.GetExtensionSpec() = extensionsv1alpha1.DefaultSpec{Type: "local", Class: &class, ProviderConfig: &runtime.RawExtension{Raw: []byte(`{"zones":[]}`)}}
+		lastOperation := &extensionsv1alpha1.LastOperation{Type: extensionsv1alpha1.LastOperationTypeReconcile, State: extensionsv1alpha1.LastOperationStateProcessing, Progress: 40}
+		*full.GetExtensionStatus() = extensionsv1alpha1.DefaultStatus{
+			State:              &runtime.RawExtension{Raw: []byte(`{"index":"..."}`)},
+			ProviderStatus:     &runtime.RawExtension{Raw: []byte(`{"outputs":{}}`)},
+			Conditions:         []extensionsv1alpha1.Condition{{Type: "InfrastructureInSync", Message: "in sync"}},
+			LastError:          &extensionsv1alpha1.LastError{Description: "failed before"},
+			LastOperation:      lastOperation,
+			ObservedGeneration: 3,
+		}
 		g.Expect(byObject.Transform).NotTo(BeNil(), "%T", obj)
-		out, err := byObject.Transform(withIndex)
+		out, err := byObject.Transform(full.DeepCopyObject())
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(out.(kinds.Subject).GetExtensionStatus().State).To(BeNil(), "%T", obj)
-		g.Expect(out.(kinds.Subject).GetManagedFields()).To(BeEmpty(), "%T", obj)
+		cached := out.(kinds.Subject)
+		g.Expect(cached.GetManagedFields()).To(BeEmpty(), "%T", obj)
+		g.Expect(cached.GetAnnotations()).To(Equal(full.GetAnnotations()), "%T: the watch's predicates read them", obj)
+		g.Expect(*cached.GetExtensionSpec()).To(Equal(extensionsv1alpha1.DefaultSpec{Type: "local", Class: &class}), "%T", obj)
+		g.Expect(cached.GetSecretRef()).To(Equal(full.GetSecretRef()), "%T", obj)
+		g.Expect(*cached.GetExtensionStatus()).To(Equal(extensionsv1alpha1.DefaultStatus{LastOperation: lastOperation, ObservedGeneration: 3}), "%T", obj)
 	}
 	g.Expect(served).To(Equal(6), "Infrastructure, BackupBucket, BackupEntry, DNSRecord, Bastion, SelfHostedShootExposure")
 }
