@@ -28,6 +28,10 @@ import (
 // the run's end not wake it: the end reconciles the object at once.
 const pendingRecheck = 2 * time.Minute
 
+// longestPendingRecheck bounds how far apart the looks at a run waiting for a slot may
+// fall: they fall as far apart as the run has waited (waitingRecheck).
+const longestPendingRecheck = 16 * time.Minute
+
 // runPendingError is a run that has not ended yet: the operation goes on when it does.
 type runPendingError struct {
 	ticket run.Ticket
@@ -65,7 +69,20 @@ func (e *runPendingError) recheck() time.Duration {
 	if e.ticket.Command == "" {
 		return retryAfterRunInProgress
 	}
+	if e.ticket.Phase == run.PhaseWaiting && !e.ticket.Submitted.IsZero() {
+		return waitingRecheck(time.Since(e.ticket.Submitted))
+	}
 	return pendingRecheck
+}
+
+// waitingRecheck is how soon to look again at a run that has waited for a slot for
+// waited: as long again, from pendingRecheck up to longestPendingRecheck. Each look
+// renders the configuration and patches the description with the runs ahead; at a fixed
+// period, a seed's backlog of N runs would cost each of them looks in proportion to N,
+// and the seed looks in proportion to N². Doubling, a wait of W costs about log2(W/2min)
+// looks up to W = 16 min, and one every 16 min after.
+func waitingRecheck(waited time.Duration) time.Duration {
+	return min(max(waited, pendingRecheck), longestPendingRecheck)
 }
 
 // Runs is what the operations ask of the run pipeline (executor.Pipeline): submit a run,

@@ -329,3 +329,35 @@ func TestDriftPlanIsSubmittedAtDriftPriorityAndItsOutcomeRead(t *testing.T) {
 	g.Expect(inSync.Message).To(ContainSubstring("kubectl_manifest.namespace"))
 	g.Expect(runs.submitted).To(HaveLen(1), "the check that read the outcome submits nothing")
 }
+
+// A run waiting for a slot is looked at again as long after as it has waited, from
+// pendingRecheck up to longestPendingRecheck: a seed's backlog of N runs costs each of
+// them about log N looks, not N. A run under way is looked at every pendingRecheck.
+func TestALongerWaitForASlotIsLookedAtLessOften(t *testing.T) {
+	g := NewWithT(t)
+	runs := newFakeRuns()
+	op := runsOperation(t, runs)
+	req := applyRequestOf(op)
+	prepare := func(context.Context) error { return nil }
+	_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, prepare)
+	g.Expect(pendingOf(g, err).Error()).To(Equal("waiting for a run slot (0 ahead)"))
+
+	recheckAfter := func(waited time.Duration, phase run.Phase) time.Duration {
+		ticket := runs.tickets[req.ID]
+		ticket.Submitted, ticket.Phase = time.Now().Add(-waited), phase
+		runs.tickets[req.ID] = ticket
+		_, err := op.runOrWait(context.Background(), req, run.PriorityReconcile, prepare)
+		return classify(err).(*extension.Error).RetryAfter
+	}
+	g.Expect(recheckAfter(time.Second, run.PhaseWaiting)).To(Equal(pendingRecheck))
+	g.Expect(recheckAfter(5*time.Minute, run.PhaseWaiting)).To(BeNumerically("~", 5*time.Minute, time.Second))
+	g.Expect(recheckAfter(40*time.Minute, run.PhaseWaiting)).To(Equal(longestPendingRecheck))
+	g.Expect(recheckAfter(40*time.Minute, run.PhaseRunning)).To(Equal(pendingRecheck), "under way")
+
+	looks, waited := 0, time.Duration(0)
+	for waited < time.Hour {
+		waited += waitingRecheck(waited)
+		looks++
+	}
+	g.Expect(looks).To(Equal(7), "2, 4, 8, 16, 32, 48, 64 min: not 30 looks an hour")
+}

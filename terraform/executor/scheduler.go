@@ -120,8 +120,6 @@ type scheduled struct {
 	run.Ticket
 	req run.Request
 	seq uint64
-	// submitted is when the run was submitted: a drift plan's rank grows with its wait.
-	submitted time.Time
 	// stop interrupts the run under way.
 	stop context.CancelFunc
 	// state is the finished run's state, compressed: a ticket waits for the reconcile that
@@ -186,8 +184,9 @@ func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Pr
 	s.seq++
 	_, slot := tracing.Start(ctx, "slot", attribute.String("terraseed.command", string(req.Command)), attribute.String("terraseed.priority", priority.String()))
 	t := &scheduled{
-		Ticket: run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting, Budget: req.Budget},
-		req:    req, seq: s.seq, submitted: s.clock(),
+		// Submitted: a drift plan's rank grows with its wait.
+		Ticket: run.Ticket{Command: req.Command, Digest: req.Digest, Priority: priority, Phase: run.PhaseWaiting, Budget: req.Budget, Submitted: s.clock()},
+		req:    req, seq: s.seq,
 		parent: trace.SpanContextFromContext(ctx), slot: slot,
 	}
 	s.tickets[req.ID] = t
@@ -338,7 +337,7 @@ func (s *Scheduler) clock() time.Time { return time.Now() }
 // records at once) would outlast its caller's wait.
 func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 	r := 2 * int(t.Priority)
-	if t.Priority == run.PriorityDrift && now.Sub(t.submitted) >= s.driftAging() {
+	if t.Priority == run.PriorityDrift && now.Sub(t.Submitted) >= s.driftAging() {
 		r = 2*int(run.PriorityReconcile) - 1
 	}
 	if t.req.Urgent && t.Priority != run.PriorityDrift {

@@ -390,3 +390,20 @@ func TestAWaitingRunHoldsNoCredentialsAndReadsThemAsItStarts(t *testing.T) {
 	g.Expect(unreadable.Items(g)).To(BeEmpty(), "no terraform ran")
 	g.Expect(unreadable.Objects.ReadState(ctx, env.Client)).To(BeEmpty())
 }
+
+// A ticket says when its run was submitted: a reconcile looks at a long wait less often.
+func TestATicketSaysWhenItsRunWasSubmitted(t *testing.T) {
+	g := NewWithT(t)
+	s, ends, busy, gate := oneSlotHeld(t)
+	waiting := neighbour(t, busy)
+	before := time.Now()
+	g.Expect(s.Submit(context.Background(), waiting.request(run.Apply), run.PriorityReconcile)).To(Succeed())
+	after := time.Now()
+	ticket, known := s.Lookup(waiting.Objects.ID)
+	g.Expect(known).To(BeTrue())
+	g.Expect(ticket.Phase).To(Equal(run.PhaseWaiting))
+	g.Expect(ticket.Submitted).To(BeTemporally(">=", before))
+	g.Expect(ticket.Submitted).To(BeTemporally("<=", after))
+	gate.Open()
+	g.Eventually(ends.get).WithTimeout(3 * time.Minute).Should(HaveLen(2))
+}

@@ -48,6 +48,8 @@ type Ticket struct {
 	Phase    Phase
 	// Ahead is how many waiting runs start before this one, while it waits.
 	Ahead int
+	// Submitted is when the run was submitted.
+	Submitted time.Time
 	// Result and Err are the run's outcome once it is done.
 	Result *Result
 	Err    error
