@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,5 +298,44 @@ func countStateWrites(b *testing.B, f *fixture) func() int {
 		time.Sleep(200 * time.Millisecond)
 		w.Stop()
 		return <-count
+	}
+}
+
+// BenchmarkSchedulerWithRunsWaiting is what the scheduler itself costs a run submitted
+// to a seed's backlog: the submit and the drop of one run while N others wait for the one
+// slot, each of them in one of 200 projects and a quarter of them urgent (a DNSRecord's).
+// Every submit orders the waiting runs again, so that each knows how many are ahead.
+func BenchmarkSchedulerWithRunsWaiting(b *testing.B) {
+	for _, waiting := range []int{1000, 4000} {
+		b.Run(strconv.Itoa(waiting), func(b *testing.B) {
+			ctx := context.Background()
+			runs := newTimedRuns(time.Hour)
+			s := &Scheduler{Executor: runs, MaxRuns: 1}
+			startScheduler(b, s)
+			submit := func(i int) run.Request {
+				project := fmt.Sprintf("p%d", i%200)
+				req := budgetRequest(fmt.Sprintf("s%d", i), "", project)
+				req.Urgent = i%4 == 0
+				if err := s.Submit(ctx, req, run.Priority(i%3)); err != nil {
+					b.Fatal(err)
+				}
+				return req
+			}
+			for i := range waiting + 1 {
+				submit(i)
+			}
+			const perOp = 100
+			b.ResetTimer()
+			for range b.N {
+				for i := range perOp {
+					req := submit(waiting + 1 + i)
+					if !s.Cancel(req.ID) {
+						b.Fatal("the run did not wait")
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*perOp), "µs/submit")
+		})
 	}
 }

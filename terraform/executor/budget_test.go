@@ -85,7 +85,7 @@ func (r *timedRuns) highestOf(budget string) int {
 
 // startScheduler runs s until the test ends; its finished runs are forgotten at once, as
 // the reconciles that read them do.
-func startScheduler(t *testing.T, s *Scheduler) {
+func startScheduler(t testing.TB, s *Scheduler) {
 	t.Helper()
 	s.Finished = func(id run.ID) { go s.Cancel(id) }
 	ctx, cancel := context.WithCancel(context.Background())

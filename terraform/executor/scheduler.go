@@ -97,7 +97,10 @@ type Scheduler struct {
 	budgets map[string]*budget
 	// projectRuns counts the runs under way per priority and project, for the turns.
 	projectRuns map[projectKey]int
-	runs        sync.WaitGroup
+	// order and seen are ordered's, kept between calls.
+	order []waitingRun
+	seen  map[projectKey]int
+	runs  sync.WaitGroup
 }
 
 type projectKey struct {
@@ -352,28 +355,37 @@ func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 // ordered is the waiting runs in the order they get a slot: by rank; within one, the
 // projects take turns (a run's turn is how many runs of its project and priority are
 // under way or wait before it), so that one project's many runs do not hold every slot;
-// then in the order they came. s.mu is held.
-func (s *Scheduler) ordered(now time.Time) []*scheduled {
-	var waiting []*scheduled
+// then in the order they came. Every submit and every end orders a seed's whole backlog
+// again, so it takes no map lookups and allocates nothing beside s.order, which it
+// reuses. s.mu is held.
+func (s *Scheduler) ordered(now time.Time) []waitingRun {
+	waiting := s.order[:0]
 	for _, t := range s.tickets {
 		if t.Phase == run.PhaseWaiting {
-			waiting = append(waiting, t)
+			waiting = append(waiting, waitingRun{scheduled: t, rank: s.rank(t, now)})
 		}
 	}
-	slices.SortFunc(waiting, func(a, b *scheduled) int { return cmp.Compare(a.seq, b.seq) })
-	ranks := make(map[*scheduled]int, len(waiting))
-	turns := make(map[*scheduled]int, len(waiting))
-	seen := map[projectKey]int{}
-	for _, t := range waiting {
-		ranks[t] = s.rank(t, now)
-		key := projectKey{t.Priority, t.req.Project}
-		turns[t] = s.projectRuns[key] + seen[key]
-		seen[key]++
+	slices.SortFunc(waiting, func(a, b waitingRun) int { return cmp.Compare(a.seq, b.seq) })
+	if s.seen == nil {
+		s.seen = map[projectKey]int{}
 	}
-	slices.SortStableFunc(waiting, func(a, b *scheduled) int {
-		return cmp.Or(cmp.Compare(ranks[a], ranks[b]), cmp.Compare(turns[a], turns[b]))
+	clear(s.seen)
+	for i := range waiting {
+		key := projectKey{waiting[i].Priority, waiting[i].req.Project}
+		waiting[i].turn = s.projectRuns[key] + s.seen[key]
+		s.seen[key]++
+	}
+	slices.SortFunc(waiting, func(a, b waitingRun) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.turn, b.turn), cmp.Compare(a.seq, b.seq))
 	})
+	s.order = waiting
 	return waiting
+}
+
+// waitingRun is a waiting run with its place in ordered.
+type waitingRun struct {
+	*scheduled
+	rank, turn int
 }
 
 // budgetOf returns the state of a budget key, made with the full budget. s.mu is held.
@@ -423,7 +435,7 @@ func (s *Scheduler) dispatch() {
 			if t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now) {
 				continue
 			}
-			s.start(t)
+			s.start(t.scheduled)
 			busy++
 		}
 	}
@@ -435,8 +447,10 @@ func (s *Scheduler) dispatch() {
 		t.Ahead = ahead
 		ahead++
 		t.OverBudget = t.req.Budget != "" && !s.budgetOf(t.req.Budget).admits(now)
-		t.waited |= s.waitReason(t, now)
+		t.waited |= s.waitReason(t.scheduled, now)
 	}
+	// What ordered keeps between calls holds no run that ended since.
+	clear(waiting)
 	s.measure()
 }
 
