@@ -13,6 +13,7 @@ import (
 	extensionsv1alpha1 "github.com/terraseed/terraseed/api/v1alpha1"
 
 	"github.com/terraseed/terraseed/terraform/run"
+	tfstate "github.com/terraseed/terraseed/terraform/state"
 )
 
 // CachedObjects is what the manager's cache keeps of the kinds served and of the objects
@@ -22,28 +23,39 @@ import (
 // (servedAsWatched). A reconcile reads its object from the API server, and what reads
 // other objects' indexes (.status.state, up to 1 MiB each) lists them from there too
 // (adoptsNoOthers). Of ConfigMaps, watched for the deletion of a state object
-// (watchDeletedStates), it keeps the run objects alone, not every ConfigMap of the seed;
-// of Secrets all, since the same informer serves the watch of the credentials Secrets
-// (setup.go), which carry no run label. Of both it keeps only the metadata those watches
-// and terminatingState read (metadataWatched): a state object's annotations hold its
-// index, and a seed's Secrets may carry anything.
+// (watchDeletedStates), it keeps the state objects alone, not every ConfigMap of the seed
+// nor a run's other objects; of Secrets all but a run's other objects, since the same
+// informer serves the watch of the credentials Secrets (setup.go), which carry no run
+// label. Of both it keeps only the metadata those watches and terminatingState read
+// (metadataWatched): a state object's annotations hold its index, and a seed's Secrets
+// may carry anything.
 func CachedObjects() map[client.Object]cache.ByObject {
-	runObjects, err := labels.NewRequirement(run.LabelPurpose, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
+	runObjects := requirement(run.LabelPurpose, selection.Exists)
+	// The state objects alone: a run's other objects (LabelObject), and a state's parts
+	// and history (LabelPartOf), are never watched; objects written before they were
+	// labelled are, until written again.
+	notState := requirement(tfstate.LabelObject, selection.DoesNotExist)
+	notPartOfState := requirement(tfstate.LabelPartOf, selection.DoesNotExist)
 	configMaps := &metav1.PartialObjectMetadata{}
 	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	secrets := &metav1.PartialObjectMetadata{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	cached := map[client.Object]cache.ByObject{
-		configMaps: {Label: labels.NewSelector().Add(*runObjects), Transform: metadataWatched},
-		secrets:    {Transform: metadataWatched},
+		configMaps: {Label: labels.NewSelector().Add(runObjects, notState, notPartOfState), Transform: metadataWatched},
+		secrets:    {Label: labels.NewSelector().Add(notState, notPartOfState), Transform: metadataWatched},
 	}
 	for _, kind := range kindsByPurpose {
 		cached[kind.newObject()] = cache.ByObject{Transform: servedAsWatched}
 	}
 	return cached
+}
+
+func requirement(key string, op selection.Operator) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		panic(err)
+	}
+	return *r
 }
 
 // servedAsWatched is a served object as the cache keeps it: without its managed fields,

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,15 @@ func TestTheCacheKeepsNoIndex(t *testing.T) {
 		g.Expect(c.cached.Get(ctx, client.ObjectKeyFromObject(secret), meta)).To(Succeed())
 		g.Expect(meta.Annotations).To(BeEmpty())
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// Of a run's other objects, and of a state's history, nothing.
+	objects := s.runObjects()
+	for kind, name := range map[string]string{"ConfigMap": objects.ConfigName(), "Secret": objects.VarsName()} {
+		g.Expect(c.cached.Get(ctx, keyOf(s.namespace, name), metadataOf(kind))).To(Satisfy(apierrors.IsNotFound), "%s %s", kind, name)
+		g.Expect(env.Client.Get(ctx, keyOf(s.namespace, name), metadataOf(kind))).To(Succeed(), "the API server's")
+	}
+	g.Expect(env.Client.Get(ctx, keyOf(s.namespace, objects.HistoryName()), metadataOf("ConfigMap"))).To(Succeed(), "the API server's")
+	g.Expect(c.cached.Get(ctx, keyOf(s.namespace, objects.HistoryName()), metadataOf("ConfigMap"))).To(Satisfy(apierrors.IsNotFound))
 }
 
 // Every kind served is cached without its index, not the Infrastructure alone (a seed

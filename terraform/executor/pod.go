@@ -391,10 +391,11 @@ func (e *PodExecutor) create(ctx context.Context, req run.Request) (_ *corev1.Po
 // is there.
 func (e *PodExecutor) freshEnvSecret(ctx context.Context, req run.Request, labels map[string]string, owners []metav1.OwnerReference) (*corev1.Secret, error) {
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName(), Labels: labels, OwnerReferences: owners},
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.ID.Namespace, Name: req.ID.EnvSecretName(), Labels: maps.Clone(labels), OwnerReferences: owners},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{},
 	}
+	secret.Labels[state.LabelObject] = "env"
 	for k, v := range req.Env {
 		secret.Data[k] = []byte(v)
 	}

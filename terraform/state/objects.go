@@ -85,6 +85,19 @@ func (o RunObjects) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: name, Labels: o.ID.Labels()}
 }
 
+// LabelObject says which of a run's inputs and outputs an object is: its configuration,
+// variables, credentials, sensitive outputs. The state object carries none, nor do its
+// parts and history, which carry LabelPartOf: the controller caches the metadata of the
+// state objects alone, whose deletion it watches, by these two labels' absence.
+const LabelObject = run.LabelPrefix + "object"
+
+// inputMeta is meta for one of the run's objects other than its state, named by object.
+func (o RunObjects) inputMeta(name, object string) metav1.ObjectMeta {
+	meta := o.meta(name)
+	meta.Labels[LabelObject] = object
+	return meta
+}
+
 // WriteOption changes how an object is written.
 type WriteOption func(*writeOptions)
 
@@ -117,7 +130,12 @@ func writeObject(ctx context.Context, c client.Client, obj client.Object, mutate
 		// holds the same pointer, changes it again.
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
 	}
-	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, mutate)
+	// An object written before it was labelled takes the labels it is written with.
+	labels := maps.Clone(obj.GetLabels())
+	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
+		obj.SetLabels(mergeMaps(obj.GetLabels(), labels))
+		return mutate()
+	})
 	return err
 }
 
@@ -132,7 +150,7 @@ func (o RunObjects) WriteConfig(ctx context.Context, c client.Client, files map[
 	if len(files) == 0 {
 		return run.InvalidInput("files", "must hold at least one terraform file")
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: o.meta(o.ConfigName())}
+	cm := &corev1.ConfigMap{ObjectMeta: o.inputMeta(o.ConfigName(), "config")}
 	err := writeObject(ctx, c, cm, func() error {
 		controllerutil.AddFinalizer(cm, Finalizer)
 		cm.Data = maps.Clone(files)
@@ -151,7 +169,7 @@ func (o RunObjects) WriteVars(ctx context.Context, c client.Client, varsJSON []b
 	if err := o.ID.Validate(); err != nil {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: o.meta(o.VarsName())}
+	secret := &corev1.Secret{ObjectMeta: o.inputMeta(o.VarsName(), "vars")}
 	err := writeObject(ctx, c, secret, func() error {
 		controllerutil.AddFinalizer(secret, Finalizer)
 		secret.Type = corev1.SecretTypeOpaque
@@ -285,7 +303,7 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	// A state is deleted in either kind of object: a move between the two may have been
 	// cut short.
 	other := o.Storage.Other().newObject(metav1.ObjectMeta{Namespace: o.ID.Namespace, Name: o.StateName()}).Object
-	objects := append(o.objects(), other, o.secret(o.ID.EnvSecretName()), o.credentials(), o.sensitiveOutputs())
+	objects := append(o.objects(), other, o.secret(o.ID.EnvSecretName(), "env"), o.credentials(), o.sensitiveOutputs())
 	for _, storage := range Storages {
 		parts, err := storage.list(ctx, c, o.ID.Namespace, partOf(o.StateName()))
 		if err != nil {
@@ -315,8 +333,8 @@ func (o RunObjects) Delete(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-func (o RunObjects) secret(name string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: o.meta(name)}
+func (o RunObjects) secret(name, object string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: o.inputMeta(name, object)}
 }
 
 // writeOwnedSecret writes data into secret, an opaque Secret of the run controlled by
@@ -335,11 +353,13 @@ func (o RunObjects) writeOwnedSecret(ctx context.Context, c client.Client, secre
 
 // credentials is the Secret keeping the credentials of the last run, so that a destroy
 // can run after the Secret they came from is gone.
-func (o RunObjects) credentials() *corev1.Secret { return o.secret(o.ID.CredentialsName()) }
+func (o RunObjects) credentials() *corev1.Secret {
+	return o.secret(o.ID.CredentialsName(), "credentials")
+}
 
 // sensitiveOutputs is the Secret holding the outputs the configuration marks sensitive,
 // which never reach a status.
-func (o RunObjects) sensitiveOutputs() *corev1.Secret { return o.secret(o.ID.OutputsName()) }
+func (o RunObjects) sensitiveOutputs() *corev1.Secret { return o.secret(o.ID.OutputsName(), "outputs") }
 
 // ReadCredentials returns the stored credentials of the last run, or nil when none are stored.
 func (o RunObjects) ReadCredentials(ctx context.Context, r client.Reader) (*corev1.Secret, error) {

@@ -114,3 +114,36 @@ func TestTheStatePartsOfAnOwnerWithALongNameAreKeptAndDeleted(t *testing.T) {
 	g.Expect(objects.Delete(ctx, env.Client)).To(Succeed())
 	g.Expect(kept()).To(BeZero(), "every part deleted with the state")
 }
+
+// A run's objects but its state say which they are (LabelObject), also those written
+// before they were labelled, once written again: the controller caches the metadata of
+// the state objects alone, which carry neither LabelObject nor LabelPartOf.
+func TestARunsObjectsButItsStateSayWhichTheyAre(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	objects := RunObjects{ID: run.ID{Namespace: env.Namespace(t), Name: "infra", Purpose: run.PurposeInfra}}
+	g.Expect(objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": "# first"})).To(Succeed())
+	g.Expect(objects.WriteVars(ctx, env.Client, []byte("{}"))).To(Succeed())
+	_, err := objects.Store(env.Client).Claim(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, objects.key(objects.ConfigName()), cm)).To(Succeed())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(LabelObject, "config"))
+	vars := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, objects.key(objects.VarsName()), vars)).To(Succeed())
+	g.Expect(vars.Labels).To(HaveKeyWithValue(LabelObject, "vars"))
+	stateObject := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, objects.key(objects.StateName()), stateObject)).To(Succeed())
+	g.Expect(stateObject.Labels).NotTo(HaveKey(LabelObject))
+	g.Expect(stateObject.Labels).NotTo(HaveKey(LabelPartOf))
+	g.Expect(stateObject.Labels).To(HaveKeyWithValue(run.LabelPurpose, string(run.PurposeInfra)))
+
+	// As an earlier release wrote it.
+	delete(cm.Labels, LabelObject)
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	g.Expect(objects.WriteConfig(ctx, env.Client, map[string]string{"main.tf": "# second"})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(LabelObject, "config"))
+	g.Expect(cm.Labels).To(HaveKeyWithValue(run.LabelInfrastructure, "infra"))
+}
