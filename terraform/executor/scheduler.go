@@ -97,6 +97,9 @@ type Scheduler struct {
 	budgets map[string]*budget
 	// projectRuns counts the runs under way per priority and project, for the turns.
 	projectRuns map[projectKey]int
+	// queue is the tickets in the order they were submitted, those forgotten or done
+	// since among them until ordered drops them.
+	queue []*scheduled
 	// order and seen are ordered's, kept between calls.
 	order []waitingRun
 	seen  map[projectKey]int
@@ -136,6 +139,8 @@ type scheduled struct {
 	slot   trace.Span
 	// waited is why the run waited for its slot (waitFor bits).
 	waited waitFor
+	// forgotten is set once the ticket is dropped from the scheduler's tickets.
+	forgotten bool
 }
 
 // waitFor is why a run waited for a slot.
@@ -193,6 +198,7 @@ func (s *Scheduler) Submit(ctx context.Context, req run.Request, priority run.Pr
 		parent: trace.SpanContextFromContext(ctx), slot: slot,
 	}
 	s.tickets[req.ID] = t
+	s.queue = append(s.queue, t)
 	s.dispatch()
 	if t.Phase == run.PhaseWaiting {
 		tracing.Set(slot, attribute.Int("terraseed.slot.ahead", t.Ahead))
@@ -220,7 +226,7 @@ func (s *Scheduler) Take(id run.ID) (run.Ticket, bool) {
 		s.mu.Unlock()
 		return run.Ticket{}, false
 	}
-	delete(s.tickets, id)
+	s.forget(id)
 	s.dispatch()
 	s.mu.Unlock()
 	ticket := t.Ticket
@@ -250,7 +256,7 @@ func (s *Scheduler) Cancel(id run.ID) bool {
 	if t.Phase == run.PhaseRunning {
 		return false
 	}
-	delete(s.tickets, id)
+	s.forget(id)
 	s.dispatch()
 	return true
 }
@@ -262,7 +268,7 @@ func (s *Scheduler) ForgetName(id run.ID) {
 	defer s.mu.Unlock()
 	for known, t := range s.tickets {
 		if known.Namespace == id.Namespace && known.Name == id.Name && known.Purpose == id.Purpose && t.Phase != run.PhaseRunning {
-			delete(s.tickets, known)
+			s.forget(known)
 		}
 	}
 	s.dispatch()
@@ -278,7 +284,7 @@ func (s *Scheduler) Stop(ctx context.Context, id run.ID) (bool, error) {
 	if !ok || t.Phase != run.PhaseRunning {
 		// A waiting run holds nothing: one that could not start left no pod (notStartedError).
 		if ok && t.Phase == run.PhaseWaiting {
-			delete(s.tickets, id)
+			s.forget(id)
 			s.dispatch()
 		}
 		s.mu.Unlock()
@@ -356,30 +362,41 @@ func (s *Scheduler) rank(t *scheduled, now time.Time) int {
 // projects take turns (a run's turn is how many runs of its project and priority are
 // under way or wait before it), so that one project's many runs do not hold every slot;
 // then in the order they came. Every submit and every end orders a seed's whole backlog
-// again, so it takes no map lookups and allocates nothing beside s.order, which it
-// reuses. s.mu is held.
+// again, so it sorts once, from the queue kept in the order the runs came, and allocates
+// nothing beside s.order and s.queue, which it reuses. s.mu is held.
 func (s *Scheduler) ordered(now time.Time) []waitingRun {
-	waiting := s.order[:0]
-	for _, t := range s.tickets {
-		if t.Phase == run.PhaseWaiting {
-			waiting = append(waiting, waitingRun{scheduled: t, rank: s.rank(t, now)})
-		}
-	}
-	slices.SortFunc(waiting, func(a, b waitingRun) int { return cmp.Compare(a.seq, b.seq) })
 	if s.seen == nil {
 		s.seen = map[projectKey]int{}
 	}
 	clear(s.seen)
-	for i := range waiting {
-		key := projectKey{waiting[i].Priority, waiting[i].req.Project}
-		waiting[i].turn = s.projectRuns[key] + s.seen[key]
+	waiting, queue := s.order[:0], s.queue[:0]
+	for _, t := range s.queue {
+		if t.forgotten || t.Phase == run.PhaseDone {
+			continue
+		}
+		queue = append(queue, t)
+		if t.Phase != run.PhaseWaiting {
+			continue
+		}
+		key := projectKey{t.Priority, t.req.Project}
+		waiting = append(waiting, waitingRun{scheduled: t, rank: s.rank(t, now), turn: s.projectRuns[key] + s.seen[key]})
 		s.seen[key]++
 	}
+	clear(s.queue[len(queue):])
+	s.queue = queue
 	slices.SortFunc(waiting, func(a, b waitingRun) int {
 		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.turn, b.turn), cmp.Compare(a.seq, b.seq))
 	})
 	s.order = waiting
 	return waiting
+}
+
+// forget drops the ticket of id. s.mu is held.
+func (s *Scheduler) forget(id run.ID) {
+	if t, ok := s.tickets[id]; ok {
+		t.forgotten = true
+		delete(s.tickets, id)
+	}
 }
 
 // waitingRun is a waiting run with its place in ordered.
@@ -601,7 +618,7 @@ func (s *Scheduler) start(t *scheduled) {
 		waiting, notStarted := notStarted(err)
 		switch {
 		case shutdown:
-			delete(s.tickets, t.req.ID)
+			s.forget(t.req.ID)
 		case notStarted && !t.Stopping:
 			// It waits again, in its place, without a slot.
 			t.Phase, t.NotStarted, t.notBefore = run.PhaseWaiting, waiting.Reason, s.clock().Add(NotStartedRetry)
