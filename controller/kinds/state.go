@@ -274,15 +274,11 @@ func (op *operation) indexOf(state []byte) *imports.Index {
 func encodeState(state []byte, index *imports.Index) (*runtime.RawExtension, error) {
 	kept := migratedState{APIVersion: migratedStateAPIVersion, Kind: migratedStateKind, Index: index}
 	if len(state) > 0 {
-		var compressed bytes.Buffer
-		writer := gzip.NewWriter(&compressed)
-		if _, err := writer.Write(state); err != nil {
+		compressed, err := tfstate.Gzip(state, gzip.DefaultCompression)
+		if err != nil {
 			return nil, err
 		}
-		if err := writer.Close(); err != nil {
-			return nil, err
-		}
-		kept.TerraformState = compressed.Bytes()
+		kept.TerraformState = compressed
 	} else if index == nil {
 		return nil, nil
 	}

@@ -672,17 +672,6 @@ func runLog(log logr.Logger, t *scheduled) logr.Logger {
 }
 
 // gzipped is state compressed at the speed gzip favours: it is expanded again a moment later.
-func gzipped(state []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(state); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+func gzipped(compressible []byte) ([]byte, error) {
+	return state.Gzip(compressible, gzip.BestSpeed)
 }

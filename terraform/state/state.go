@@ -677,18 +677,10 @@ func (o RunObjects) LegacyPartNames(cm metav1.Object) []string {
 }
 
 func compressAndSplit(state []byte, limit int) ([][]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	compressed, err := Gzip(state, gzip.BestCompression)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(state); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	compressed := buf.Bytes()
 	var chunks [][]byte
 	for len(compressed) > limit {
 		chunks = append(chunks, compressed[:limit])
