@@ -126,6 +126,9 @@ func (w *webhookUnderTest) start(t testing.TB) {
 	select {
 	case <-w.Ready():
 	case err := <-w.done:
+		// Gone already: the cleanup has nothing to stop, and must not wait for it.
+		cancel()
+		w.cancel = nil
 		t.Fatalf("the manager stopped: %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("the webhook's certificate was not ready within a minute")
