@@ -58,10 +58,14 @@ func requirement(key string, op selection.Operator) labels.Requirement {
 	return *r
 }
 
+// stripManagedFields is controller-runtime's transform, made once: servedAsWatched runs on
+// every event of every served object.
+var stripManagedFields = cache.TransformStripManagedFields()
+
 // servedAsWatched is a served object as the cache keeps it: without its managed fields,
 // its providerConfig, and the status fields but its lastOperation and observedGeneration.
 func servedAsWatched(in any) (any, error) {
-	out, err := cache.TransformStripManagedFields()(in)
+	out, err := stripManagedFields(in)
 	if obj, ok := out.(Subject); ok {
 		obj.GetExtensionSpec().ProviderConfig = nil
 		status := obj.GetExtensionStatus()

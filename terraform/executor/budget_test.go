@@ -88,13 +88,7 @@ func (r *timedRuns) highestOf(budget string) int {
 func startScheduler(t testing.TB, s *Scheduler) {
 	t.Helper()
 	s.Finished = func(id run.ID) { go s.Cancel(id) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, s.Start)
 	// Runs submitted before the start wait for it: the tests count on them starting at once.
 	NewWithT(t).Eventually(func() bool {
 		s.mu.Lock()

@@ -166,9 +166,15 @@ func TestTheEndOfARunGoesAheadOfTheQueuedRequests(t *testing.T) {
 
 // startPipeline runs p until the test ends, and returns the context it runs in.
 func startPipeline(t *testing.T, p *Pipeline) context.Context {
+	return runUntilCleanup(t, p.Start)
+}
+
+// runUntilCleanup runs start in the background until the test ends, and waits for it to
+// return then; it returns the context start runs in.
+func runUntilCleanup(t testing.TB, start func(context.Context) error) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.Start(ctx) }()
+	go func() { done <- start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done

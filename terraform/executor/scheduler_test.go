@@ -28,13 +28,7 @@ func startedScheduler(t *testing.T, f *fixture, maxRuns int, driftShare float64)
 		Executor: f.executor, MaxRuns: maxRuns, DriftShare: driftShare, Finished: ends.add,
 		Waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "waiting"}, []string{"priority"}),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, s.Start)
 	return s, ends
 }
 
